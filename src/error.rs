@@ -1,0 +1,213 @@
+//! The crate's one error type.
+//!
+//! Every public function returns [`Result`]. Errors raised while adding or running a node
+//! are wrapped in [`Error::AtNode`], which names the node and its op; [`Error::root`]
+//! unwraps the context to the underlying cause so tests and callers can match on it.
+
+use thiserror::Error as ThisError;
+
+use crate::ir::NodeId;
+use crate::tensor::{DType, TensorType};
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// All errors of the crate.
+#[derive(Debug, Clone, ThisError)]
+#[non_exhaustive]
+pub enum Error {
+    /// Context: the error happened at this node (op name included).
+    #[error("node {node} ({op}): {source}")]
+    AtNode {
+        /// The node.
+        node: NodeId,
+        /// Its op, printed.
+        op: String,
+        /// The cause.
+        source: Box<Error>,
+    },
+    /// Incompatible shapes.
+    #[error("{op}: shape error: {msg}")]
+    Shape {
+        /// Op name.
+        op: String,
+        /// What is wrong, naming the shapes.
+        msg: String,
+    },
+    /// Wrong dtype.
+    #[error("{op}: expected dtype {expected}, got {got}")]
+    DType {
+        /// Op name.
+        op: String,
+        /// What was expected (e.g. "float", "f32", "same as input 0").
+        expected: String,
+        /// What was given.
+        got: DType,
+    },
+    /// Wrong number of inputs.
+    #[error("{op}: expected {expected} inputs, got {got}")]
+    Arity {
+        /// Op name.
+        op: String,
+        /// Expected count, as text ("2", "at least 1").
+        expected: String,
+        /// Given count.
+        got: usize,
+    },
+    /// Axis out of range.
+    #[error("{op}: axis {axis} out of range for rank {rank}")]
+    Axis {
+        /// Op name.
+        op: String,
+        /// The axis given.
+        axis: i64,
+        /// The rank of the operand.
+        rank: usize,
+    },
+    /// An index (gather, scatter, slice...) outside its bound.
+    #[error("{op}: index {index} out of range [0, {bound})")]
+    IndexOutOfRange {
+        /// Op name.
+        op: String,
+        /// The index.
+        index: i64,
+        /// The exclusive bound.
+        bound: usize,
+    },
+    /// A value handle that does not belong to this graph.
+    #[error("unknown value {value}: not in this graph")]
+    UnknownValue {
+        /// The handle, printed.
+        value: String,
+    },
+    /// A feed for a value that is not an input of the graph.
+    #[error("feed for {value}, which is not a graph input")]
+    UnknownFeed {
+        /// The handle, printed.
+        value: String,
+    },
+    /// An input needed by the fetches that was not fed.
+    #[error("input '{name}' ({value}) is needed but was not fed")]
+    MissingFeed {
+        /// Input name.
+        name: String,
+        /// The handle, printed.
+        value: String,
+    },
+    /// A feed whose dtype or shape does not match the input's declared type.
+    #[error("feed for input '{name}': expected {expected}, got {got_dtype}{got_shape:?}")]
+    FeedType {
+        /// Input name.
+        name: String,
+        /// Declared type.
+        expected: TensorType,
+        /// Fed dtype.
+        got_dtype: DType,
+        /// Fed shape.
+        got_shape: Vec<usize>,
+    },
+    /// A kernel produced a value that contradicts its inferred static type, or a runtime
+    /// dim differs from what the graph promised.
+    #[error("{op}: runtime type mismatch: expected {expected}, got {got_dtype}{got_shape:?}")]
+    RuntimeType {
+        /// Op name.
+        op: String,
+        /// Inferred type.
+        expected: TensorType,
+        /// Actual dtype.
+        got_dtype: DType,
+        /// Actual shape.
+        got_shape: Vec<usize>,
+    },
+    /// The graph has a cycle through this node.
+    #[error("cycle through node {node}")]
+    Cycle {
+        /// A node on the cycle.
+        node: NodeId,
+    },
+    /// Structural inconsistency found by `Graph::verify`.
+    #[error("verify: {0}")]
+    Verify(String),
+    /// Function calls nested deeper than the configured limit.
+    #[error("recursion limit {limit} exceeded calling function '{function}'")]
+    RecursionLimit {
+        /// The function being called.
+        function: String,
+        /// The limit.
+        limit: usize,
+    },
+    /// A `Call` of a function that is not in the library (or declared but not defined).
+    #[error("unknown function '{name}'")]
+    UnknownFunction {
+        /// The name.
+        name: String,
+    },
+    /// An unknown variable.
+    #[error("unknown variable '{name}'")]
+    UnknownVariable {
+        /// The name.
+        name: String,
+    },
+    /// No pfor converter for this op (and fallback disabled).
+    #[error("no converter for op {op} at node {node}: {reason}")]
+    NoConverter {
+        /// Op name.
+        op: String,
+        /// The node.
+        node: NodeId,
+        /// Why the converter could not handle it.
+        reason: String,
+    },
+    /// An operation is not supported for these arguments (e.g. a custom op without a vjp).
+    #[error("{op}: unsupported: {what}")]
+    Unsupported {
+        /// Op name.
+        op: String,
+        /// What is unsupported.
+        what: String,
+    },
+    /// Numerical failure (singular matrix, not positive definite...).
+    #[error("{op}: {msg}")]
+    Numerical {
+        /// Op name.
+        op: String,
+        /// What happened.
+        msg: String,
+    },
+    /// A bad argument to a public function.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// The underlying cause, with node context removed.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::AtNode { source, .. } => source.root(),
+            e => e,
+        }
+    }
+    /// Wrap with node context (idempotent: an error already at a node keeps the innermost).
+    pub fn at_node(self, node: NodeId, op: impl Into<String>) -> Error {
+        match self {
+            e @ Error::AtNode { .. } => e,
+            e => Error::AtNode { node, op: op.into(), source: Box::new(e) },
+        }
+    }
+    /// Shorthand for a shape error.
+    pub fn shape(op: &str, msg: impl Into<String>) -> Error {
+        Error::Shape { op: op.into(), msg: msg.into() }
+    }
+    /// Shorthand for a dtype error.
+    pub fn dtype(op: &str, expected: impl Into<String>, got: DType) -> Error {
+        Error::DType { op: op.into(), expected: expected.into(), got }
+    }
+    /// Shorthand for an arity error.
+    pub fn arity(op: &str, expected: impl Into<String>, got: usize) -> Error {
+        Error::Arity { op: op.into(), expected: expected.into(), got }
+    }
+    /// Shorthand for an unsupported error.
+    pub fn unsupported(op: &str, what: impl Into<String>) -> Error {
+        Error::Unsupported { op: op.into(), what: what.into() }
+    }
+}

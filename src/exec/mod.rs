@@ -1,0 +1,353 @@
+//! Executing graphs: [`Session`] compiles a [`Plan`] once and runs it many times.
+//!
+//! Invariants of a plan:
+//! - it contains exactly the ancestors of the fetches (plus, for function bodies, every
+//!   node with side effects), in [`Graph::topo_order`] — deterministic, program order for
+//!   independent stateful ops;
+//! - every value has a slot; a slot is released right after its last consumer runs, and
+//!   that consumer receives the tensor by value, so a kernel holding the only reference may
+//!   write in place (constants and fetched values are never handed over);
+//! - every kernel output is checked against its inferred static type (dtype, rank, fixed
+//!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
+//!   silently wrong answer.
+
+use std::sync::Arc;
+
+use hashbrown::{HashMap, HashSet};
+
+use crate::error::{Error, Result};
+use crate::ir::{Function, Graph, Library, NodeId, ValueId};
+use crate::ops::Op;
+use crate::tensor::{Tensor, TensorType};
+
+/// Execution options.
+#[derive(Clone, Debug)]
+pub struct ExecOptions {
+    /// Maximum nesting of `Call`s (recursion depth) before `Error::RecursionLimit`.
+    pub max_call_depth: usize,
+    /// Check every kernel output against its static type.
+    pub check_types: bool,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        ExecOptions { max_call_depth: 200, check_types: true }
+    }
+}
+
+#[derive(Debug)]
+struct Step {
+    node: NodeId,
+    op: Op,
+    /// (slot, hand over ownership).
+    inputs: Vec<(usize, bool)>,
+    outputs: Vec<usize>,
+    out_types: Vec<TensorType>,
+    /// Slots to release after this step (values whose last consumer it is).
+    release: Vec<usize>,
+}
+
+#[derive(Debug)]
+struct InputSlot {
+    value: ValueId,
+    name: String,
+    ty: TensorType,
+    slot: usize,
+}
+
+/// A compiled execution plan for a set of fetches.
+#[derive(Debug)]
+pub struct Plan {
+    steps: Vec<Step>,
+    n_slots: usize,
+    inputs: Vec<InputSlot>,
+    fetch_slots: Vec<usize>,
+    /// All Input nodes of the graph (for feed validation), by value.
+    graph_inputs: HashSet<ValueId>,
+}
+
+impl Plan {
+    /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run).
+    pub fn compile(g: &Graph, fetches: &[ValueId], keep_effects: bool) -> Result<Plan> {
+        let mut roots: Vec<ValueId> = fetches.to_vec();
+        if keep_effects {
+            for n in g.node_ids() {
+                if g.node(n)?.op.has_side_effects() {
+                    roots.push(ValueId { node: n, slot: 0 });
+                }
+            }
+        }
+        let needed: HashSet<NodeId> = g.ancestors(&roots)?.into_iter().collect();
+        let order: Vec<NodeId> = g.topo_order()?.into_iter().filter(|n| needed.contains(n)).collect();
+
+        let mut slot_of: HashMap<ValueId, usize> = HashMap::new();
+        let mut n_slots = 0;
+        for &n in &order {
+            for v in g.outputs_of(n) {
+                slot_of.insert(v, n_slots);
+                n_slots += 1;
+            }
+        }
+        let fetch_slots: Vec<usize> = fetches.iter().map(|f| slot_of[f]).collect();
+        let pinned: HashSet<usize> = fetch_slots.iter().copied().collect();
+
+        // Last use of each slot: (step index, input position).
+        let mut last_use: HashMap<usize, (usize, usize)> = HashMap::new();
+        for (si, &n) in order.iter().enumerate() {
+            for (pos, v) in g.node(n)?.inputs.iter().enumerate() {
+                last_use.insert(slot_of[v], (si, pos));
+            }
+        }
+        let mut steps = Vec::with_capacity(order.len());
+        let mut inputs = Vec::new();
+        for (si, &n) in order.iter().enumerate() {
+            let node = g.node(n)?;
+            let outputs: Vec<usize> = g.outputs_of(n).iter().map(|v| slot_of[v]).collect();
+            if let Op::Input { name } = &node.op {
+                inputs.push(InputSlot {
+                    value: ValueId { node: n, slot: 0 },
+                    name: name.clone(),
+                    ty: node.outputs[0].clone(),
+                    slot: outputs[0],
+                });
+            }
+            let mut step_inputs = Vec::with_capacity(node.inputs.len());
+            let mut release = Vec::new();
+            for (pos, v) in node.inputs.iter().enumerate() {
+                let s = slot_of[v];
+                let last = last_use.get(&s) == Some(&(si, pos)) && !pinned.contains(&s);
+                step_inputs.push((s, last));
+                if last {
+                    release.push(s);
+                }
+            }
+            // Outputs nobody reads are released immediately (unless fetched).
+            for &s in &outputs {
+                if !last_use.contains_key(&s) && !pinned.contains(&s) {
+                    release.push(s);
+                }
+            }
+            steps.push(Step { node: n, op: node.op.clone(), inputs: step_inputs, outputs, out_types: node.outputs.clone(), release });
+        }
+        Ok(Plan { steps, n_slots, inputs, fetch_slots, graph_inputs: g.inputs().into_iter().collect() })
+    }
+
+    /// Number of steps (nodes that run).
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// True if the plan runs nothing.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    fn run(&self, slots_init: Vec<(usize, Tensor)>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let mut slots: Vec<Option<Tensor>> = vec![None; self.n_slots];
+        for (s, t) in slots_init {
+            slots[s] = Some(t);
+        }
+        for step in &self.steps {
+            if matches!(step.op, Op::Input { .. }) {
+                continue; // fed
+            }
+            let mut ins = Vec::with_capacity(step.inputs.len());
+            for &(s, take) in &step.inputs {
+                let t = if take { slots[s].take() } else { slots[s].clone() };
+                ins.push(t.ok_or_else(|| Error::Verify(format!("{}: input slot {s} empty", step.node)))?);
+            }
+            let outs = step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?;
+            if outs.len() != step.outputs.len() {
+                return Err(Error::Verify(format!(
+                    "{} ({}): kernel returned {} outputs, expected {}",
+                    step.node,
+                    step.op,
+                    outs.len(),
+                    step.outputs.len()
+                )));
+            }
+            for ((t, &s), ty) in outs.into_iter().zip(&step.outputs).zip(&step.out_types) {
+                if ctx.options.check_types && (t.dtype() != ty.dtype || !ty.shape.matches(t.shape())) {
+                    return Err(Error::RuntimeType {
+                        op: step.op.name(),
+                        expected: ty.clone(),
+                        got_dtype: t.dtype(),
+                        got_shape: t.shape().to_vec(),
+                    }
+                    .at_node(step.node, step.op.to_string()));
+                }
+                slots[s] = Some(t);
+            }
+            for &s in &step.release {
+                slots[s] = None;
+            }
+        }
+        self.fetch_slots
+            .iter()
+            .map(|&s| slots[s].clone().ok_or_else(|| Error::Verify(format!("fetch slot {s} empty"))))
+            .collect()
+    }
+}
+
+/// Runtime context handed to stateful and control-flow kernels.
+pub struct ExecCtx<'a> {
+    vars: &'a mut HashMap<String, Tensor>,
+    library: &'a Library,
+    options: &'a ExecOptions,
+    depth: usize,
+}
+
+impl ExecCtx<'_> {
+    /// Run a function on arguments (compiling and caching its plan on first use).
+    pub fn run_function(&mut self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let plan = match f.plan.get() {
+            Some(p) => p.clone(),
+            None => {
+                let p = Arc::new(Plan::compile(&f.graph, &f.results, true)?);
+                f.plan.get_or_init(|| p).clone()
+            }
+        };
+        if args.len() != f.params.len() {
+            return Err(Error::arity("function", f.params.len().to_string(), args.len()));
+        }
+        let mut init = Vec::with_capacity(args.len());
+        for (p, a) in f.params.iter().zip(args) {
+            if let Some(is) = plan.inputs.iter().find(|is| is.value == *p) {
+                init.push((is.slot, a));
+            }
+        }
+        plan.run(init, self)
+    }
+
+    /// Call a named library function, enforcing the recursion limit.
+    pub fn call(&mut self, name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        if self.depth >= self.options.max_call_depth {
+            return Err(Error::RecursionLimit { function: name.to_string(), limit: self.options.max_call_depth });
+        }
+        let f = self.library.get(name)?;
+        self.depth += 1;
+        let r = self.run_function(&f, args);
+        self.depth -= 1;
+        r
+    }
+
+    /// Current value of a variable.
+    pub fn read_variable(&self, name: &str) -> Result<Tensor> {
+        self.vars.get(name).cloned().ok_or_else(|| Error::UnknownVariable { name: name.to_string() })
+    }
+
+    /// Replace a variable's value.
+    pub fn write_variable(&mut self, name: &str, v: Tensor) -> Result<()> {
+        match self.vars.get_mut(name) {
+            Some(slot) => {
+                *slot = v;
+                Ok(())
+            }
+            None => Err(Error::UnknownVariable { name: name.to_string() }),
+        }
+    }
+
+    /// The execution options.
+    pub fn options(&self) -> &ExecOptions {
+        self.options
+    }
+}
+
+/// A compiled graph plus variable state: compile once, run many times.
+pub struct Session {
+    plan: Arc<Plan>,
+    library: Library,
+    vars: HashMap<String, Tensor>,
+    options: ExecOptions,
+}
+
+impl Session {
+    /// Compile `fetches` of `graph` with default options.
+    pub fn new(graph: &Graph, fetches: &[ValueId]) -> Result<Session> {
+        Session::with_options(graph, fetches, ExecOptions::default())
+    }
+
+    /// Compile with options.
+    pub fn with_options(graph: &Graph, fetches: &[ValueId], options: ExecOptions) -> Result<Session> {
+        for f in fetches {
+            graph.check_value(*f)?;
+        }
+        let plan = Arc::new(Plan::compile(graph, fetches, false)?);
+        let library = graph.library().clone();
+        let vars = library.variables().into_iter().map(|v| (v.name, v.init)).collect();
+        Ok(Session { plan, library, vars, options })
+    }
+
+    /// Run with feeds given by input value.
+    pub fn run(&mut self, feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
+        let mut init = Vec::with_capacity(feeds.len());
+        for (v, t) in feeds {
+            match self.plan.inputs.iter().find(|is| is.value == *v) {
+                Some(is) => {
+                    if t.dtype() != is.ty.dtype || !is.ty.shape.matches(t.shape()) {
+                        return Err(Error::FeedType {
+                            name: is.name.clone(),
+                            expected: is.ty.clone(),
+                            got_dtype: t.dtype(),
+                            got_shape: t.shape().to_vec(),
+                        });
+                    }
+                    init.push((is.slot, t.clone()));
+                }
+                None if self.plan.graph_inputs.contains(v) => {} // an input these fetches do not need
+                None => return Err(Error::UnknownFeed { value: v.to_string() }),
+            }
+        }
+        for is in &self.plan.inputs {
+            if !init.iter().any(|(s, _)| *s == is.slot) {
+                return Err(Error::MissingFeed { name: is.name.clone(), value: is.value.to_string() });
+            }
+        }
+        let plan = self.plan.clone();
+        let mut ctx = ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0 };
+        plan.run(init, &mut ctx)
+    }
+
+    /// Run with feeds given by input name.
+    pub fn run_named(&mut self, feeds: &[(&str, Tensor)]) -> Result<Vec<Tensor>> {
+        let mut by_value = Vec::with_capacity(feeds.len());
+        for (name, t) in feeds {
+            let is = self
+                .plan
+                .inputs
+                .iter()
+                .find(|is| is.name == *name)
+                .ok_or_else(|| Error::UnknownFeed { value: format!("input '{name}'") })?;
+            by_value.push((is.value, t.clone()));
+        }
+        self.run(&by_value)
+    }
+
+    /// Current value of a variable.
+    pub fn variable(&self, name: &str) -> Result<Tensor> {
+        self.vars.get(name).cloned().ok_or_else(|| Error::UnknownVariable { name: name.to_string() })
+    }
+
+    /// Set a variable (same dtype and shape as its definition).
+    pub fn set_variable(&mut self, name: &str, v: Tensor) -> Result<()> {
+        let slot = self.vars.get_mut(name).ok_or_else(|| Error::UnknownVariable { name: name.to_string() })?;
+        if slot.dtype() != v.dtype() || slot.shape() != v.shape() {
+            return Err(Error::shape(
+                "set_variable",
+                format!("variable '{name}' is {}{:?}, got {}{:?}", slot.dtype(), slot.shape(), v.dtype(), v.shape()),
+            ));
+        }
+        *slot = v;
+        Ok(())
+    }
+
+    /// Number of nodes the plan runs.
+    pub fn num_steps(&self) -> usize {
+        self.plan.len()
+    }
+}
+
+/// Compile and run once: a convenience for tests and one-off evaluation.
+pub fn run_once(graph: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
+    Session::new(graph, fetches)?.run(feeds)
+}

@@ -1,0 +1,231 @@
+//! Functions (sub-graphs with parameter and result lists) and the shared [`Library`] of
+//! named functions and variables.
+//!
+//! Invariants: a `Function`'s params are `Input` nodes of its own graph, in order; its
+//! results are values of that graph. Captured outer values are never referenced directly:
+//! they are passed as explicit inputs of the op that owns the function. Named functions
+//! are declared (signature) before they are defined (body), so bodies may call themselves
+//! or each other recursively; `Call` nodes are type-checked against the declaration.
+
+use std::fmt;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use hashbrown::HashMap;
+
+use super::{Graph, ValueId};
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorType};
+
+/// A sub-graph with ordered parameters and results.
+pub struct Function {
+    /// The body.
+    pub graph: Graph,
+    /// Parameter values (Input nodes of `graph`), in order.
+    pub params: Vec<ValueId>,
+    /// Result values, in order.
+    pub results: Vec<ValueId>,
+    /// Compiled execution plan, built on first run.
+    pub(crate) plan: OnceLock<Arc<crate::exec::Plan>>,
+}
+
+impl Clone for Function {
+    fn clone(&self) -> Self {
+        Function {
+            graph: self.graph.clone(),
+            params: self.params.clone(),
+            results: self.results.clone(),
+            plan: OnceLock::new(),
+        }
+    }
+}
+
+impl fmt::Debug for Function {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Function({} params, {} results, {} nodes)", self.params.len(), self.results.len(), self.graph.num_nodes())
+    }
+}
+
+impl PartialEq for Function {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Function {
+    /// Build a function in a child graph of `parent` (sharing its library): the closure
+    /// receives the child graph and the parameter values and returns the results.
+    pub fn build(
+        parent: &Graph,
+        param_types: &[TensorType],
+        body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<Function> {
+        let mut g = parent.new_child();
+        let params: Vec<ValueId> = param_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| g.input(&format!("arg{i}"), t.dtype, t.shape.clone()))
+            .collect();
+        let results = body(&mut g, &params)?;
+        for r in &results {
+            g.check_value(*r)?;
+        }
+        Ok(Function { graph: g, params, results, plan: OnceLock::new() })
+    }
+
+    /// Assemble a function from an existing graph.
+    pub fn from_parts(graph: Graph, params: Vec<ValueId>, results: Vec<ValueId>) -> Result<Function> {
+        for v in params.iter().chain(&results) {
+            graph.check_value(*v)?;
+        }
+        for p in &params {
+            if !matches!(graph.node(p.node)?.op, crate::ops::Op::Input { .. }) {
+                return Err(Error::InvalidArgument(format!("function parameter {p} is not an Input node")));
+            }
+        }
+        Ok(Function { graph, params, results, plan: OnceLock::new() })
+    }
+
+    /// Parameter types.
+    pub fn param_types(&self) -> Vec<TensorType> {
+        self.params.iter().map(|p| self.graph.value_type(*p).cloned().expect("param exists")).collect()
+    }
+
+    /// Result types.
+    pub fn result_types(&self) -> Vec<TensorType> {
+        self.results.iter().map(|r| self.graph.value_type(*r).cloned().expect("result exists")).collect()
+    }
+
+    /// Signature.
+    pub fn signature(&self) -> FunctionSignature {
+        FunctionSignature { params: self.param_types(), results: self.result_types() }
+    }
+}
+
+/// Parameter and result types of a named function.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FunctionSignature {
+    /// Parameter types.
+    pub params: Vec<TensorType>,
+    /// Result types.
+    pub results: Vec<TensorType>,
+}
+
+/// A variable's definition: its name and initial value (type fixed by it).
+#[derive(Clone, Debug)]
+pub struct VariableDef {
+    /// Name.
+    pub name: String,
+    /// Initial value.
+    pub init: Tensor,
+}
+
+#[derive(Default)]
+struct LibraryInner {
+    sigs: HashMap<String, FunctionSignature>,
+    defs: HashMap<String, Arc<Function>>,
+    vars: HashMap<String, VariableDef>,
+    var_order: Vec<String>,
+}
+
+/// Named functions and variables shared by a graph and all its child graphs.
+#[derive(Clone, Default)]
+pub struct Library {
+    inner: Arc<RwLock<LibraryInner>>,
+}
+
+fn poisoned() -> Error {
+    Error::InvalidArgument("function library lock poisoned by an earlier panic".into())
+}
+
+impl Library {
+    /// Declare a function's signature (needed before a recursive body can call it).
+    pub fn declare(&self, name: &str, sig: FunctionSignature) -> Result<()> {
+        let mut l = self.inner.write().map_err(|_| poisoned())?;
+        if let Some(old) = l.sigs.get(name) {
+            if *old != sig {
+                return Err(Error::InvalidArgument(format!(
+                    "function '{name}' redeclared with a different signature"
+                )));
+            }
+        }
+        l.sigs.insert(name.to_string(), sig);
+        Ok(())
+    }
+
+    /// Define a declared (or new) function; its signature must match the declaration.
+    pub fn define(&self, name: &str, f: Function) -> Result<()> {
+        let sig = f.signature();
+        let mut l = self.inner.write().map_err(|_| poisoned())?;
+        if let Some(old) = l.sigs.get(name) {
+            let ok = old.params.len() == sig.params.len()
+                && old.results.len() == sig.results.len()
+                && old.params.iter().zip(&sig.params).all(|(a, b)| a.dtype == b.dtype && a.shape.compatible(&b.shape))
+                && old.results.iter().zip(&sig.results).all(|(a, b)| a.dtype == b.dtype && a.shape.compatible(&b.shape));
+            if !ok {
+                return Err(Error::InvalidArgument(format!(
+                    "function '{name}': body signature {sig:?} does not match declaration {old:?}"
+                )));
+            }
+        } else {
+            l.sigs.insert(name.to_string(), sig);
+        }
+        if l.defs.contains_key(name) {
+            return Err(Error::InvalidArgument(format!("function '{name}' is already defined")));
+        }
+        l.defs.insert(name.to_string(), Arc::new(f));
+        Ok(())
+    }
+
+    /// The signature of a declared function.
+    pub fn signature(&self, name: &str) -> Result<FunctionSignature> {
+        let l = self.inner.read().map_err(|_| poisoned())?;
+        l.sigs.get(name).cloned().ok_or_else(|| Error::UnknownFunction { name: name.to_string() })
+    }
+
+    /// The body of a defined function.
+    pub fn get(&self, name: &str) -> Result<Arc<Function>> {
+        let l = self.inner.read().map_err(|_| poisoned())?;
+        l.defs.get(name).cloned().ok_or_else(|| Error::UnknownFunction { name: name.to_string() })
+    }
+
+    /// Names of defined functions, sorted.
+    pub fn function_names(&self) -> Vec<String> {
+        let l = match self.inner.read() {
+            Ok(l) => l,
+            Err(_) => return vec![],
+        };
+        let mut v: Vec<String> = l.defs.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// Add a variable.
+    pub fn add_variable(&self, name: &str, init: Tensor) -> Result<()> {
+        let mut l = self.inner.write().map_err(|_| poisoned())?;
+        if l.vars.contains_key(name) {
+            return Err(Error::InvalidArgument(format!("variable '{name}' already exists")));
+        }
+        l.vars.insert(name.to_string(), VariableDef { name: name.to_string(), init });
+        l.var_order.push(name.to_string());
+        Ok(())
+    }
+
+    /// A variable's definition.
+    pub fn variable(&self, name: &str) -> Result<VariableDef> {
+        let l = self.inner.read().map_err(|_| poisoned())?;
+        l.vars.get(name).cloned().ok_or_else(|| Error::UnknownVariable { name: name.to_string() })
+    }
+
+    /// All variables in creation order.
+    pub fn variables(&self) -> Vec<VariableDef> {
+        match self.inner.read() {
+            Ok(l) => l.var_order.iter().map(|n| l.vars[n].clone()).collect(),
+            Err(_) => vec![],
+        }
+    }
+
+    /// True if both handles share the same library.
+    pub fn same(&self, other: &Library) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}

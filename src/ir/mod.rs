@@ -1,0 +1,347 @@
+//! The graph IR: nodes of [`Op`]s connected by ordered value edges.
+//!
+//! Invariants (checked by [`Graph::verify`] and kept by construction):
+//! - every node's inputs refer to existing values when it is inserted, so a graph built
+//!   through this API is acyclic (passes that rewire inputs are checked by `verify`);
+//!   execution order is [`Graph::topo_order`] (Kahn, smallest id first: deterministic,
+//!   and program order for independent stateful ops);
+//! - a node's output types are what shape inference returned when it was inserted
+//!   (inference runs on insertion, so a bad shape is an error at build time);
+//! - petgraph edges mirror `Node::inputs` (one edge per input position). Code reads
+//!   `Node::inputs` for order and never relies on petgraph's edge order.
+//!
+//! The petgraph graph is private; users see only [`NodeId`] and [`ValueId`].
+
+mod function;
+mod print;
+mod verify;
+
+pub use function::{Function, FunctionSignature, Library, VariableDef};
+
+use std::fmt;
+
+use petgraph::stable_graph::{NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+
+use crate::error::{Error, Result};
+use crate::ops::Op;
+use crate::tensor::{DType, Shape, Tensor, TensorType};
+
+/// A node handle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub(crate) u32);
+
+impl NodeId {
+    /// The numeric index (stable for the graph's lifetime).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+    fn nx(self) -> NodeIndex<u32> {
+        NodeIndex::new(self.0 as usize)
+    }
+}
+
+impl fmt::Display for NodeId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "%{}", self.0)
+    }
+}
+
+/// A value handle: output `slot` of `node`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId {
+    /// Producing node.
+    pub node: NodeId,
+    /// Output index.
+    pub slot: u32,
+}
+
+impl fmt::Display for ValueId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.slot == 0 {
+            write!(f, "{}", self.node)
+        } else {
+            write!(f, "{}:{}", self.node, self.slot)
+        }
+    }
+}
+
+/// A node: an op, its ordered inputs and its inferred output types.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The operation.
+    pub op: Op,
+    /// Ordered inputs.
+    pub inputs: Vec<ValueId>,
+    /// Inferred output types.
+    pub outputs: Vec<TensorType>,
+}
+
+/// An edge mirrors one input position: `src_slot` of the producer feeds input `dst_pos`.
+#[derive(Clone, Copy, Debug)]
+struct Edge {
+    src_slot: u32,
+    dst_pos: u32,
+}
+
+/// A dataflow graph.
+#[derive(Clone)]
+pub struct Graph {
+    g: StableDiGraph<Node, Edge, u32>,
+    library: Library,
+}
+
+impl Default for Graph {
+    fn default() -> Self {
+        Graph::new()
+    }
+}
+
+impl Graph {
+    /// An empty graph with a new, empty function library.
+    pub fn new() -> Graph {
+        Graph { g: StableDiGraph::default(), library: Library::default() }
+    }
+
+    /// An empty graph sharing this graph's function library and variables (for function
+    /// bodies and control-flow branches).
+    pub fn new_child(&self) -> Graph {
+        Graph { g: StableDiGraph::default(), library: self.library.clone() }
+    }
+
+    /// The shared function library and variable table.
+    pub fn library(&self) -> &Library {
+        &self.library
+    }
+
+    /// Add a graph input (a placeholder fed at run time).
+    pub fn input(&mut self, name: &str, dtype: DType, shape: impl Into<Shape>) -> ValueId {
+        let ty = TensorType::new(dtype, shape);
+        self.push_node(Op::Input { name: name.to_string() }, vec![], vec![ty])
+    }
+
+    /// Add a constant.
+    pub fn constant(&mut self, value: impl Into<Tensor>) -> ValueId {
+        let value = value.into();
+        let ty = value.tensor_type();
+        self.push_node(Op::Const { value }, vec![], vec![ty])
+    }
+
+    /// A scalar constant of `dtype`.
+    pub fn scalar(&mut self, dtype: DType, v: f64) -> ValueId {
+        self.constant(Tensor::full(dtype, &[], v))
+    }
+
+    /// Add a node, running shape inference. Errors name the op and the node.
+    pub fn add_node(&mut self, op: Op, inputs: &[ValueId]) -> Result<NodeId> {
+        let mut in_types = Vec::with_capacity(inputs.len());
+        for &v in inputs {
+            in_types.push(self.value_type(v)?.clone());
+        }
+        let inferred = op.infer(&in_types);
+        match inferred {
+            Ok(outputs) => {
+                let v = self.push_node(op, inputs.to_vec(), outputs);
+                Ok(v.node)
+            }
+            Err(e) => {
+                // Reserve the index the node would have had so the error can name it.
+                let name = op.to_string();
+                let v = self.push_node(Op::Input { name: String::new() }, vec![], vec![]);
+                self.g.remove_node(v.node.nx());
+                Err(e.at_node(v.node, name))
+            }
+        }
+    }
+
+    /// Add a single-output node and return its value.
+    pub fn add_op(&mut self, op: Op, inputs: &[ValueId]) -> Result<ValueId> {
+        let n = self.add_node(op, inputs)?;
+        Ok(ValueId { node: n, slot: 0 })
+    }
+
+    /// Add a node and return all its output values.
+    pub fn add_op_multi(&mut self, op: Op, inputs: &[ValueId]) -> Result<Vec<ValueId>> {
+        let n = self.add_node(op, inputs)?;
+        Ok(self.outputs_of(n))
+    }
+
+    fn push_node(&mut self, op: Op, inputs: Vec<ValueId>, outputs: Vec<TensorType>) -> ValueId {
+        let idx = self.g.add_node(Node { op, inputs: inputs.clone(), outputs });
+        for (pos, v) in inputs.iter().enumerate() {
+            self.g.add_edge(v.node.nx(), idx, Edge { src_slot: v.slot, dst_pos: pos as u32 });
+        }
+        ValueId { node: NodeId(idx.index() as u32), slot: 0 }
+    }
+
+    /// The node, if it exists.
+    pub fn node(&self, id: NodeId) -> Result<&Node> {
+        self.g.node_weight(id.nx()).ok_or_else(|| Error::UnknownValue { value: id.to_string() })
+    }
+
+    /// The static type of a value.
+    pub fn value_type(&self, v: ValueId) -> Result<&TensorType> {
+        self.node(v.node)?
+            .outputs
+            .get(v.slot as usize)
+            .ok_or_else(|| Error::UnknownValue { value: v.to_string() })
+    }
+
+    /// Shape of a value.
+    pub fn shape(&self, v: ValueId) -> Result<Shape> {
+        Ok(self.value_type(v)?.shape.clone())
+    }
+
+    /// Dtype of a value.
+    pub fn dtype(&self, v: ValueId) -> Result<DType> {
+        Ok(self.value_type(v)?.dtype)
+    }
+
+    /// All output values of a node.
+    pub fn outputs_of(&self, n: NodeId) -> Vec<ValueId> {
+        let k = self.g.node_weight(n.nx()).map_or(0, |nd| nd.outputs.len());
+        (0..k as u32).map(|slot| ValueId { node: n, slot }).collect()
+    }
+
+    /// Node ids in insertion order (a topological order).
+    pub fn node_ids(&self) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self.g.node_indices().map(|i| NodeId(i.index() as u32)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Number of nodes.
+    pub fn num_nodes(&self) -> usize {
+        self.g.node_count()
+    }
+
+    /// Nodes that consume any output of `n`, each once, sorted.
+    pub fn consumers(&self, n: NodeId) -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = self
+            .g
+            .edges_directed(n.nx(), petgraph::Direction::Outgoing)
+            .map(|e| NodeId(e.target().index() as u32))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// Graph inputs (Input nodes), in insertion order.
+    pub fn inputs(&self) -> Vec<ValueId> {
+        self.node_ids()
+            .into_iter()
+            .filter(|&n| matches!(self.g[n.nx()].op, Op::Input { .. }))
+            .map(|n| ValueId { node: n, slot: 0 })
+            .collect()
+    }
+
+    /// Find an input by name.
+    pub fn input_by_name(&self, name: &str) -> Option<ValueId> {
+        self.inputs().into_iter().find(|v| matches!(&self.g[v.node.nx()].op, Op::Input { name: nm } if nm == name))
+    }
+
+    /// Check that a value handle belongs to this graph.
+    pub fn check_value(&self, v: ValueId) -> Result<()> {
+        self.value_type(v).map(|_| ())
+    }
+
+    /// The set of nodes (sorted) that `roots` transitively depend on, `roots` included.
+    pub fn ancestors(&self, roots: &[ValueId]) -> Result<Vec<NodeId>> {
+        let mut seen = hashbrown::HashSet::new();
+        let mut stack: Vec<NodeId> = Vec::new();
+        for r in roots {
+            self.check_value(*r)?;
+            stack.push(r.node);
+        }
+        while let Some(n) = stack.pop() {
+            if seen.insert(n) {
+                for v in &self.node(n)?.inputs {
+                    stack.push(v.node);
+                }
+            }
+        }
+        let mut v: Vec<NodeId> = seen.into_iter().collect();
+        v.sort_unstable();
+        Ok(v)
+    }
+
+    /// A topological order of all nodes (Kahn's algorithm, smallest index first, so it
+    /// equals insertion order for graphs built through the API). Errors on a cycle.
+    pub fn topo_order(&self) -> Result<Vec<NodeId>> {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut indeg: hashbrown::HashMap<NodeId, usize> = hashbrown::HashMap::new();
+        for n in self.node_ids() {
+            indeg.insert(n, self.g[n.nx()].inputs.len());
+        }
+        let mut heap: BinaryHeap<Reverse<NodeId>> =
+            indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| Reverse(*n)).collect();
+        let mut order = Vec::with_capacity(indeg.len());
+        while let Some(Reverse(n)) = heap.pop() {
+            order.push(n);
+            for e in self.g.edges_directed(n.nx(), petgraph::Direction::Outgoing) {
+                let t = NodeId(e.target().index() as u32);
+                let d = indeg.get_mut(&t).expect("target exists");
+                *d -= 1;
+                if *d == 0 {
+                    heap.push(Reverse(t));
+                }
+            }
+        }
+        if order.len() != indeg.len() {
+            let stuck = indeg.iter().filter(|(_, d)| **d > 0).map(|(n, _)| *n).min();
+            return Err(Error::Cycle { node: stuck.unwrap_or(NodeId(0)) });
+        }
+        Ok(order)
+    }
+
+    /// Replace input `pos` of `node` with `v` (for graph passes). Types are re-inferred;
+    /// on error nothing changes. The result may create a cycle; `verify` detects that.
+    pub fn replace_input(&mut self, node: NodeId, pos: usize, v: ValueId) -> Result<()> {
+        self.check_value(v)?;
+        let mut nd = self.node(node)?.clone();
+        if pos >= nd.inputs.len() {
+            return Err(Error::InvalidArgument(format!("{node} has no input {pos}")));
+        }
+        nd.inputs[pos] = v;
+        let tys = nd.inputs.iter().map(|&x| self.value_type(x).cloned()).collect::<Result<Vec<_>>>()?;
+        let outs = nd.op.infer(&tys).map_err(|e| e.at_node(node, nd.op.to_string()))?;
+        if outs != nd.outputs {
+            return Err(Error::InvalidArgument(format!(
+                "replace_input on {node} would change its output types"
+            )));
+        }
+        let edge = self
+            .g
+            .edges_directed(node.nx(), petgraph::Direction::Incoming)
+            .find(|e| e.weight().dst_pos as usize == pos)
+            .map(|e| e.id());
+        if let Some(e) = edge {
+            self.g.remove_edge(e);
+        }
+        self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
+        self.g[node.nx()].inputs[pos] = v;
+        Ok(())
+    }
+
+    /// Remove nodes that no value in `keep` depends on and that have no side effects.
+    pub fn prune(&mut self, keep: &[ValueId]) -> Result<usize> {
+        let live: hashbrown::HashSet<NodeId> = self.ancestors(keep)?.into_iter().collect();
+        let dead: Vec<NodeId> = self
+            .node_ids()
+            .into_iter()
+            .filter(|n| !live.contains(n) && !self.g[n.nx()].op.has_side_effects())
+            .filter(|n| !matches!(self.g[n.nx()].op, Op::Input { .. }))
+            .collect();
+        // Only remove nodes none of whose consumers survive.
+        let mut removed = 0;
+        for n in dead.into_iter().rev() {
+            if self.consumers(n).is_empty() {
+                self.g.remove_node(n.nx());
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}

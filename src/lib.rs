@@ -1,0 +1,36 @@
+//! # pfor — static loop vectorization of dataflow graphs
+//!
+//! Write the body of a loop for ONE example; `pfor` rewrites it, before anything runs,
+//! into one graph that computes all iterations at once with batched kernels (the
+//! technique of Agarwal & Ganichev, "Auto-Vectorizing TensorFlow Graphs").
+//!
+//! Layers (see `DESIGN.md`): [`tensor`] (dtype-tagged ndarray tensors), [`ir`] (the graph
+//! IR on petgraph), [`ops`] (the op set, one file per family), [`exec`] (compile-once
+//! sessions), [`reference`] (the per-iteration loop, the correctness oracle).
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod exec;
+pub mod ir;
+pub mod ops;
+pub mod reference;
+pub mod tensor;
+
+#[path = "../converters/mod.rs"]
+pub mod converters;
+
+pub use error::{Error, Result};
+pub use exec::{ExecOptions, Session, run_once};
+pub use ir::{Function, Graph, NodeId, ValueId};
+pub use ops::{Op, OpKind};
+pub use tensor::{DType, Dim, Shape, Tensor, TensorType};
+
+/// Everything a typical user needs.
+pub mod prelude {
+    pub use crate::error::{Error, Result};
+    pub use crate::exec::{ExecOptions, Session, run_once};
+    pub use crate::ir::{Function, Graph, NodeId, ValueId};
+    pub use crate::ops::{Op, OpKind, Padding};
+    pub use crate::reference::{LoopLen, for_loop};
+    pub use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
+}

@@ -1,0 +1,361 @@
+//! Functional control flow: `Cond`, `While`, `Call` and `For`.
+//!
+//! Invariants:
+//! - branch / body functions own their sub-graphs; captured outer values are explicit
+//!   inputs of the control-flow node (never referenced across graphs);
+//! - `Cond`: input 0 is a bool scalar predicate, inputs 1.. are the branch arguments; both
+//!   branches take the same parameters and return the same number of results of equal
+//!   dtype and rank (differing fixed dims become dynamic);
+//! - `While`: inputs are `num_carries` carries followed by captures; `cond(carries,
+//!   captures) -> bool scalar`, `body(carries, captures) -> carries'` with each carry's
+//!   type preserved; outputs are the final carries;
+//! - `Call`: a named function of the [`Library`](crate::ir::Library); type-checked against
+//!   its declaration, so recursion works; depth is bounded by `ExecOptions::max_call_depth`;
+//! - `For`: input 0 is the trip count `n` (i64 scalar), inputs 1.. are captures; the body
+//!   takes `(i, captures...)` and its results are stacked along a new axis 0 — the
+//!   reference loop that pfor is checked against.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::exec::ExecCtx;
+use crate::ir::{Function, FunctionSignature, Graph, ValueId};
+use crate::ops::{Op, expect_dtype};
+use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
+
+/// Control-flow ops.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ControlOp {
+    /// `if pred { then(args) } else { else_(args) }`.
+    Cond {
+        /// Taken when the predicate is true.
+        then: Arc<Function>,
+        /// Taken when the predicate is false.
+        else_: Arc<Function>,
+    },
+    /// `while cond(c) { c = body(c) }`.
+    While {
+        /// The condition.
+        cond: Arc<Function>,
+        /// The body.
+        body: Arc<Function>,
+        /// Number of loop-carried values (the remaining inputs are captures).
+        num_carries: usize,
+        /// Optional bound on the trip count (an error when exceeded).
+        max_iterations: Option<u64>,
+    },
+    /// Call a named library function.
+    Call {
+        /// Function name.
+        function: String,
+        /// Its declared signature (fixed at build time).
+        signature: FunctionSignature,
+    },
+    /// Run `body(i, captures)` for `i in 0..n` and stack the results.
+    For {
+        /// The body.
+        body: Arc<Function>,
+        /// `n` when known at build time.
+        static_n: Option<usize>,
+    },
+}
+
+/// Kinds of control-flow ops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ControlKind {
+    /// `cond`.
+    Cond,
+    /// `while`.
+    While,
+    /// `call`.
+    Call,
+    /// `for`.
+    For,
+}
+
+impl ControlKind {
+    /// Every kind.
+    pub const ALL: &'static [ControlKind] = &[ControlKind::Cond, ControlKind::While, ControlKind::Call, ControlKind::For];
+    /// The op name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ControlKind::Cond => "cond",
+            ControlKind::While => "while",
+            ControlKind::Call => "call",
+            ControlKind::For => "for",
+        }
+    }
+}
+
+fn check_args(op: &str, what: &str, params: &[TensorType], args: &[TensorType]) -> Result<()> {
+    if params.len() != args.len() {
+        return Err(Error::arity(op, format!("{} ({what} parameters)", params.len()), args.len()));
+    }
+    for (i, (p, a)) in params.iter().zip(args).enumerate() {
+        if p.dtype != a.dtype || !p.shape.compatible(&a.shape) {
+            return Err(Error::shape(op, format!("{what} argument {i} is {a}, parameter expects {p}")));
+        }
+    }
+    Ok(())
+}
+
+/// Unify two types that must agree in dtype and rank; differing dims become dynamic.
+fn join(op: &str, a: &TensorType, b: &TensorType) -> Result<TensorType> {
+    if a.dtype != b.dtype || a.rank() != b.rank() {
+        return Err(Error::shape(op, format!("branches return {a} and {b}")));
+    }
+    let dims = a
+        .shape
+        .dims()
+        .iter()
+        .zip(b.shape.dims())
+        .map(|(x, y)| if x == y { x.clone() } else { Dim::Dynamic(None) });
+    Ok(TensorType { dtype: a.dtype, shape: Shape::from_dims(dims) })
+}
+
+impl ControlOp {
+    /// The kind.
+    pub fn kind(&self) -> ControlKind {
+        match self {
+            ControlOp::Cond { .. } => ControlKind::Cond,
+            ControlOp::While { .. } => ControlKind::While,
+            ControlOp::Call { .. } => ControlKind::Call,
+            ControlOp::For { .. } => ControlKind::For,
+        }
+    }
+
+    /// True if any function this op runs has side effects (then it is never pruned).
+    pub fn has_side_effects(&self) -> bool {
+        fn f_has(f: &Function) -> bool {
+            f.graph.node_ids().into_iter().any(|n| f.graph.node(n).is_ok_and(|nd| nd.op.has_side_effects()))
+        }
+        match self {
+            ControlOp::Cond { then, else_ } => f_has(then) || f_has(else_),
+            ControlOp::While { cond, body, .. } => f_has(cond) || f_has(body),
+            ControlOp::For { body, .. } => f_has(body),
+            ControlOp::Call { .. } => false,
+        }
+    }
+
+    /// Shape and dtype inference.
+    pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+        let op = self.kind().name();
+        match self {
+            ControlOp::Cond { then, else_ } => {
+                let pred = inputs.first().ok_or_else(|| Error::arity(op, "at least 1", 0))?;
+                expect_dtype(op, pred, DType::Bool)?;
+                if pred.rank() != 0 {
+                    return Err(Error::shape(op, format!("predicate must be a scalar, got {pred}")));
+                }
+                check_args(op, "then-branch", &then.param_types(), &inputs[1..])?;
+                check_args(op, "else-branch", &else_.param_types(), &inputs[1..])?;
+                let (tr, er) = (then.result_types(), else_.result_types());
+                if tr.len() != er.len() {
+                    return Err(Error::shape(op, format!("then returns {} values, else returns {}", tr.len(), er.len())));
+                }
+                tr.iter().zip(&er).map(|(a, b)| join(op, a, b)).collect()
+            }
+            ControlOp::While { cond, body, num_carries, .. } => {
+                let k = *num_carries;
+                if inputs.len() < k {
+                    return Err(Error::arity(op, format!("at least {k}"), inputs.len()));
+                }
+                check_args(op, "cond", &cond.param_types(), inputs)?;
+                check_args(op, "body", &body.param_types(), inputs)?;
+                let cr = cond.result_types();
+                if cr.len() != 1 || cr[0].dtype != DType::Bool || cr[0].rank() != 0 {
+                    return Err(Error::shape(op, format!("cond must return one bool scalar, returns {cr:?}")));
+                }
+                let br = body.result_types();
+                if br.len() != k {
+                    return Err(Error::shape(op, format!("body returns {} values for {k} carries", br.len())));
+                }
+                for (i, (r, c)) in br.iter().zip(&inputs[..k]).enumerate() {
+                    if r.dtype != c.dtype || !r.shape.compatible(&c.shape) {
+                        return Err(Error::shape(op, format!("body changes carry {i} from {c} to {r}")));
+                    }
+                }
+                // Carries keep the loop's parameter types (which may be more general).
+                Ok(body.param_types()[..k].to_vec())
+            }
+            ControlOp::Call { function, signature } => {
+                check_args(op, &format!("function '{function}'"), &signature.params, inputs)?;
+                Ok(signature.results.clone())
+            }
+            ControlOp::For { body, static_n } => {
+                let n = inputs.first().ok_or_else(|| Error::arity(op, "at least 1", 0))?;
+                if n.dtype != DType::I64 || n.rank() != 0 {
+                    return Err(Error::shape(op, format!("trip count must be an i64 scalar, got {n}")));
+                }
+                let mut want = vec![TensorType::scalar(DType::I64)];
+                want.extend_from_slice(&inputs[1..]);
+                check_args(op, "body", &body.param_types(), &want)?;
+                let d = static_n.map_or(Dim::Dynamic(None), Dim::Fixed);
+                Ok(body
+                    .result_types()
+                    .into_iter()
+                    .map(|t| TensorType { dtype: t.dtype, shape: t.shape.prepend(d.clone()) })
+                    .collect())
+            }
+        }
+    }
+
+    /// Evaluate by running the functions.
+    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let op = self.kind().name();
+        match self {
+            ControlOp::Cond { then, else_ } => {
+                let mut it = inputs.into_iter();
+                let pred = it.next().ok_or_else(|| Error::arity(op, "at least 1", 0))?;
+                let p = pred.array::<bool>()?.iter().next().copied().unwrap_or(false);
+                let args: Vec<Tensor> = it.collect();
+                ctx.run_function(if p { then } else { else_ }, args)
+            }
+            ControlOp::While { cond, body, num_carries, max_iterations } => {
+                let k = *num_carries;
+                let mut carries = inputs;
+                let captures = carries.split_off(k);
+                let mut trips = 0u64;
+                loop {
+                    let mut args = carries.clone();
+                    args.extend(captures.iter().cloned());
+                    let c = ctx.run_function(cond, args)?;
+                    let go = c.first().map(|t| t.array::<bool>().map(|a| a.iter().next().copied().unwrap_or(false)));
+                    if !go.transpose()?.unwrap_or(false) {
+                        break;
+                    }
+                    if let Some(m) = max_iterations {
+                        if trips >= *m {
+                            return Err(Error::Numerical { op: op.into(), msg: format!("exceeded max_iterations = {m}") });
+                        }
+                    }
+                    let mut args = carries;
+                    args.extend(captures.iter().cloned());
+                    carries = ctx.run_function(body, args)?;
+                    trips += 1;
+                }
+                Ok(carries)
+            }
+            ControlOp::Call { function, .. } => ctx.call(function, inputs),
+            ControlOp::For { body, .. } => {
+                let mut it = inputs.into_iter();
+                let n = it.next().ok_or_else(|| Error::arity(op, "at least 1", 0))?.scalar_i64()?;
+                if n < 0 {
+                    return Err(Error::InvalidArgument(format!("for: trip count must be >= 0, got {n}")));
+                }
+                let captures: Vec<Tensor> = it.collect();
+                let rtypes = body.result_types();
+                let mut rows: Vec<Vec<Tensor>> = vec![Vec::with_capacity(n as usize); rtypes.len()];
+                for i in 0..n {
+                    let mut args = vec![Tensor::scalar(i)];
+                    args.extend(captures.iter().cloned());
+                    let outs = ctx.run_function(body, args)?;
+                    for (r, o) in rows.iter_mut().zip(outs) {
+                        r.push(o);
+                    }
+                }
+                rows.into_iter()
+                    .zip(&rtypes)
+                    .map(|(r, t)| {
+                        let elem: Vec<usize> = match r.first() {
+                            Some(x) => x.shape().to_vec(),
+                            None => t.shape.dims().iter().map(|d| d.value().unwrap_or(0)).collect(),
+                        };
+                        Tensor::stack(&r, t.dtype, &elem)
+                    })
+                    .collect()
+            }
+        }
+    }
+}
+
+impl fmt::Display for ControlOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ControlOp::Cond { then, else_ } => {
+                write!(f, "cond{{then={} nodes, else={} nodes}}", then.graph.num_nodes(), else_.graph.num_nodes())
+            }
+            ControlOp::While { cond, body, num_carries, .. } => write!(
+                f,
+                "while{{carries={num_carries}, cond={} nodes, body={} nodes}}",
+                cond.graph.num_nodes(),
+                body.graph.num_nodes()
+            ),
+            ControlOp::Call { function, .. } => write!(f, "call{{{function}}}"),
+            ControlOp::For { body, static_n } => match static_n {
+                Some(n) => write!(f, "for{{n={n}, body={} nodes}}", body.graph.num_nodes()),
+                None => write!(f, "for{{body={} nodes}}", body.graph.num_nodes()),
+            },
+        }
+    }
+}
+
+impl Graph {
+    /// `if pred { then(args) } else { else_(args) }`. Each branch is built in its own
+    /// child graph from the parameters it receives (captures go through `args`).
+    pub fn cond(
+        &mut self,
+        pred: ValueId,
+        args: &[ValueId],
+        then: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+        else_: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<Vec<ValueId>> {
+        let types = args.iter().map(|a| self.value_type(*a).cloned()).collect::<Result<Vec<_>>>()?;
+        let then = Arc::new(Function::build(self, &types, then)?);
+        let else_ = Arc::new(Function::build(self, &types, else_)?);
+        let mut inputs = vec![pred];
+        inputs.extend_from_slice(args);
+        self.add_op_multi(Op::Control(ControlOp::Cond { then, else_ }), &inputs)
+    }
+
+    /// `while cond(c, captures) { c = body(c, captures) }`; returns the final carries.
+    pub fn while_loop(
+        &mut self,
+        carries: &[ValueId],
+        captures: &[ValueId],
+        cond: impl FnOnce(&mut Graph, &[ValueId]) -> Result<ValueId>,
+        body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<Vec<ValueId>> {
+        let mut inputs = carries.to_vec();
+        inputs.extend_from_slice(captures);
+        let types = inputs.iter().map(|a| self.value_type(*a).cloned()).collect::<Result<Vec<_>>>()?;
+        let cond = Arc::new(Function::build(self, &types, |g, p| Ok(vec![cond(g, p)?]))?);
+        let body = Arc::new(Function::build(self, &types, body)?);
+        let op = ControlOp::While { cond, body, num_carries: carries.len(), max_iterations: None };
+        self.add_op_multi(Op::Control(op), &inputs)
+    }
+
+    /// Declare a named function's signature (before defining it, for recursion).
+    pub fn declare_function(&mut self, name: &str, params: &[TensorType], results: &[TensorType]) -> Result<()> {
+        self.library().declare(name, FunctionSignature { params: params.to_vec(), results: results.to_vec() })
+    }
+
+    /// Define a declared function's body.
+    pub fn define_function(
+        &mut self,
+        name: &str,
+        body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<()> {
+        let sig = self.library().signature(name)?;
+        let f = Function::build(self, &sig.params, body)?;
+        self.library().define(name, f)
+    }
+
+    /// Declare and define a (non-recursive) named function in one step.
+    pub fn function(
+        &mut self,
+        name: &str,
+        params: &[TensorType],
+        body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<()> {
+        let f = Function::build(self, params, body)?;
+        self.library().define(name, f)
+    }
+
+    /// Call a named function.
+    pub fn call(&mut self, name: &str, args: &[ValueId]) -> Result<Vec<ValueId>> {
+        let signature = self.library().signature(name)?;
+        self.add_op_multi(Op::Control(ControlOp::Call { function: name.to_string(), signature }), args)
+    }
+}

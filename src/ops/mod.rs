@@ -1,0 +1,362 @@
+//! The op set: one closed [`Op`] enum whose variants group op families, plus
+//! [`Op::Custom`] for user ops.
+//!
+//! # The family contract
+//! Each family lives in one file `ops/<family>.rs` (mirrored by `converters/<family>.rs`,
+//! `autodiff/rules/<family>.rs` and `tests/ops/<family>.rs`) and provides:
+//! - `XOp`: an enum with named-field variants (attributes only — tensors flow as inputs);
+//! - `XKind`: its fieldless twin with `ALL` (every kind) and `name()`;
+//! - `XOp::{kind, infer, eval}` and `Display` (`name{attr=...}`);
+//! - builder methods on [`Graph`](crate::Graph) (`g.matmul(a, b)?`) that validate their
+//!   arguments and return `Result`.
+//!
+//! `infer` is total over its inputs: any shape or dtype it cannot handle is an `Err`
+//! (never a panic), so `eval` can rely on inputs matching the inferred types (the
+//! executor also checks every output against the inferred type).
+
+mod util;
+
+pub mod binary;
+pub mod control;
+pub mod conv;
+pub mod elementwise;
+pub mod indexing;
+pub mod linalg;
+pub mod linear;
+pub mod nn;
+pub mod random;
+pub mod reduce;
+pub mod shape;
+pub mod slicing;
+pub mod state;
+pub mod unary;
+
+pub use util::{broadcast_shapes, broadcast_static, expect_arity, expect_dtype, expect_float, norm_axis};
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::exec::ExecCtx;
+use crate::tensor::{Tensor, TensorType};
+
+pub use binary::BinaryKind;
+pub use control::{ControlKind, ControlOp};
+pub use conv::{ConvKind, ConvOp, Padding};
+pub use elementwise::{ElementwiseKind, ElementwiseOp};
+pub use indexing::{IndexKind, IndexOp};
+pub use linalg::{LinalgKind, LinalgOp};
+pub use linear::{LinearKind, LinearOp};
+pub use nn::{NnKind, NnOp};
+pub use random::{RandomKind, RandomOp};
+pub use reduce::{ReduceKind, ReduceOp};
+pub use shape::{ShapeKind, ShapeOp};
+pub use slicing::{SlicingKind, SlicingOp};
+pub use state::{StateKind, StateOp};
+pub use unary::UnaryKind;
+
+/// A user-defined op. Only `name`, `infer` and `eval` are required.
+pub trait CustomOp: Send + Sync + fmt::Debug {
+    /// A unique name (used as the converter registry key).
+    fn name(&self) -> &str;
+    /// Output types from input types; an `Err` for unsupported inputs.
+    fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>>;
+    /// Compute the outputs.
+    fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
+    /// Whether the op has side effects or randomness (pfor never reuses it unconverted).
+    fn is_stateful(&self) -> bool {
+        false
+    }
+}
+
+/// Every operation a graph node can perform.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// A graph input or function parameter, fed at run time.
+    Input {
+        /// Name (feeds may be given by name).
+        name: String,
+    },
+    /// A constant.
+    Const {
+        /// The value.
+        value: Tensor,
+    },
+    /// Elementwise unary math.
+    Unary(UnaryKind),
+    /// Elementwise binary math with numpy broadcasting.
+    Binary(BinaryKind),
+    /// select/where, cast, clip.
+    Elementwise(ElementwiseOp),
+    /// Reductions, arg-reductions and scans.
+    Reduce(ReduceOp),
+    /// Shape manipulation.
+    Shape(ShapeOp),
+    /// Slicing, padding, concatenation and friends.
+    Slicing(SlicingOp),
+    /// Gathers, scatters, segment ops, top_k.
+    Index(IndexOp),
+    /// matmul / batch matmul.
+    Linear(LinearOp),
+    /// Convolutions and pooling, with their gradients.
+    Conv(ConvOp),
+    /// Neural-network layers: bias_add, softmax, losses, normalization.
+    Nn(NnOp),
+    /// Linear algebra.
+    Linalg(LinalgOp),
+    /// Counter-based random numbers (explicit keys).
+    Random(RandomOp),
+    /// Variables.
+    State(StateOp),
+    /// Functional control flow: cond, while, call, for.
+    Control(ControlOp),
+    /// A user op.
+    Custom(Arc<dyn CustomOp>),
+}
+
+/// The fieldless kind of an op (the converter / VJP registry key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OpKind {
+    /// [`Op::Input`].
+    Input,
+    /// [`Op::Const`].
+    Const,
+    /// [`Op::Unary`].
+    Unary(UnaryKind),
+    /// [`Op::Binary`].
+    Binary(BinaryKind),
+    /// [`Op::Elementwise`].
+    Elementwise(ElementwiseKind),
+    /// [`Op::Reduce`].
+    Reduce(ReduceKind),
+    /// [`Op::Shape`].
+    Shape(ShapeKind),
+    /// [`Op::Slicing`].
+    Slicing(SlicingKind),
+    /// [`Op::Index`].
+    Index(IndexKind),
+    /// [`Op::Linear`].
+    Linear(LinearKind),
+    /// [`Op::Conv`].
+    Conv(ConvKind),
+    /// [`Op::Nn`].
+    Nn(NnKind),
+    /// [`Op::Linalg`].
+    Linalg(LinalgKind),
+    /// [`Op::Random`].
+    Random(RandomKind),
+    /// [`Op::State`].
+    State(StateKind),
+    /// [`Op::Control`].
+    Control(ControlKind),
+    /// [`Op::Custom`].
+    Custom,
+}
+
+impl OpKind {
+    /// Every built-in op kind (Custom excluded).
+    pub fn all() -> Vec<OpKind> {
+        let mut v = vec![OpKind::Input, OpKind::Const];
+        v.extend(UnaryKind::ALL.iter().map(|k| OpKind::Unary(*k)));
+        v.extend(BinaryKind::ALL.iter().map(|k| OpKind::Binary(*k)));
+        v.extend(ElementwiseKind::ALL.iter().map(|k| OpKind::Elementwise(*k)));
+        v.extend(ReduceKind::ALL.iter().map(|k| OpKind::Reduce(*k)));
+        v.extend(ShapeKind::ALL.iter().map(|k| OpKind::Shape(*k)));
+        v.extend(SlicingKind::ALL.iter().map(|k| OpKind::Slicing(*k)));
+        v.extend(IndexKind::ALL.iter().map(|k| OpKind::Index(*k)));
+        v.extend(LinearKind::ALL.iter().map(|k| OpKind::Linear(*k)));
+        v.extend(ConvKind::ALL.iter().map(|k| OpKind::Conv(*k)));
+        v.extend(NnKind::ALL.iter().map(|k| OpKind::Nn(*k)));
+        v.extend(LinalgKind::ALL.iter().map(|k| OpKind::Linalg(*k)));
+        v.extend(RandomKind::ALL.iter().map(|k| OpKind::Random(*k)));
+        v.extend(StateKind::ALL.iter().map(|k| OpKind::State(*k)));
+        v.extend(ControlKind::ALL.iter().map(|k| OpKind::Control(*k)));
+        v
+    }
+
+    /// The op's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OpKind::Input => "input",
+            OpKind::Const => "const",
+            OpKind::Unary(k) => k.name(),
+            OpKind::Binary(k) => k.name(),
+            OpKind::Elementwise(k) => k.name(),
+            OpKind::Reduce(k) => k.name(),
+            OpKind::Shape(k) => k.name(),
+            OpKind::Slicing(k) => k.name(),
+            OpKind::Index(k) => k.name(),
+            OpKind::Linear(k) => k.name(),
+            OpKind::Conv(k) => k.name(),
+            OpKind::Nn(k) => k.name(),
+            OpKind::Linalg(k) => k.name(),
+            OpKind::Random(k) => k.name(),
+            OpKind::State(k) => k.name(),
+            OpKind::Control(k) => k.name(),
+            OpKind::Custom => "custom",
+        }
+    }
+
+    /// The family name (the file name shared by ops/, converters/, autodiff/rules/).
+    pub fn family(&self) -> &'static str {
+        match self {
+            OpKind::Input | OpKind::Const => "core",
+            OpKind::Unary(_) => "unary",
+            OpKind::Binary(_) => "binary",
+            OpKind::Elementwise(_) => "elementwise",
+            OpKind::Reduce(_) => "reduce",
+            OpKind::Shape(_) => "shape",
+            OpKind::Slicing(_) => "slicing",
+            OpKind::Index(_) => "indexing",
+            OpKind::Linear(_) => "linear",
+            OpKind::Conv(_) => "conv",
+            OpKind::Nn(_) => "nn",
+            OpKind::Linalg(_) => "linalg",
+            OpKind::Random(_) => "random",
+            OpKind::State(_) => "state",
+            OpKind::Control(_) => "control",
+            OpKind::Custom => "custom",
+        }
+    }
+}
+
+impl fmt::Display for OpKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Op {
+    /// The op's kind.
+    pub fn kind(&self) -> OpKind {
+        match self {
+            Op::Input { .. } => OpKind::Input,
+            Op::Const { .. } => OpKind::Const,
+            Op::Unary(k) => OpKind::Unary(*k),
+            Op::Binary(k) => OpKind::Binary(*k),
+            Op::Elementwise(o) => OpKind::Elementwise(o.kind()),
+            Op::Reduce(o) => OpKind::Reduce(o.kind()),
+            Op::Shape(o) => OpKind::Shape(o.kind()),
+            Op::Slicing(o) => OpKind::Slicing(o.kind()),
+            Op::Index(o) => OpKind::Index(o.kind()),
+            Op::Linear(o) => OpKind::Linear(o.kind()),
+            Op::Conv(o) => OpKind::Conv(o.kind()),
+            Op::Nn(o) => OpKind::Nn(o.kind()),
+            Op::Linalg(o) => OpKind::Linalg(o.kind()),
+            Op::Random(o) => OpKind::Random(o.kind()),
+            Op::State(o) => OpKind::State(o.kind()),
+            Op::Control(o) => OpKind::Control(o.kind()),
+            Op::Custom(_) => OpKind::Custom,
+        }
+    }
+
+    /// The op's name (for a custom op, its own name).
+    pub fn name(&self) -> String {
+        match self {
+            Op::Custom(c) => c.name().to_string(),
+            o => o.kind().name().to_string(),
+        }
+    }
+
+    /// Shape and dtype inference.
+    pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+        match self {
+            Op::Input { .. } | Op::Const { .. } => {
+                // Types of sources are fixed when they are created.
+                Err(crate::Error::unsupported(&self.name(), "sources are created with Graph::input / Graph::constant"))
+            }
+            Op::Unary(k) => unary::infer(*k, inputs),
+            Op::Binary(k) => binary::infer(*k, inputs),
+            Op::Elementwise(o) => o.infer(inputs),
+            Op::Reduce(o) => o.infer(inputs),
+            Op::Shape(o) => o.infer(inputs),
+            Op::Slicing(o) => o.infer(inputs),
+            Op::Index(o) => o.infer(inputs),
+            Op::Linear(o) => o.infer(inputs),
+            Op::Conv(o) => o.infer(inputs),
+            Op::Nn(o) => o.infer(inputs),
+            Op::Linalg(o) => o.infer(inputs),
+            Op::Random(o) => o.infer(inputs),
+            Op::State(o) => o.infer(inputs),
+            Op::Control(o) => o.infer(inputs),
+            Op::Custom(c) => c.infer(inputs),
+        }
+    }
+
+    /// Evaluate on concrete inputs. Inputs are owned so kernels can reuse a buffer in place
+    /// when they hold its only reference.
+    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        match self {
+            Op::Input { name } => Err(crate::Error::MissingFeed { name: name.clone(), value: "?".into() }),
+            Op::Const { value } => Ok(vec![value.clone()]),
+            Op::Unary(k) => unary::eval(*k, inputs),
+            Op::Binary(k) => binary::eval(*k, inputs),
+            Op::Elementwise(o) => o.eval(inputs),
+            Op::Reduce(o) => o.eval(inputs),
+            Op::Shape(o) => o.eval(inputs),
+            Op::Slicing(o) => o.eval(inputs),
+            Op::Index(o) => o.eval(inputs),
+            Op::Linear(o) => o.eval(inputs),
+            Op::Conv(o) => o.eval(inputs),
+            Op::Nn(o) => o.eval(inputs),
+            Op::Linalg(o) => o.eval(inputs),
+            Op::Random(o) => o.eval(inputs),
+            Op::State(o) => o.eval(inputs, ctx),
+            Op::Control(o) => o.eval(inputs, ctx),
+            Op::Custom(c) => c.eval(&inputs),
+        }
+    }
+
+    /// True for ops whose effect is not captured by their outputs (variable writes,
+    /// stateful custom ops): never pruned, never reordered.
+    pub fn has_side_effects(&self) -> bool {
+        match self {
+            Op::State(s) => s.has_side_effects(),
+            Op::Control(c) => c.has_side_effects(),
+            Op::Custom(c) => c.is_stateful(),
+            _ => false,
+        }
+    }
+
+    /// True for ops that pfor must not reuse unconverted even when all inputs are
+    /// loop-invariant: random ops (each iteration draws differently by default), state.
+    pub fn is_stateful(&self) -> bool {
+        match self {
+            Op::Random(r) => r.is_stateful(),
+            Op::State(_) => true,
+            Op::Control(c) => c.has_side_effects(),
+            Op::Custom(c) => c.is_stateful(),
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Op::Input { name } => write!(f, "input{{name={name:?}}}"),
+            Op::Const { value } => {
+                if value.len() <= 4 {
+                    write!(f, "const{{{}{:?} = {:?}}}", value.dtype(), value.shape(), value.to_f64_vec())
+                } else {
+                    write!(f, "const{{{}{:?}}}", value.dtype(), value.shape())
+                }
+            }
+            Op::Unary(k) => f.write_str(k.name()),
+            Op::Binary(k) => f.write_str(k.name()),
+            Op::Elementwise(o) => write!(f, "{o}"),
+            Op::Reduce(o) => write!(f, "{o}"),
+            Op::Shape(o) => write!(f, "{o}"),
+            Op::Slicing(o) => write!(f, "{o}"),
+            Op::Index(o) => write!(f, "{o}"),
+            Op::Linear(o) => write!(f, "{o}"),
+            Op::Conv(o) => write!(f, "{o}"),
+            Op::Nn(o) => write!(f, "{o}"),
+            Op::Linalg(o) => write!(f, "{o}"),
+            Op::Random(o) => write!(f, "{o}"),
+            Op::State(o) => write!(f, "{o}"),
+            Op::Control(o) => write!(f, "{o}"),
+            Op::Custom(c) => write!(f, "custom{{{}}}", c.name()),
+        }
+    }
+}

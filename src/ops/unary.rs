@@ -1,0 +1,301 @@
+//! Elementwise unary math.
+//!
+//! Invariants: output shape == input shape; dtype rules per kind (see [`UnaryKind::dtype_rule`]).
+//! Kernels run in place when the executor hands over the only reference to the input buffer,
+//! and in parallel (rayon) above [`PAR_THRESHOLD`] elements.
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, ValueId};
+use crate::ops::{Op, expect_arity};
+use crate::tensor::{DType, Element, Tensor, TensorType};
+
+/// Elements above which elementwise kernels use rayon (rayon costs ~15–35 µs per call).
+pub const PAR_THRESHOLD: usize = 1 << 17;
+
+macro_rules! unary_kinds {
+    ($($variant:ident => $name:literal, $rule:ident;)*) => {
+        /// Unary elementwise op kinds.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum UnaryKind { $(#[doc = $name] $variant,)* }
+        impl UnaryKind {
+            /// Every kind.
+            pub const ALL: &'static [UnaryKind] = &[$(UnaryKind::$variant,)*];
+            /// The op name.
+            pub fn name(self) -> &'static str { match self { $(UnaryKind::$variant => $name,)* } }
+            /// Which dtypes the op accepts and what it returns.
+            pub fn dtype_rule(self) -> DtypeRule { match self { $(UnaryKind::$variant => DtypeRule::$rule,)* } }
+        }
+    };
+}
+
+/// Dtype rule of a unary op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DtypeRule {
+    /// float in, same float out.
+    Float,
+    /// f32/f64/i64 in, same out.
+    Numeric,
+    /// bool in, bool out.
+    Logical,
+    /// float in, bool out.
+    FloatPredicate,
+}
+
+unary_kinds! {
+    Neg => "neg", Numeric;
+    Abs => "abs", Numeric;
+    Sign => "sign", Numeric;
+    Square => "square", Numeric;
+    Exp => "exp", Float;
+    Expm1 => "expm1", Float;
+    Log => "log", Float;
+    Log1p => "log1p", Float;
+    Sqrt => "sqrt", Float;
+    Rsqrt => "rsqrt", Float;
+    Reciprocal => "reciprocal", Float;
+    Sin => "sin", Float;
+    Cos => "cos", Float;
+    Tan => "tan", Float;
+    Asin => "asin", Float;
+    Acos => "acos", Float;
+    Atan => "atan", Float;
+    Sinh => "sinh", Float;
+    Cosh => "cosh", Float;
+    Tanh => "tanh", Float;
+    Sigmoid => "sigmoid", Float;
+    LogSigmoid => "log_sigmoid", Float;
+    Relu => "relu", Float;
+    Relu6 => "relu6", Float;
+    Elu => "elu", Float;
+    Selu => "selu", Float;
+    Softplus => "softplus", Float;
+    Softsign => "softsign", Float;
+    Silu => "silu", Float;
+    Gelu => "gelu", Float;
+    Erf => "erf", Float;
+    Erfc => "erfc", Float;
+    Floor => "floor", Float;
+    Ceil => "ceil", Float;
+    Round => "round", Float;
+    LogicalNot => "logical_not", Logical;
+    IsNan => "is_nan", FloatPredicate;
+    IsFinite => "is_finite", FloatPredicate;
+}
+
+const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
+const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
+
+/// Scalar definition in f64 (the f32 kernel computes in f32 where precision allows it).
+fn f_f64(k: UnaryKind, x: f64) -> f64 {
+    use UnaryKind::*;
+    match k {
+        Neg => -x,
+        Abs => x.abs(),
+        Sign => {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                x // keeps 0 and NaN
+            }
+        }
+        Square => x * x,
+        Exp => x.exp(),
+        Expm1 => x.exp_m1(),
+        Log => x.ln(),
+        Log1p => x.ln_1p(),
+        Sqrt => x.sqrt(),
+        Rsqrt => 1.0 / x.sqrt(),
+        Reciprocal => 1.0 / x,
+        Sin => x.sin(),
+        Cos => x.cos(),
+        Tan => x.tan(),
+        Asin => x.asin(),
+        Acos => x.acos(),
+        Atan => x.atan(),
+        Sinh => x.sinh(),
+        Cosh => x.cosh(),
+        Tanh => x.tanh(),
+        Sigmoid => {
+            if x >= 0.0 {
+                1.0 / (1.0 + (-x).exp())
+            } else {
+                let e = x.exp();
+                e / (1.0 + e)
+            }
+        }
+        LogSigmoid => -softplus(-x),
+        Relu => {
+            if x > 0.0 {
+                x
+            } else if x.is_nan() {
+                x
+            } else {
+                0.0
+            }
+        }
+        Relu6 => {
+            if x.is_nan() {
+                x
+            } else {
+                x.clamp(0.0, 6.0)
+            }
+        }
+        Elu => {
+            if x > 0.0 {
+                x
+            } else {
+                x.exp_m1()
+            }
+        }
+        Selu => {
+            if x > 0.0 {
+                SELU_SCALE * x
+            } else {
+                SELU_SCALE * SELU_ALPHA * x.exp_m1()
+            }
+        }
+        Softplus => softplus(x),
+        Softsign => x / (1.0 + x.abs()),
+        Silu => x * f_f64(Sigmoid, x),
+        Gelu => 0.5 * x * (1.0 + libm::erf(x / std::f64::consts::SQRT_2)),
+        Erf => libm::erf(x),
+        Erfc => libm::erfc(x),
+        Floor => x.floor(),
+        Ceil => x.ceil(),
+        Round => x.round_ties_even(),
+        LogicalNot | IsNan | IsFinite => f64::NAN,
+    }
+}
+
+fn softplus(x: f64) -> f64 {
+    // log(1 + e^x), stable for large |x|.
+    if x > 0.0 { x + (-x).exp().ln_1p() } else { x.exp().ln_1p() }
+}
+
+fn f_f32(k: UnaryKind, x: f32) -> f32 {
+    use UnaryKind::*;
+    match k {
+        Neg => -x,
+        Abs => x.abs(),
+        Square => x * x,
+        Exp => x.exp(),
+        Log => x.ln(),
+        Sqrt => x.sqrt(),
+        Reciprocal => 1.0 / x,
+        Tanh => x.tanh(),
+        Relu => {
+            if x > 0.0 || x.is_nan() {
+                x
+            } else {
+                0.0
+            }
+        }
+        Sigmoid => {
+            if x >= 0.0 {
+                1.0 / (1.0 + (-x).exp())
+            } else {
+                let e = x.exp();
+                e / (1.0 + e)
+            }
+        }
+        Sin => x.sin(),
+        Cos => x.cos(),
+        Floor => x.floor(),
+        Ceil => x.ceil(),
+        Round => x.round_ties_even(),
+        Erf => libm::erff(x),
+        _ => f_f64(k, x as f64) as f32,
+    }
+}
+
+fn f_i64(k: UnaryKind, x: i64) -> i64 {
+    match k {
+        UnaryKind::Neg => x.wrapping_neg(),
+        UnaryKind::Abs => x.wrapping_abs(),
+        UnaryKind::Sign => x.signum(),
+        UnaryKind::Square => x.wrapping_mul(x),
+        _ => 0, // excluded by inference
+    }
+}
+
+/// Shape and dtype inference.
+pub fn infer(k: UnaryKind, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+    let op = k.name();
+    expect_arity(op, inputs, 1)?;
+    let t = &inputs[0];
+    let out_dtype = match (k.dtype_rule(), t.dtype) {
+        (DtypeRule::Float, d) if d.is_float() => d,
+        (DtypeRule::Numeric, d) if d.is_numeric() => d,
+        (DtypeRule::Logical, DType::Bool) => DType::Bool,
+        (DtypeRule::FloatPredicate, d) if d.is_float() => DType::Bool,
+        (rule, d) => {
+            let want = match rule {
+                DtypeRule::Float | DtypeRule::FloatPredicate => "a float type (f32 or f64)",
+                DtypeRule::Numeric => "a numeric type (f32, f64 or i64)",
+                DtypeRule::Logical => "bool",
+            };
+            return Err(Error::dtype(op, want, d));
+        }
+    };
+    Ok(vec![TensorType { dtype: out_dtype, shape: t.shape.clone() }])
+}
+
+fn map_inplace<T: Element>(mut a: ndarray::ArcArray<T, ndarray::IxDyn>, f: impl Fn(T) -> T + Sync + Send) -> Tensor {
+    if a.len() >= PAR_THRESHOLD {
+        a.par_mapv_inplace(f);
+    } else {
+        a.mapv_inplace(f);
+    }
+    T::wrap(a)
+}
+
+/// Evaluate.
+pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    expect_arity(k.name(), &inputs, 1)?;
+    let x = inputs.into_iter().next().expect("arity checked");
+    let out = match x {
+        Tensor::F32(a) => match k {
+            UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
+            UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
+            _ => map_inplace(a, move |v| f_f32(k, v)),
+        },
+        Tensor::F64(a) => match k {
+            UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
+            UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
+            _ => map_inplace(a, move |v| f_f64(k, v)),
+        },
+        Tensor::I64(a) => map_inplace(a, move |v| f_i64(k, v)),
+        Tensor::Bool(a) => map_inplace(a, |v| !v),
+    };
+    Ok(vec![out])
+}
+
+macro_rules! unary_builders {
+    ($($fn_name:ident => $variant:ident),* $(,)?) => {
+        impl Graph {
+            /// Apply any unary op.
+            pub fn unary(&mut self, kind: UnaryKind, x: ValueId) -> Result<ValueId> {
+                self.add_op(Op::Unary(kind), &[x])
+            }
+            $(
+                #[doc = concat!("Elementwise `", stringify!($fn_name), "`.")]
+                pub fn $fn_name(&mut self, x: ValueId) -> Result<ValueId> {
+                    self.unary(UnaryKind::$variant, x)
+                }
+            )*
+        }
+    };
+}
+
+unary_builders! {
+    neg => Neg, abs => Abs, sign => Sign, square => Square, exp => Exp, expm1 => Expm1,
+    log => Log, log1p => Log1p, sqrt => Sqrt, rsqrt => Rsqrt, reciprocal => Reciprocal,
+    sin => Sin, cos => Cos, tan => Tan, asin => Asin, acos => Acos, atan => Atan,
+    sinh => Sinh, cosh => Cosh, tanh => Tanh, sigmoid => Sigmoid, log_sigmoid => LogSigmoid,
+    relu => Relu, relu6 => Relu6, elu => Elu, selu => Selu, softplus => Softplus,
+    softsign => Softsign, silu => Silu, gelu => Gelu, erf => Erf, erfc => Erfc,
+    floor => Floor, ceil => Ceil, round => Round, logical_not => LogicalNot,
+    is_nan => IsNan, is_finite => IsFinite,
+}

@@ -1,0 +1,378 @@
+//! Tensors: a dtype-tagged `ndarray::ArcArray<_, IxDyn>`.
+//!
+//! Invariants: clones are O(1) (reference-counted buffers; constants and loop-invariant
+//! values are never copied); a kernel that owns the only reference to a buffer may write
+//! into it in place (`ArcArray` copies on write otherwise). All dtype dispatch goes through
+//! the [`dispatch!`](crate::dispatch) family of macros — kernels do not `match` on dtype.
+
+mod approx_cmp;
+mod dispatch;
+mod random;
+mod shape;
+
+pub use approx_cmp::{assert_close, max_abs_diff};
+pub use random::{counter_normal, counter_uniform, mix_key};
+pub use shape::{Dim, Shape, TensorType};
+
+use std::fmt;
+
+use ndarray::{ArcArray, ArrayD, IxDyn};
+
+use crate::error::{Error, Result};
+
+/// Element types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// 32-bit float.
+    F32,
+    /// 64-bit float.
+    F64,
+    /// 64-bit signed integer (also used for indices and shapes).
+    I64,
+    /// Boolean.
+    Bool,
+}
+
+impl DType {
+    /// True for F32/F64.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F32 | DType::F64)
+    }
+    /// True for F32/F64/I64.
+    pub fn is_numeric(self) -> bool {
+        !matches!(self, DType::Bool)
+    }
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::F64 => "f64",
+            DType::I64 => "i64",
+            DType::Bool => "bool",
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A dense tensor. Cheap to clone.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tensor {
+    /// f32 data.
+    F32(ArcArray<f32, IxDyn>),
+    /// f64 data.
+    F64(ArcArray<f64, IxDyn>),
+    /// i64 data.
+    I64(ArcArray<i64, IxDyn>),
+    /// bool data.
+    Bool(ArcArray<bool, IxDyn>),
+}
+
+/// Element types a [`Tensor`] can hold; used by generic constructors.
+pub trait Element: Clone + Copy + Send + Sync + fmt::Debug + PartialEq + 'static {
+    /// The dtype tag.
+    const DTYPE: DType;
+    /// Wrap an array.
+    fn wrap(a: ArcArray<Self, IxDyn>) -> Tensor;
+    /// Borrow the array if the dtype matches.
+    fn view(t: &Tensor) -> Option<&ArcArray<Self, IxDyn>>;
+    /// Take the array if the dtype matches.
+    fn unwrap(t: Tensor) -> std::result::Result<ArcArray<Self, IxDyn>, Tensor>;
+    /// Convert from f64 (used for constants such as 0, 1).
+    fn from_f64(v: f64) -> Self;
+    /// Convert to f64.
+    fn to_f64(self) -> f64;
+}
+
+macro_rules! impl_element {
+    ($t:ty, $variant:ident, $from:expr, $to:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn wrap(a: ArcArray<Self, IxDyn>) -> Tensor {
+                Tensor::$variant(a)
+            }
+            fn view(t: &Tensor) -> Option<&ArcArray<Self, IxDyn>> {
+                match t {
+                    Tensor::$variant(a) => Some(a),
+                    _ => None,
+                }
+            }
+            fn unwrap(t: Tensor) -> std::result::Result<ArcArray<Self, IxDyn>, Tensor> {
+                match t {
+                    Tensor::$variant(a) => Ok(a),
+                    other => Err(other),
+                }
+            }
+            fn from_f64(v: f64) -> Self {
+                ($from)(v)
+            }
+            fn to_f64(self) -> f64 {
+                ($to)(self)
+            }
+        }
+    };
+}
+impl_element!(f32, F32, |v: f64| v as f32, |x: f32| x as f64);
+impl_element!(f64, F64, |v: f64| v, |x: f64| x);
+impl_element!(i64, I64, |v: f64| v as i64, |x: i64| x as f64);
+impl_element!(bool, Bool, |v: f64| v != 0.0, |x: bool| if x { 1.0 } else { 0.0 });
+
+impl Tensor {
+    /// Build from an owned ndarray of any dimensionality.
+    pub fn from_array<T: Element, D: ndarray::Dimension>(a: ndarray::Array<T, D>) -> Tensor {
+        T::wrap(a.into_dyn().into_shared())
+    }
+    /// Build from a flat vector and a shape.
+    pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != data.len() {
+            return Err(Error::InvalidArgument(format!(
+                "Tensor::from_vec: shape {shape:?} needs {n} elements, got {}",
+                data.len()
+            )));
+        }
+        let a = ArrayD::from_shape_vec(IxDyn(shape), data)
+            .map_err(|e| Error::InvalidArgument(format!("Tensor::from_vec: {e}")))?;
+        Ok(T::wrap(a.into_shared()))
+    }
+    /// A rank-0 tensor.
+    pub fn scalar<T: Element>(v: T) -> Tensor {
+        T::wrap(ArrayD::from_elem(IxDyn(&[]), v).into_shared())
+    }
+    /// A rank-1 tensor.
+    pub fn vec1<T: Element>(v: &[T]) -> Tensor {
+        T::wrap(ArrayD::from_shape_vec(IxDyn(&[v.len()]), v.to_vec()).expect("1-d shape").into_shared())
+    }
+    /// A tensor filled with `v` (cast to `dtype`).
+    pub fn full(dtype: DType, shape: &[usize], v: f64) -> Tensor {
+        crate::dispatch_dtype!(dtype, T => T::wrap(ArrayD::from_elem(IxDyn(shape), T::from_f64(v)).into_shared()))
+    }
+    /// Zeros.
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
+        Tensor::full(dtype, shape, 0.0)
+    }
+    /// Ones.
+    pub fn ones(dtype: DType, shape: &[usize]) -> Tensor {
+        Tensor::full(dtype, shape, 1.0)
+    }
+    /// `[0, 1, ..., n-1]` as i64.
+    pub fn arange(n: usize) -> Tensor {
+        Tensor::vec1(&(0..n as i64).collect::<Vec<_>>())
+    }
+    /// Standard normal f32 values from a seed (counter-based, reproducible).
+    pub fn randn(shape: &[usize], seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let data: Vec<f32> = (0..n as u64).map(|c| counter_normal(seed, c) as f32).collect();
+        Tensor::from_vec(shape, data).expect("shape matches")
+    }
+    /// Standard normal f64 values from a seed.
+    pub fn randn_f64(shape: &[usize], seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let data: Vec<f64> = (0..n as u64).map(|c| counter_normal(seed, c)).collect();
+        Tensor::from_vec(shape, data).expect("shape matches")
+    }
+    /// Uniform `[lo, hi)` values of `dtype` (floats, or integers truncated) from a seed.
+    pub fn rand_uniform(dtype: DType, shape: &[usize], lo: f64, hi: f64, seed: u64) -> Tensor {
+        let n: usize = shape.iter().product();
+        let data: Vec<f64> = (0..n as u64)
+            .map(|c| lo + (hi - lo) * counter_uniform(seed, c))
+            .collect();
+        let t = Tensor::from_vec(shape, data).expect("shape matches");
+        t.cast(dtype)
+    }
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Tensor::F32(_) => DType::F32,
+            Tensor::F64(_) => DType::F64,
+            Tensor::I64(_) => DType::I64,
+            Tensor::Bool(_) => DType::Bool,
+        }
+    }
+    /// The concrete shape.
+    pub fn shape(&self) -> &[usize] {
+        crate::dispatch!(self, a => a.shape())
+    }
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.shape().len()
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape().iter().product()
+    }
+    /// True if the tensor has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The static type of this concrete tensor.
+    pub fn tensor_type(&self) -> TensorType {
+        TensorType::new(self.dtype(), Shape::fixed(self.shape()))
+    }
+    /// Borrow as an array of `T`.
+    pub fn array<T: Element>(&self) -> Result<&ArcArray<T, IxDyn>> {
+        T::view(self).ok_or_else(|| Error::DType {
+            op: "Tensor::array".into(),
+            expected: T::DTYPE.to_string(),
+            got: self.dtype(),
+        })
+    }
+    /// Take as an array of `T`.
+    pub fn into_array<T: Element>(self) -> Result<ArcArray<T, IxDyn>> {
+        let got = self.dtype();
+        T::unwrap(self).map_err(|_| Error::DType {
+            op: "Tensor::into_array".into(),
+            expected: T::DTYPE.to_string(),
+            got,
+        })
+    }
+    /// Copy out as an owned ndarray of `T`.
+    pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        Ok(self.array::<T>()?.to_owned())
+    }
+    /// Elements in row-major order, as `T`.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        Ok(self.array::<T>()?.iter().copied().collect())
+    }
+    /// Elements in row-major order converted to f64 (any dtype).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        crate::dispatch!(self, a => a.iter().map(|x| x.to_f64()).collect())
+    }
+    /// The single element of a tensor with one element, as f64.
+    pub fn scalar_f64(&self) -> Result<f64> {
+        if self.len() != 1 {
+            return Err(Error::InvalidArgument(format!(
+                "expected a tensor with one element, got shape {:?}",
+                self.shape()
+            )));
+        }
+        Ok(self.to_f64_vec()[0])
+    }
+    /// The single element of an i64 tensor with one element.
+    pub fn scalar_i64(&self) -> Result<i64> {
+        let a = self.array::<i64>()?;
+        if a.len() != 1 {
+            return Err(Error::InvalidArgument(format!(
+                "expected an i64 tensor with one element, got shape {:?}",
+                self.shape()
+            )));
+        }
+        Ok(*a.iter().next().expect("one element"))
+    }
+    /// Cast to another dtype (float→int truncates toward zero; nonzero→true).
+    pub fn cast(&self, to: DType) -> Tensor {
+        if self.dtype() == to {
+            return self.clone();
+        }
+        crate::dispatch!(self, a => {
+            crate::dispatch_dtype!(to, U => U::wrap(a.mapv(|x| cast_elem::<_, U>(x)).into_shared()))
+        })
+    }
+    /// Reshape (row-major); errors if the element count differs.
+    pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
+        let n: usize = shape.iter().product();
+        if n != self.len() {
+            return Err(Error::Shape {
+                op: "reshape".into(),
+                msg: format!("cannot reshape {:?} ({} elements) to {shape:?}", self.shape(), self.len()),
+            });
+        }
+        Ok(crate::dispatch!(self, a => {
+            let std = if a.is_standard_layout() { a.clone() } else { a.as_standard_layout().into_owned().into_shared() };
+            wrap_same(a, std.into_shape_with_order(IxDyn(shape)).expect("element count checked"))
+        }))
+    }
+    /// Stack tensors of one dtype and shape along a new axis 0.
+    pub fn stack(parts: &[Tensor], dtype: DType, elem_shape: &[usize]) -> Result<Tensor> {
+        let mut shape = vec![parts.len()];
+        shape.extend_from_slice(elem_shape);
+        for (i, p) in parts.iter().enumerate() {
+            if p.dtype() != dtype || p.shape() != elem_shape {
+                return Err(Error::Shape {
+                    op: "stack".into(),
+                    msg: format!(
+                        "part {i} is {}{:?}, expected {dtype}{elem_shape:?}",
+                        p.dtype(),
+                        p.shape()
+                    ),
+                });
+            }
+        }
+        crate::dispatch_dtype!(dtype, T => {
+            let mut data: Vec<T> = Vec::with_capacity(shape.iter().product());
+            for p in parts {
+                data.extend(p.array::<T>()?.iter().copied());
+            }
+            Tensor::from_vec(&shape, data)
+        })
+    }
+    /// Row `i` of axis 0 (a view, no copy).
+    pub fn index_axis0(&self, i: usize) -> Result<Tensor> {
+        if self.rank() == 0 || i >= self.shape()[0] {
+            return Err(Error::IndexOutOfRange {
+                op: "index_axis0".into(),
+                index: i as i64,
+                bound: self.shape().first().copied().unwrap_or(0),
+            });
+        }
+        Ok(crate::dispatch!(self, a => {
+            let mut v = a.clone();
+            v.collapse_axis(ndarray::Axis(0), i);
+            wrap_same(a, v.index_axis_move(ndarray::Axis(0), 0))
+        }))
+    }
+    /// Rows `[start, end)` of axis 0 (a view, no copy).
+    pub fn slice_axis0(&self, start: usize, end: usize) -> Result<Tensor> {
+        if self.rank() == 0 || start > end || end > self.shape()[0] {
+            return Err(Error::InvalidArgument(format!(
+                "slice_axis0: [{start}, {end}) out of range for shape {:?}",
+                self.shape()
+            )));
+        }
+        Ok(crate::dispatch!(self, a => {
+            let mut v = a.clone();
+            v.slice_axis_inplace(ndarray::Axis(0), ndarray::Slice::from(start..end));
+            wrap_same(a, v)
+        }))
+    }
+    /// Approximate equality (same dtype and shape; floats within `rtol`/`atol`, NaN == NaN).
+    pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> bool {
+        approx_cmp::allclose(self, other, rtol, atol)
+    }
+}
+
+/// Re-wrap an array of the same element type as `_like` (used by `dispatch!` bodies).
+#[doc(hidden)]
+pub fn wrap_same<T: Element>(_like: &ArcArray<T, IxDyn>, a: ArcArray<T, IxDyn>) -> Tensor {
+    T::wrap(a)
+}
+
+/// Element cast with the library's semantics.
+pub fn cast_elem<T: Element, U: Element>(x: T) -> U {
+    if U::DTYPE == DType::Bool {
+        return U::from_f64(if x.to_f64() != 0.0 { 1.0 } else { 0.0 });
+    }
+    U::from_f64(x.to_f64())
+}
+
+impl fmt::Display for Tensor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        crate::dispatch!(self, a => write!(f, "{}{:?} {}", self.dtype(), a.shape(), a))
+    }
+}
+
+macro_rules! impl_from_array {
+    ($($t:ty),*) => {$(
+        impl<D: ndarray::Dimension> From<ndarray::Array<$t, D>> for Tensor {
+            fn from(a: ndarray::Array<$t, D>) -> Tensor { Tensor::from_array(a) }
+        }
+        impl From<$t> for Tensor {
+            fn from(v: $t) -> Tensor { Tensor::scalar(v) }
+        }
+    )*};
+}
+impl_from_array!(f32, f64, i64, bool);

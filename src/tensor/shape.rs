@@ -1,0 +1,227 @@
+//! Static shapes: [`Dim`], [`Shape`] and [`TensorType`].
+//!
+//! Invariant: a `Shape` always has a known rank; each dim is either a fixed size or
+//! dynamic (known only at run time, optionally named so that two dims with the same
+//! symbol are known equal). Shape inference never loses rank information.
+
+use std::fmt;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::DType;
+
+/// One dimension of a static shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    /// Known at graph-build time.
+    Fixed(usize),
+    /// Known only at run time; an optional symbol names it (same symbol = same size).
+    Dynamic(Option<Arc<str>>),
+}
+
+impl Dim {
+    /// A fixed dim.
+    pub fn fixed(n: usize) -> Dim {
+        Dim::Fixed(n)
+    }
+    /// A named dynamic dim.
+    pub fn dynamic(name: &str) -> Dim {
+        Dim::Dynamic(Some(Arc::from(name)))
+    }
+    /// An anonymous dynamic dim.
+    pub fn unknown() -> Dim {
+        Dim::Dynamic(None)
+    }
+    /// The size if fixed.
+    pub fn value(&self) -> Option<usize> {
+        match self {
+            Dim::Fixed(n) => Some(*n),
+            Dim::Dynamic(_) => None,
+        }
+    }
+    /// True if this dim is fixed.
+    pub fn is_fixed(&self) -> bool {
+        matches!(self, Dim::Fixed(_))
+    }
+    /// Whether the two dims may be equal at run time.
+    pub fn compatible(&self, other: &Dim) -> bool {
+        match (self, other) {
+            (Dim::Fixed(a), Dim::Fixed(b)) => a == b,
+            _ => true,
+        }
+    }
+    /// Unify two dims that must be equal (`None` when they cannot be).
+    pub fn unify(&self, other: &Dim) -> Option<Dim> {
+        match (self, other) {
+            (Dim::Fixed(a), Dim::Fixed(b)) => (a == b).then_some(Dim::Fixed(*a)),
+            (Dim::Fixed(a), _) | (_, Dim::Fixed(a)) => Some(Dim::Fixed(*a)),
+            (Dim::Dynamic(a), Dim::Dynamic(b)) => Some(if a == b {
+                Dim::Dynamic(a.clone())
+            } else {
+                Dim::Dynamic(None)
+            }),
+        }
+    }
+    /// Product of two dims (dynamic if either is).
+    pub fn mul(&self, other: &Dim) -> Dim {
+        match (self, other) {
+            (Dim::Fixed(a), Dim::Fixed(b)) => Dim::Fixed(a * b),
+            (Dim::Fixed(0), _) | (_, Dim::Fixed(0)) => Dim::Fixed(0),
+            (Dim::Fixed(1), d) | (d, Dim::Fixed(1)) => d.clone(),
+            _ => Dim::Dynamic(None),
+        }
+    }
+}
+
+impl From<usize> for Dim {
+    fn from(n: usize) -> Dim {
+        Dim::Fixed(n)
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Dynamic(Some(s)) => write!(f, "{s}"),
+            Dim::Dynamic(None) => write!(f, "?"),
+        }
+    }
+}
+
+/// A static shape: rank is always known, dims may be dynamic.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Shape(pub SmallVec<[Dim; 6]>);
+
+impl Shape {
+    /// Scalar shape `[]`.
+    pub fn scalar() -> Shape {
+        Shape(SmallVec::new())
+    }
+    /// A shape of fixed dims.
+    pub fn fixed(dims: &[usize]) -> Shape {
+        Shape(dims.iter().map(|&d| Dim::Fixed(d)).collect())
+    }
+    /// From a list of dims.
+    pub fn from_dims(dims: impl IntoIterator<Item = Dim>) -> Shape {
+        Shape(dims.into_iter().collect())
+    }
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.0.len()
+    }
+    /// The dims.
+    pub fn dims(&self) -> &[Dim] {
+        &self.0
+    }
+    /// Dim `i` (panics on out-of-range; callers check the rank first).
+    pub fn dim(&self, i: usize) -> &Dim {
+        &self.0[i]
+    }
+    /// All dims as fixed sizes, if they all are.
+    pub fn as_fixed(&self) -> Option<Vec<usize>> {
+        self.0.iter().map(Dim::value).collect()
+    }
+    /// Number of elements if fully fixed.
+    pub fn num_elements(&self) -> Option<usize> {
+        self.as_fixed().map(|v| v.iter().product())
+    }
+    /// True if every dim is fixed.
+    pub fn is_fixed(&self) -> bool {
+        self.0.iter().all(Dim::is_fixed)
+    }
+    /// Whether a concrete shape matches this static shape.
+    pub fn matches(&self, concrete: &[usize]) -> bool {
+        self.rank() == concrete.len()
+            && self
+                .0
+                .iter()
+                .zip(concrete)
+                .all(|(d, &c)| d.value().is_none_or(|v| v == c))
+    }
+    /// Whether two static shapes may be equal at run time.
+    pub fn compatible(&self, other: &Shape) -> bool {
+        self.rank() == other.rank() && self.0.iter().zip(other.0.iter()).all(|(a, b)| a.compatible(b))
+    }
+    /// A new shape with `d` prepended.
+    pub fn prepend(&self, d: Dim) -> Shape {
+        let mut v = SmallVec::with_capacity(self.rank() + 1);
+        v.push(d);
+        v.extend(self.0.iter().cloned());
+        Shape(v)
+    }
+    /// The shape without its first dim (scalar stays scalar).
+    pub fn tail(&self) -> Shape {
+        Shape(self.0.iter().skip(1).cloned().collect())
+    }
+}
+
+impl From<&[usize]> for Shape {
+    fn from(d: &[usize]) -> Shape {
+        Shape::fixed(d)
+    }
+}
+impl<const N: usize> From<[usize; N]> for Shape {
+    fn from(d: [usize; N]) -> Shape {
+        Shape::fixed(&d)
+    }
+}
+impl<const N: usize> From<[Dim; N]> for Shape {
+    fn from(d: [Dim; N]) -> Shape {
+        Shape::from_dims(d)
+    }
+}
+impl From<Vec<Dim>> for Shape {
+    fn from(d: Vec<Dim>) -> Shape {
+        Shape::from_dims(d)
+    }
+}
+impl From<Vec<usize>> for Shape {
+    fn from(d: Vec<usize>) -> Shape {
+        Shape::fixed(&d)
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "[")?;
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                write!(f, ",")?;
+            }
+            write!(f, "{d}")?;
+        }
+        write!(f, "]")
+    }
+}
+
+/// The static type of a graph value: dtype and shape.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TensorType {
+    /// Element type.
+    pub dtype: DType,
+    /// Static shape.
+    pub shape: Shape,
+}
+
+impl TensorType {
+    /// Construct a type.
+    pub fn new(dtype: DType, shape: impl Into<Shape>) -> TensorType {
+        TensorType { dtype, shape: shape.into() }
+    }
+    /// A scalar of `dtype`.
+    pub fn scalar(dtype: DType) -> TensorType {
+        TensorType { dtype, shape: Shape::scalar() }
+    }
+    /// The rank.
+    pub fn rank(&self) -> usize {
+        self.shape.rank()
+    }
+}
+
+impl fmt::Display for TensorType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}{}", self.dtype, self.shape)
+    }
+}

@@ -1,0 +1,5 @@
+//! Core tests: tensors, graph IR, executor, reference loop, errors.
+
+mod exec;
+mod ir;
+mod tensor;

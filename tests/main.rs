@@ -1,0 +1,5 @@
+//! The one test binary: modules mirror `src/` (ops families, ir, exec, control flow...).
+
+mod common;
+mod core;
+mod ops;

@@ -1,0 +1,8 @@
+//! Value tests for the linear family.
+
+use pfor::OpKind;
+
+/// Kinds checked by this file.
+pub fn tested_kinds() -> Vec<OpKind> {
+    vec![]
+}
