@@ -12,6 +12,7 @@
 pub mod error;
 pub mod exec;
 pub mod ir;
+pub mod kernels;
 pub mod ops;
 pub mod reference;
 pub mod tensor;

@@ -1,0 +1,3 @@
+//! Low-level kernels shared by several op families (GEMM).
+
+pub mod gemm;
