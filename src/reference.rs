@@ -88,7 +88,12 @@ pub fn extract_body(g: &Graph, index: ValueId, outputs: &[ValueId]) -> Result<Ex
     map.insert(index, i_param);
     let mut captures: Vec<ValueId> = Vec::new();
     let mut params = vec![i_param];
-    let capture = |v: ValueId, f: &mut Graph, map: &mut HashMap<ValueId, ValueId>, captures: &mut Vec<ValueId>, params: &mut Vec<ValueId>| -> Result<ValueId> {
+    let capture = |v: ValueId,
+                   f: &mut Graph,
+                   map: &mut HashMap<ValueId, ValueId>,
+                   captures: &mut Vec<ValueId>,
+                   params: &mut Vec<ValueId>|
+     -> Result<ValueId> {
         if let Some(m) = map.get(&v) {
             return Ok(*m);
         }
@@ -135,7 +140,13 @@ pub fn for_loop(
 }
 
 /// Build the `For` node for an already-traced body (shared with pfor's fallback).
-pub fn for_loop_from_traced(g: &mut Graph, n: LoopLen, n_val: ValueId, i: ValueId, outs: &[ValueId]) -> Result<Vec<ValueId>> {
+pub fn for_loop_from_traced(
+    g: &mut Graph,
+    n: LoopLen,
+    n_val: ValueId,
+    i: ValueId,
+    outs: &[ValueId],
+) -> Result<Vec<ValueId>> {
     let ex = extract_body(g, i, outs)?;
     let mut inputs = vec![n_val];
     inputs.extend_from_slice(&ex.captures);

@@ -127,7 +127,14 @@ impl Plan {
                     release.push(s);
                 }
             }
-            steps.push(Step { node: n, op: node.op.clone(), inputs: step_inputs, outputs, out_types: node.outputs.clone(), release });
+            steps.push(Step {
+                node: n,
+                op: node.op.clone(),
+                inputs: step_inputs,
+                outputs,
+                out_types: node.outputs.clone(),
+                release,
+            });
         }
         Ok(Plan { steps, n_slots, inputs, fetch_slots, graph_inputs: g.inputs().into_iter().collect() })
     }

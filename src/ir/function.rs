@@ -41,7 +41,13 @@ impl Clone for Function {
 
 impl fmt::Debug for Function {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Function({} params, {} results, {} nodes)", self.params.len(), self.results.len(), self.graph.num_nodes())
+        write!(
+            f,
+            "Function({} params, {} results, {} nodes)",
+            self.params.len(),
+            self.results.len(),
+            self.graph.num_nodes()
+        )
     }
 }
 
@@ -143,9 +149,7 @@ impl Library {
         let mut l = self.inner.write().map_err(|_| poisoned())?;
         if let Some(old) = l.sigs.get(name) {
             if *old != sig {
-                return Err(Error::InvalidArgument(format!(
-                    "function '{name}' redeclared with a different signature"
-                )));
+                return Err(Error::InvalidArgument(format!("function '{name}' redeclared with a different signature")));
             }
         }
         l.sigs.insert(name.to_string(), sig);
@@ -160,7 +164,11 @@ impl Library {
             let ok = old.params.len() == sig.params.len()
                 && old.results.len() == sig.results.len()
                 && old.params.iter().zip(&sig.params).all(|(a, b)| a.dtype == b.dtype && a.shape.compatible(&b.shape))
-                && old.results.iter().zip(&sig.results).all(|(a, b)| a.dtype == b.dtype && a.shape.compatible(&b.shape));
+                && old
+                    .results
+                    .iter()
+                    .zip(&sig.results)
+                    .all(|(a, b)| a.dtype == b.dtype && a.shape.compatible(&b.shape));
             if !ok {
                 return Err(Error::InvalidArgument(format!(
                     "function '{name}': body signature {sig:?} does not match declaration {old:?}"

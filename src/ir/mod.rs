@@ -58,11 +58,7 @@ pub struct ValueId {
 
 impl fmt::Display for ValueId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.slot == 0 {
-            write!(f, "{}", self.node)
-        } else {
-            write!(f, "{}:{}", self.node, self.slot)
-        }
+        if self.slot == 0 { write!(f, "{}", self.node) } else { write!(f, "{}:{}", self.node, self.slot) }
     }
 }
 
@@ -181,10 +177,7 @@ impl Graph {
 
     /// The static type of a value.
     pub fn value_type(&self, v: ValueId) -> Result<&TensorType> {
-        self.node(v.node)?
-            .outputs
-            .get(v.slot as usize)
-            .ok_or_else(|| Error::UnknownValue { value: v.to_string() })
+        self.node(v.node)?.outputs.get(v.slot as usize).ok_or_else(|| Error::UnknownValue { value: v.to_string() })
     }
 
     /// Shape of a value.
@@ -308,9 +301,7 @@ impl Graph {
         let tys = nd.inputs.iter().map(|&x| self.value_type(x).cloned()).collect::<Result<Vec<_>>>()?;
         let outs = nd.op.infer(&tys).map_err(|e| e.at_node(node, nd.op.to_string()))?;
         if outs != nd.outputs {
-            return Err(Error::InvalidArgument(format!(
-                "replace_input on {node} would change its output types"
-            )));
+            return Err(Error::InvalidArgument(format!("replace_input on {node} would change its output types")));
         }
         let edge = self
             .g

@@ -14,12 +14,18 @@ impl Graph {
         for n in self.node_ids() {
             let node = self.node(n)?;
             for (pos, v) in node.inputs.iter().enumerate() {
-                self.value_type(*v).map_err(|_| Error::Verify(format!("{n} input {pos} refers to missing value {v}")))?;
+                self.value_type(*v)
+                    .map_err(|_| Error::Verify(format!("{n} input {pos} refers to missing value {v}")))?;
             }
             let mut edges: Vec<(u32, ValueId)> = self
                 .g
                 .edges_directed(n.nx(), petgraph::Direction::Incoming)
-                .map(|e| (e.weight().dst_pos, ValueId { node: super::NodeId(e.source().index() as u32), slot: e.weight().src_slot }))
+                .map(|e| {
+                    (
+                        e.weight().dst_pos,
+                        ValueId { node: super::NodeId(e.source().index() as u32), slot: e.weight().src_slot },
+                    )
+                })
                 .collect();
             edges.sort();
             let want: Vec<(u32, ValueId)> = node.inputs.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect();
@@ -28,9 +34,15 @@ impl Graph {
             }
             if !matches!(node.op, Op::Input { .. } | Op::Const { .. }) {
                 let tys = node.inputs.iter().map(|v| self.value_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
-                let re = node.op.infer(&tys).map_err(|e| Error::Verify(format!("{n} ({}): re-inference failed: {e}", node.op)))?;
+                let re = node
+                    .op
+                    .infer(&tys)
+                    .map_err(|e| Error::Verify(format!("{n} ({}): re-inference failed: {e}", node.op)))?;
                 if re != node.outputs {
-                    return Err(Error::Verify(format!("{n} ({}): stored types {:?} != inferred {:?}", node.op, node.outputs, re)));
+                    return Err(Error::Verify(format!(
+                        "{n} ({}): stored types {:?} != inferred {:?}",
+                        node.op, node.outputs, re
+                    )));
                 }
             }
             match &node.op {

@@ -42,8 +42,16 @@ macro_rules! faer_gemm {
                     }
                     return;
                 }
-                let am = if ta { MatRef::from_row_major_slice(a, k, m).transpose() } else { MatRef::from_row_major_slice(a, m, k) };
-                let bm = if tb { MatRef::from_row_major_slice(b, n, k).transpose() } else { MatRef::from_row_major_slice(b, k, n) };
+                let am = if ta {
+                    MatRef::from_row_major_slice(a, k, m).transpose()
+                } else {
+                    MatRef::from_row_major_slice(a, m, k)
+                };
+                let bm = if tb {
+                    MatRef::from_row_major_slice(b, n, k).transpose()
+                } else {
+                    MatRef::from_row_major_slice(b, k, n)
+                };
                 let accum = if acc { Accum::Add } else { Accum::Replace };
                 faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par_for(m, k, n));
             }

@@ -76,7 +76,8 @@ pub enum ControlKind {
 
 impl ControlKind {
     /// Every kind.
-    pub const ALL: &'static [ControlKind] = &[ControlKind::Cond, ControlKind::While, ControlKind::Call, ControlKind::For];
+    pub const ALL: &'static [ControlKind] =
+        &[ControlKind::Cond, ControlKind::While, ControlKind::Call, ControlKind::For];
     /// The op name.
     pub fn name(self) -> &'static str {
         match self {
@@ -105,12 +106,8 @@ fn join(op: &str, a: &TensorType, b: &TensorType) -> Result<TensorType> {
     if a.dtype != b.dtype || a.rank() != b.rank() {
         return Err(Error::shape(op, format!("branches return {a} and {b}")));
     }
-    let dims = a
-        .shape
-        .dims()
-        .iter()
-        .zip(b.shape.dims())
-        .map(|(x, y)| if x == y { x.clone() } else { Dim::Dynamic(None) });
+    let dims =
+        a.shape.dims().iter().zip(b.shape.dims()).map(|(x, y)| if x == y { x.clone() } else { Dim::Dynamic(None) });
     Ok(TensorType { dtype: a.dtype, shape: Shape::from_dims(dims) })
 }
 
@@ -152,7 +149,10 @@ impl ControlOp {
                 check_args(op, "else-branch", &else_.param_types(), &inputs[1..])?;
                 let (tr, er) = (then.result_types(), else_.result_types());
                 if tr.len() != er.len() {
-                    return Err(Error::shape(op, format!("then returns {} values, else returns {}", tr.len(), er.len())));
+                    return Err(Error::shape(
+                        op,
+                        format!("then returns {} values, else returns {}", tr.len(), er.len()),
+                    ));
                 }
                 tr.iter().zip(&er).map(|(a, b)| join(op, a, b)).collect()
             }
@@ -227,7 +227,10 @@ impl ControlOp {
                     }
                     if let Some(m) = max_iterations {
                         if trips >= *m {
-                            return Err(Error::Numerical { op: op.into(), msg: format!("exceeded max_iterations = {m}") });
+                            return Err(Error::Numerical {
+                                op: op.into(),
+                                msg: format!("exceeded max_iterations = {m}"),
+                            });
                         }
                     }
                     let mut args = carries;

@@ -104,7 +104,13 @@ impl StateOp {
                 if old.dtype() != v.dtype() || old.shape() != v.shape() {
                     return Err(Error::shape(
                         op,
-                        format!("variable '{var}' is {}{:?}, assigned {}{:?}", old.dtype(), old.shape(), v.dtype(), v.shape()),
+                        format!(
+                            "variable '{var}' is {}{:?}, assigned {}{:?}",
+                            old.dtype(),
+                            old.shape(),
+                            v.dtype(),
+                            v.shape()
+                        ),
                     ));
                 }
                 ctx.write_variable(var, v.clone())?;
@@ -116,7 +122,13 @@ impl StateOp {
                 if old.dtype() != v.dtype() || old.shape() != v.shape() {
                     return Err(Error::shape(
                         op,
-                        format!("variable '{var}' is {}{:?}, added {}{:?}", old.dtype(), old.shape(), v.dtype(), v.shape()),
+                        format!(
+                            "variable '{var}' is {}{:?}, added {}{:?}",
+                            old.dtype(),
+                            old.shape(),
+                            v.dtype(),
+                            v.shape()
+                        ),
                     ));
                 }
                 let new = crate::dispatch_numeric!(v.dtype(), T => {

@@ -9,13 +9,12 @@ pub fn max_abs_diff(a: &Tensor, b: &Tensor) -> Option<f64> {
         return None;
     }
     let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
-    Some(x.iter().zip(&y).fold(0.0f64, |m, (p, q)| {
-        if p.is_nan() && q.is_nan() || p == q {
-            m
-        } else {
-            m.max((p - q).abs())
-        }
-    }))
+    Some(x.iter().zip(&y).fold(
+        0.0f64,
+        |m, (p, q)| {
+            if p.is_nan() && q.is_nan() || p == q { m } else { m.max((p - q).abs()) }
+        },
+    ))
 }
 
 pub(crate) fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> bool {
@@ -23,9 +22,7 @@ pub(crate) fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> bool {
         return false;
     }
     let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
-    x.iter().zip(&y).all(|(p, q)| {
-        (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= atol + rtol * q.abs()
-    })
+    x.iter().zip(&y).all(|(p, q)| (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= atol + rtol * q.abs())
 }
 
 /// `Ok(())` if `a ≈ b`, else an error describing the first mismatch.

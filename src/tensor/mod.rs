@@ -178,9 +178,7 @@ impl Tensor {
     /// Uniform `[lo, hi)` values of `dtype` (floats, or integers truncated) from a seed.
     pub fn rand_uniform(dtype: DType, shape: &[usize], lo: f64, hi: f64, seed: u64) -> Tensor {
         let n: usize = shape.iter().product();
-        let data: Vec<f64> = (0..n as u64)
-            .map(|c| lo + (hi - lo) * counter_uniform(seed, c))
-            .collect();
+        let data: Vec<f64> = (0..n as u64).map(|c| lo + (hi - lo) * counter_uniform(seed, c)).collect();
         let t = Tensor::from_vec(shape, data).expect("shape matches");
         t.cast(dtype)
     }
@@ -294,11 +292,7 @@ impl Tensor {
             if p.dtype() != dtype || p.shape() != elem_shape {
                 return Err(Error::Shape {
                     op: "stack".into(),
-                    msg: format!(
-                        "part {i} is {}{:?}, expected {dtype}{elem_shape:?}",
-                        p.dtype(),
-                        p.shape()
-                    ),
+                    msg: format!("part {i} is {}{:?}, expected {dtype}{elem_shape:?}", p.dtype(), p.shape()),
                 });
             }
         }

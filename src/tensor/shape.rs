@@ -56,11 +56,9 @@ impl Dim {
         match (self, other) {
             (Dim::Fixed(a), Dim::Fixed(b)) => (a == b).then_some(Dim::Fixed(*a)),
             (Dim::Fixed(a), _) | (_, Dim::Fixed(a)) => Some(Dim::Fixed(*a)),
-            (Dim::Dynamic(a), Dim::Dynamic(b)) => Some(if a == b {
-                Dim::Dynamic(a.clone())
-            } else {
-                Dim::Dynamic(None)
-            }),
+            (Dim::Dynamic(a), Dim::Dynamic(b)) => {
+                Some(if a == b { Dim::Dynamic(a.clone()) } else { Dim::Dynamic(None) })
+            }
         }
     }
     /// Product of two dims (dynamic if either is).
@@ -133,12 +131,7 @@ impl Shape {
     }
     /// Whether a concrete shape matches this static shape.
     pub fn matches(&self, concrete: &[usize]) -> bool {
-        self.rank() == concrete.len()
-            && self
-                .0
-                .iter()
-                .zip(concrete)
-                .all(|(d, &c)| d.value().is_none_or(|v| v == c))
+        self.rank() == concrete.len() && self.0.iter().zip(concrete).all(|(d, &c)| d.value().is_none_or(|v| v == c))
     }
     /// Whether two static shapes may be equal at run time.
     pub fn compatible(&self, other: &Shape) -> bool {

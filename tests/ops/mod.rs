@@ -2,20 +2,20 @@
 //! Each file exports `tested_kinds()`, the kinds it checks; the coverage test below
 //! requires every built-in `OpKind` to appear.
 
-pub mod unary;
 pub mod binary;
+pub mod control;
+pub mod conv;
 pub mod elementwise;
+pub mod indexing;
+pub mod linalg;
+pub mod linear;
+pub mod nn;
+pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod slicing;
-pub mod indexing;
-pub mod linear;
-pub mod conv;
-pub mod nn;
-pub mod linalg;
-pub mod random;
 pub mod state;
-pub mod control;
+pub mod unary;
 
 use pfor::OpKind;
 
@@ -36,7 +36,8 @@ fn every_op_kind_has_a_value_test() {
     v.extend(random::tested_kinds());
     v.extend(state::tested_kinds());
     v.extend(control::tested_kinds());
-    let missing: Vec<String> = OpKind::all().into_iter().filter(|k| !v.contains(k)).map(|k| format!("{}/{}", k.family(), k)).collect();
+    let missing: Vec<String> =
+        OpKind::all().into_iter().filter(|k| !v.contains(k)).map(|k| format!("{}/{}", k.family(), k)).collect();
     assert!(missing.is_empty(), "op kinds without a value test: {missing:?}");
     assert!(OpKind::all().len() >= 120, "only {} op kinds", OpKind::all().len());
 }
