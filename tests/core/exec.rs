@@ -1,1 +1,88 @@
-//! Core tests: exec.
+//! Core tests: the executor (feeds, errors, in-place safety, variables, recursion limit).
+
+use crate::common::*;
+use pfor::prelude::*;
+
+#[test]
+fn feeds_by_value_and_name() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [Dim::dynamic("n")]);
+    let y = g.exp(x).unwrap();
+    let mut s = Session::new(&g, &[y]).unwrap();
+    let out = s.run(&[(x, f64t(&[2], &[0.0, 1.0]))]).unwrap();
+    assert_close(&out[0], &f64t(&[2], &[1.0, std::f64::consts::E]), 1e-12);
+    let out = s.run_named(&[("x", f64t(&[1], &[0.0]))]).unwrap();
+    assert_eq!(out[0], f64t(&[1], &[1.0]));
+}
+
+#[test]
+fn feed_errors_are_clear() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2]);
+    let y = g.exp(x).unwrap();
+    let mut s = Session::new(&g, &[y]).unwrap();
+    let e = s.run(&[]).unwrap_err();
+    assert!(matches!(&e, Error::MissingFeed { name, .. } if name == "x"), "{e}");
+    assert!(e.to_string().contains("'x'"));
+    let e = s.run(&[(x, f32t(&[3], &[1.0, 2.0, 3.0]))]).unwrap_err();
+    assert!(matches!(&e, Error::FeedType { name, got_shape, .. } if name == "x" && got_shape == &[3]), "{e}");
+    assert!(e.to_string().contains("f32[2]"), "{e}");
+    let e = s.run(&[(x, f64t(&[2], &[1.0, 2.0]))]).unwrap_err();
+    assert!(matches!(e, Error::FeedType { got_dtype: DType::F64, .. }));
+    let e = s.run(&[(y, f32t(&[2], &[1.0, 2.0]))]).unwrap_err();
+    assert!(matches!(e, Error::UnknownFeed { .. }), "{e}");
+    let e = s.run_named(&[("nope", f32t(&[2], &[1.0, 2.0]))]).unwrap_err();
+    assert!(matches!(e, Error::UnknownFeed { .. }));
+}
+
+#[test]
+fn in_place_kernels_never_corrupt_shared_values() {
+    // x feeds two consumers; exp may run in place only on its last use.
+    let mut g = Graph::new();
+    let c = g.constant(f64t(&[3], &[0.0, 1.0, 2.0]));
+    let a = g.neg(c).unwrap();
+    let b = g.square(c).unwrap();
+    let d = g.neg(a).unwrap();
+    let mut s = Session::new(&g, &[a, b, d, c]).unwrap();
+    for _ in 0..2 {
+        let out = s.run(&[]).unwrap();
+        assert_eq!(out[0], f64t(&[3], &[-0.0, -1.0, -2.0]));
+        assert_eq!(out[1], f64t(&[3], &[0.0, 1.0, 4.0]));
+        assert_eq!(out[2], f64t(&[3], &[0.0, 1.0, 2.0]));
+        assert_eq!(out[3], f64t(&[3], &[0.0, 1.0, 2.0]));
+    }
+    // a fed tensor is not modified either
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2]);
+    let y = g.neg(x).unwrap();
+    let feed = f64t(&[2], &[1.0, 2.0]);
+    let out = run_once(&g, &[y], &[(x, feed.clone())]).unwrap();
+    assert_eq!(out[0], f64t(&[2], &[-1.0, -2.0]));
+    assert_eq!(feed, f64t(&[2], &[1.0, 2.0]));
+}
+
+#[test]
+fn dynamic_dims_checked_at_run_time_by_runtime_type_check() {
+    // An input with a dynamic dim accepts any size; static dims are enforced.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [Dim::unknown(), Dim::fixed(2)]);
+    let y = g.relu(x).unwrap();
+    let out = run_once(&g, &[y], &[(x, f32t(&[3, 2], &[-1.0, 1.0, -2.0, 2.0, 0.0, 3.0]))]).unwrap();
+    assert_eq!(out[0], f32t(&[3, 2], &[0.0, 1.0, 0.0, 2.0, 0.0, 3.0]));
+    assert!(run_once(&g, &[y], &[(x, f32t(&[2, 3], &[0.0; 6]))]).is_err());
+}
+
+#[test]
+fn variables_read_and_write() {
+    let mut g = Graph::new();
+    let v = g.variable("w", f64t(&[2], &[1.0, 2.0])).unwrap();
+    let e = g.exp(v).unwrap();
+    let mut s = Session::new(&g, &[e]).unwrap();
+    assert_close(&s.run(&[]).unwrap()[0], &f64t(&[2], &[1f64.exp(), 2f64.exp()]), 1e-12);
+    s.set_variable("w", f64t(&[2], &[0.0, 0.0])).unwrap();
+    assert_eq!(s.run(&[]).unwrap()[0], f64t(&[2], &[1.0, 1.0]));
+    assert!(matches!(s.set_variable("w", f64t(&[3], &[0.0; 3])), Err(Error::Shape { .. })));
+    assert!(matches!(s.variable("nope"), Err(Error::UnknownVariable { .. })));
+    assert!(matches!(g.read_variable("nope"), Err(Error::UnknownVariable { .. })));
+    assert!(g.variable("w", f64t(&[1], &[0.0])).is_err());
+}

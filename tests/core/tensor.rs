@@ -1,1 +1,85 @@
-//! Core tests: tensor.
+//! Core tests: tensors.
+
+use crate::common::*;
+use pfor::prelude::*;
+
+#[test]
+fn constructors_and_accessors() {
+    let t = Tensor::full(DType::F64, &[2, 3], 1.5);
+    assert_eq!(t.shape(), &[2, 3]);
+    assert_eq!(t.dtype(), DType::F64);
+    assert_eq!(t.to_vec::<f64>().unwrap(), vec![1.5; 6]);
+    assert_eq!(Tensor::arange(4).to_vec::<i64>().unwrap(), vec![0, 1, 2, 3]);
+    assert_eq!(Tensor::zeros(DType::Bool, &[2]).to_vec::<bool>().unwrap(), vec![false, false]);
+    assert_eq!(Tensor::scalar(3i64).shape(), &[] as &[usize]);
+    let a = ndarray::array![[1.0f32, 2.0], [3.0, 4.0]];
+    let t = Tensor::from(a.clone());
+    assert_eq!(t.to_array::<f32>().unwrap(), a.into_dyn());
+    assert!(matches!(Tensor::from_vec(&[2, 2], vec![1.0f32; 3]), Err(Error::InvalidArgument(_))));
+    assert!(matches!(t.array::<f64>(), Err(Error::DType { .. })));
+}
+
+#[test]
+fn random_is_reproducible_and_seed_dependent() {
+    let a = Tensor::randn(&[100], 7);
+    assert_eq!(a, Tensor::randn(&[100], 7));
+    assert_ne!(a, Tensor::randn(&[100], 8));
+    let v = a.to_vec::<f32>().unwrap();
+    let mean: f32 = v.iter().sum::<f32>() / 100.0;
+    assert!(mean.abs() < 0.35, "mean {mean}");
+    let u = Tensor::rand_uniform(DType::F64, &[1000], -2.0, 3.0, 1).to_vec::<f64>().unwrap();
+    assert!(u.iter().all(|x| (-2.0..3.0).contains(x)));
+}
+
+#[test]
+fn cast_reshape_stack_index() {
+    let t = f64t(&[4], &[1.7, -1.7, 0.0, 2.0]);
+    assert_eq!(t.cast(DType::I64), i64t(&[4], &[1, -1, 0, 2]));
+    assert_eq!(t.cast(DType::Bool), boolt(&[4], &[true, true, false, true]));
+    let r = t.reshape(&[2, 2]).unwrap();
+    assert_eq!(r.shape(), &[2, 2]);
+    assert!(matches!(t.reshape(&[3]), Err(Error::Shape { .. })));
+    let s = Tensor::stack(&[r.clone(), r.clone()], DType::F64, &[2, 2]).unwrap();
+    assert_eq!(s.shape(), &[2, 2, 2]);
+    assert_eq!(s.index_axis0(1).unwrap(), r);
+    assert_eq!(r.index_axis0(1).unwrap(), f64t(&[2], &[0.0, 2.0]));
+    assert_eq!(r.slice_axis0(1, 2).unwrap(), f64t(&[1, 2], &[0.0, 2.0]));
+    assert!(matches!(r.index_axis0(2), Err(Error::IndexOutOfRange { .. })));
+    let empty = Tensor::stack(&[], DType::F32, &[3]).unwrap();
+    assert_eq!(empty.shape(), &[0, 3]);
+}
+
+#[test]
+fn allclose_and_assert_close() {
+    let a = f64t(&[2], &[1.0, f64::NAN]);
+    let b = f64t(&[2], &[1.0 + 1e-9, f64::NAN]);
+    assert!(a.allclose(&b, 1e-6, 1e-6));
+    assert!(!a.allclose(&f64t(&[2], &[1.1, f64::NAN]), 1e-6, 1e-6));
+    assert!(pfor::tensor::assert_close(&a, &a.cast(DType::F32), 1e-6, 1e-6).is_err());
+    assert_eq!(pfor::tensor::max_abs_diff(&a, &f64t(&[2], &[1.5, f64::NAN])), Some(0.5));
+}
+
+#[test]
+fn gemm_kernel_matches_naive() {
+    use pfor::kernels::gemm::gemm;
+    let (m, k, n) = (5, 7, 3);
+    let a: Vec<f64> = (0..m * k).map(|x| x as f64 * 0.5 - 3.0).collect();
+    let b: Vec<f64> = (0..k * n).map(|x| (x % 5) as f64 - 1.0).collect();
+    let mut want = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+        }
+    }
+    let mut c = vec![0.0; m * n];
+    gemm(m, k, n, &a, false, &b, false, &mut c, false).unwrap();
+    assert_eq!(c, want);
+    // transposed storage of both operands
+    let at: Vec<f64> = (0..k * m).map(|x| a[(x % m) * k + x / m]).collect();
+    let bt: Vec<f64> = (0..n * k).map(|x| b[(x % k) * n + x / k]).collect();
+    let mut c2 = vec![1.0; m * n];
+    gemm(m, k, n, &at, true, &bt, true, &mut c2, true).unwrap();
+    let want2: Vec<f64> = want.iter().map(|x| x + 1.0).collect();
+    assert_eq!(c2, want2);
+    assert!(gemm(m, k, n, &a, false, &b, false, &mut c[..1], false).is_err());
+}
