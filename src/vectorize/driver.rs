@@ -1,0 +1,304 @@
+//! The greedy conversion driver and the `pfor` entry points.
+
+use hashbrown::{HashMap, HashSet};
+
+use super::ctx::{LoopInfo, i64_scalar, merge_first_two, stacked_type, tile};
+use super::{ConvertCtx, Converted, Fallback, OpKey, PforOptions, Wrapped};
+use crate::error::{Error, Result};
+use crate::ir::{Graph, NodeId, ValueId};
+use crate::ops::Op;
+use crate::reference::{LoopLen, for_loop_from_traced};
+use crate::tensor::{DType, Shape, Tensor};
+
+/// One op that ran through the per-iteration loop fallback.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FallbackRecord {
+    /// The body node.
+    pub node: NodeId,
+    /// Its op name.
+    pub op: String,
+    /// Why no converter handled it.
+    pub reason: String,
+}
+
+/// What a conversion did.
+#[derive(Clone, Debug, Default)]
+pub struct PforReport {
+    /// Ops converted by a converter.
+    pub converted: usize,
+    /// Ops re-emitted unchanged (all inputs loop-invariant).
+    pub reused: usize,
+    /// Ops that fell back to a per-iteration loop.
+    pub fallbacks: Vec<FallbackRecord>,
+}
+
+/// Vectorize `body` over `n` iterations with default options. The body is traced once
+/// with a scalar i64 loop index; the result has one stacked value (`[n] + shape`) per
+/// body output.
+pub fn pfor(
+    g: &mut Graph,
+    n: impl Into<LoopLen>,
+    body: impl FnOnce(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+) -> Result<Vec<ValueId>> {
+    pfor_with(g, n, &PforOptions::default(), body)
+}
+
+/// Vectorize with options.
+pub fn pfor_with(
+    g: &mut Graph,
+    n: impl Into<LoopLen>,
+    options: &PforOptions,
+    body: impl FnOnce(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+) -> Result<Vec<ValueId>> {
+    pfor_with_report(g, n, options, body).map(|(v, _)| v)
+}
+
+/// Vectorize with options and return the conversion report (fallbacks, counts).
+pub fn pfor_with_report(
+    g: &mut Graph,
+    n: impl Into<LoopLen>,
+    options: &PforOptions,
+    body: impl FnOnce(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+) -> Result<(Vec<ValueId>, PforReport)> {
+    let n = n.into();
+    let n_val = n.to_value(g)?;
+    let i = g.input("__pfor_index", DType::I64, Shape::scalar());
+    let outs = body(g, i)?;
+    for o in &outs {
+        g.check_value(*o)?;
+    }
+    let mut report = PforReport::default();
+    let res = match (options.chunk_size, n.static_value()) {
+        (Some(0), _) => return Err(Error::InvalidArgument("pfor: chunk_size must be > 0".into())),
+        (Some(c), Some(k)) if c < k => convert_chunked(g, i, &outs, n, n_val, c, options, &mut report)?,
+        (Some(c), None) => convert_chunked(g, i, &outs, n, n_val, c, options, &mut report)?,
+        _ => {
+            let info = full_loop(g, n.static_value(), n_val)?;
+            let w = convert_body_report(g, i, &info, options, &outs, &mut report)?;
+            w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?
+        }
+    };
+    Ok((res, report))
+}
+
+fn full_loop(g: &mut Graph, n_static: Option<usize>, n_val: ValueId) -> Result<LoopInfo> {
+    let index = match n_static {
+        Some(k) => g.constant(Tensor::arange(k)),
+        None => {
+            let zero = i64_scalar(g, 0);
+            let one = i64_scalar(g, 1);
+            g.range(zero, n_val, one)?
+        }
+    };
+    Ok(LoopInfo { n_static, n: n_val, index })
+}
+
+/// A converted output as a stacked value (tiling an invariant one).
+pub(crate) fn stack_output(g: &mut Graph, info: &LoopInfo, w: Wrapped) -> Result<ValueId> {
+    if w.stacked { Ok(w.value) } else { tile(g, info, w.value) }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn convert_chunked(
+    g: &mut Graph,
+    i: ValueId,
+    outs: &[ValueId],
+    n: LoopLen,
+    n_val: ValueId,
+    c: usize,
+    options: &PforOptions,
+    report: &mut PforReport,
+) -> Result<Vec<ValueId>> {
+    let c_val = i64_scalar(g, c as i64);
+    let (nc_len, nc_val) = match n.static_value() {
+        Some(k) => (LoopLen::Static(k / c), i64_scalar(g, (k / c) as i64)),
+        None => {
+            let v = g.floor_div(n_val, c_val)?;
+            (LoopLen::Dynamic(v), v)
+        }
+    };
+    // One chunk: indices k*c + [0, c).
+    let k = g.input("__pfor_chunk", DType::I64, Shape::scalar());
+    let base = g.mul(k, c_val)?;
+    let iota = g.constant(Tensor::arange(c));
+    let index = g.add(base, iota)?;
+    let info = LoopInfo { n_static: Some(c), n: c_val, index };
+    let w = convert_body_report(g, i, &info, options, outs, report)?;
+    let chunk_outs = w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?;
+    let looped = for_loop_from_traced(g, nc_len, nc_val, k, &chunk_outs)?;
+    let mut flat = Vec::with_capacity(looped.len());
+    for v in looped {
+        flat.push(merge_first_two(g, v)?);
+    }
+    // The remainder: indices [nc*c, n).
+    let rem_static = n.static_value().map(|k| k % c);
+    if rem_static == Some(0) {
+        return Ok(flat);
+    }
+    let start = g.mul(nc_val, c_val)?;
+    let one = i64_scalar(g, 1);
+    let index = g.range(start, n_val, one)?;
+    let r_val = match rem_static {
+        Some(r) => i64_scalar(g, r as i64),
+        None => g.sub(n_val, start)?,
+    };
+    let info = LoopInfo { n_static: rem_static, n: r_val, index };
+    let w = convert_body_report(g, i, &info, options, outs, report)?;
+    let mut res = Vec::with_capacity(w.len());
+    for (f, w) in flat.into_iter().zip(w) {
+        let r = stack_output(g, &info, w)?;
+        res.push(g.concat(&[f, r], 0)?);
+    }
+    Ok(res)
+}
+
+/// Convert the body between `index_placeholder` and `outs` for the loop `info`.
+pub fn convert_body(
+    g: &mut Graph,
+    index_placeholder: ValueId,
+    info: &LoopInfo,
+    options: &PforOptions,
+    outs: &[ValueId],
+) -> Result<Vec<Wrapped>> {
+    convert_body_report(g, index_placeholder, info, options, outs, &mut PforReport::default())
+}
+
+pub(crate) fn convert_body_report(
+    g: &mut Graph,
+    index_placeholder: ValueId,
+    info: &LoopInfo,
+    options: &PforOptions,
+    outs: &[ValueId],
+    report: &mut PforReport,
+) -> Result<Vec<Wrapped>> {
+    let needed: HashSet<NodeId> = g.ancestors(outs)?.into_iter().collect();
+    let order: Vec<NodeId> = g.topo_order()?.into_iter().filter(|n| needed.contains(n)).collect();
+    let mut map: HashMap<ValueId, Wrapped> = HashMap::new();
+    map.insert(index_placeholder, Wrapped::stacked(info.index));
+    for n in order {
+        if n == index_placeholder.node {
+            continue;
+        }
+        let node = g.node(n)?.clone();
+        if !node.inputs.iter().any(|v| map.contains_key(v)) {
+            continue; // loop-invariant: used as is
+        }
+        let inputs: Vec<Wrapped> = node.inputs.iter().map(|v| map.get(v).copied().unwrap_or(Wrapped::unstacked(*v))).collect();
+        let outs_w = if inputs.iter().all(|w| !w.stacked) && !node.op.is_stateful() {
+            report.reused += 1;
+            let vals: Vec<ValueId> = inputs.iter().map(|w| w.value).collect();
+            let new = g.add_op_multi(node.op.clone(), &vals).map_err(|e| e.at_node(n, node.op.to_string()))?;
+            new.into_iter().map(Wrapped::unstacked).collect()
+        } else {
+            convert_node(g, n, &node.op, inputs, info, options, report)?
+        };
+        for (slot, w) in outs_w.into_iter().enumerate() {
+            map.insert(ValueId { node: n, slot: slot as u32 }, w);
+        }
+    }
+    Ok(outs.iter().map(|o| map.get(o).copied().unwrap_or(Wrapped::unstacked(*o))).collect())
+}
+
+fn op_key(op: &Op) -> OpKey {
+    match op {
+        Op::Custom(c) => OpKey::Custom(c.name().to_string()),
+        o => OpKey::Builtin(o.kind()),
+    }
+}
+
+fn convert_node(
+    g: &mut Graph,
+    n: NodeId,
+    op: &Op,
+    inputs: Vec<Wrapped>,
+    info: &LoopInfo,
+    options: &PforOptions,
+    report: &mut PforReport,
+) -> Result<Vec<Wrapped>> {
+    let node = g.node(n)?.clone();
+    let in_types = node.inputs.iter().map(|v| g.value_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
+    let out_types = node.outputs.clone();
+    let outcome = match options.registry.get(&op_key(op)) {
+        Some(conv) => {
+            let mut ctx = ConvertCtx {
+                g,
+                node: n,
+                op: op.clone(),
+                inputs: inputs.clone(),
+                in_types,
+                out_types: out_types.clone(),
+                info,
+                options,
+            };
+            conv.convert(&mut ctx).map_err(|e| e.at_node(n, op.to_string()))?
+        }
+        None => Converted::Unhandled("no converter registered".into()),
+    };
+    match outcome {
+        Converted::Done(outs) => {
+            check_converted(g, n, op, &outs, &out_types, info)?;
+            report.converted += 1;
+            Ok(outs)
+        }
+        Converted::Unhandled(reason) => {
+            match options.fallback {
+                Fallback::Error => return Err(Error::NoConverter { op: op.name(), node: n, reason }),
+                Fallback::Warn => {
+                    eprintln!("pfor warning: op {} at node {n} runs as a per-iteration loop: {reason}", op.name())
+                }
+                Fallback::Silent => {}
+            }
+            report.fallbacks.push(FallbackRecord { node: n, op: op.name(), reason });
+            fallback_loop(g, op, &inputs, info)
+        }
+    }
+}
+
+/// A converter's outputs must have exactly the per-iteration types (stacked: with the
+/// loop axis prepended): a converter bug is an error here, never a wrong answer later.
+fn check_converted(
+    g: &Graph,
+    n: NodeId,
+    op: &Op,
+    outs: &[Wrapped],
+    out_types: &[crate::tensor::TensorType],
+    info: &LoopInfo,
+) -> Result<()> {
+    if outs.len() != out_types.len() {
+        return Err(Error::Verify(format!(
+            "converter for {} at {n} returned {} outputs, the op has {}",
+            op.name(),
+            outs.len(),
+            out_types.len()
+        )));
+    }
+    for (k, (w, t)) in outs.iter().zip(out_types).enumerate() {
+        let got = g.value_type(w.value)?;
+        let want = if w.stacked { stacked_type(info, t) } else { t.clone() };
+        if got.dtype != want.dtype || !got.shape.compatible(&want.shape) {
+            return Err(Error::Verify(format!(
+                "converter for {} at {n}: output {k} is {got} (stacked={}), expected {want}",
+                op.name(),
+                w.stacked
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Per-op fallback: run this op once per iteration in a loop and stack its outputs.
+fn fallback_loop(g: &mut Graph, op: &Op, inputs: &[Wrapped], info: &LoopInfo) -> Result<Vec<Wrapped>> {
+    let j = g.input("__pfor_fallback_index", DType::I64, Shape::scalar());
+    let mut ins = Vec::with_capacity(inputs.len());
+    for w in inputs {
+        ins.push(if w.stacked { g.gather(w.value, j, 0)? } else { w.value });
+    }
+    let outs = g.add_op_multi(op.clone(), &ins)?;
+    let len = match info.n_static {
+        Some(k) => LoopLen::Static(k),
+        None => LoopLen::Dynamic(info.n),
+    };
+    let stacked = for_loop_from_traced(g, len, info.n, j, &outs)?;
+    Ok(stacked.into_iter().map(Wrapped::stacked).collect())
+}
+

@@ -1,0 +1,145 @@
+//! The pfor engine: converts a loop body traced for ONE iteration into a graph that
+//! computes all iterations at once (paper §3).
+//!
+//! Invariants:
+//! - every converted value is a [`Wrapped`]: `stacked` values have a leading axis of length
+//!   n (the loop length, or the active subset's size inside control flow); unstacked
+//!   values are loop-invariant, have their per-iteration shape and are NEVER tiled unless an
+//!   op truly needs a stacked operand;
+//! - the driver visits only nodes that depend on the loop index, in topological order; a
+//!   node whose converted inputs are all unstacked and that is stateless is re-emitted as is
+//!   (converters never see it);
+//! - converters come from a [`Registry`] value passed in through [`PforOptions`] — never a
+//!   global; a converter may decline an input pattern ([`Converted::Unhandled`]), and then
+//!   the per-op loop fallback runs that op only, with a warning — or an error under
+//!   [`Fallback::Error`], which tests use so a missing converter fails loudly.
+
+mod ctx;
+mod driver;
+mod registry;
+
+pub use ctx::{ConvertCtx, LoopInfo};
+pub use driver::{FallbackRecord, PforReport, convert_body, pfor, pfor_with, pfor_with_report};
+pub use registry::{Converted, Converter, OpKey, Registry};
+
+use std::sync::Arc;
+
+use crate::ir::ValueId;
+
+/// A converted value: the value in the output graph and whether it is stacked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Wrapped {
+    /// The value.
+    pub value: ValueId,
+    /// True if it has a leading axis of length n.
+    pub stacked: bool,
+}
+
+impl Wrapped {
+    /// A stacked value.
+    pub fn stacked(value: ValueId) -> Wrapped {
+        Wrapped { value, stacked: true }
+    }
+    /// A loop-invariant value.
+    pub fn unstacked(value: ValueId) -> Wrapped {
+        Wrapped { value, stacked: false }
+    }
+}
+
+/// What to do when no converter handles an op.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Fallback {
+    /// Fail with `Error::NoConverter` naming the op and node (use in tests).
+    Error,
+    /// Loop over iterations for that op only, printing a warning to stderr.
+    #[default]
+    Warn,
+    /// Loop over iterations for that op only, silently (the warning is still recorded
+    /// in the conversion report).
+    Silent,
+}
+
+/// How conditionals and while loops with a loop-variant predicate are vectorized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ControlFlowMode {
+    /// Partition the active iterations; run each branch / loop step only on the iterations
+    /// that take it (never evaluates an untaken branch).
+    Subset,
+    /// Run every branch on all iterations and select (cheap branches, no gathers).
+    Mask,
+    /// Pick per construct from a cost estimate.
+    #[default]
+    Auto,
+}
+
+/// How random ops behave inside pfor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Randomness {
+    /// Each iteration draws differently (its key is folded with the iteration index).
+    #[default]
+    Different,
+    /// Every iteration draws the same values (as the unvectorized loop with one key).
+    Same,
+    /// Random ops inside pfor are an error.
+    Error,
+}
+
+/// Options of a pfor conversion.
+#[derive(Clone)]
+pub struct PforOptions {
+    /// Fallback policy.
+    pub fallback: Fallback,
+    /// Convert in chunks of this many iterations (bounds peak memory, like TF's
+    /// `parallel_iterations`); `None` = all at once.
+    pub chunk_size: Option<usize>,
+    /// Control-flow conversion mode.
+    pub control_flow: ControlFlowMode,
+    /// Randomness policy.
+    pub randomness: Randomness,
+    /// Converters (default: [`Registry::builtin`]).
+    pub registry: Arc<Registry>,
+}
+
+impl Default for PforOptions {
+    fn default() -> Self {
+        PforOptions {
+            fallback: Fallback::default(),
+            chunk_size: None,
+            control_flow: ControlFlowMode::default(),
+            randomness: Randomness::default(),
+            registry: Arc::new(Registry::builtin()),
+        }
+    }
+}
+
+impl PforOptions {
+    /// Options for tests: fallback is an error.
+    pub fn strict() -> PforOptions {
+        PforOptions { fallback: Fallback::Error, ..PforOptions::default() }
+    }
+    /// With a fallback policy.
+    pub fn with_fallback(mut self, f: Fallback) -> Self {
+        self.fallback = f;
+        self
+    }
+    /// With a chunk size.
+    pub fn with_chunk_size(mut self, c: usize) -> Self {
+        self.chunk_size = Some(c);
+        self
+    }
+    /// With a control-flow mode.
+    pub fn with_control_flow(mut self, m: ControlFlowMode) -> Self {
+        self.control_flow = m;
+        self
+    }
+    /// With a randomness policy.
+    pub fn with_randomness(mut self, r: Randomness) -> Self {
+        self.randomness = r;
+        self
+    }
+    /// With a registry.
+    pub fn with_registry(mut self, r: Registry) -> Self {
+        self.registry = Arc::new(r);
+        self
+    }
+}
