@@ -1,0 +1,143 @@
+//! Benchmark workloads of DESIGN.md §8, each buildable in three modes in one process:
+//! `Pfor` (vectorized), `Loop` (reference per-iteration loop) and `Hand` (hand-batched).
+//! Shared by the criterion benches and `examples/bench_report.rs` via `#[path]`.
+#![allow(dead_code)]
+
+use pfor::ops::conv::Conv2dParams;
+use pfor::prelude::*;
+use pfor::vectorize::{PforOptions, pfor_with};
+
+/// How a workload is batched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// pfor-vectorized per-example body.
+    Pfor,
+    /// Reference loop over the per-example body.
+    Loop,
+    /// Hand-batched graph.
+    Hand,
+}
+
+impl Mode {
+    /// All modes.
+    pub const ALL: [Mode; 3] = [Mode::Pfor, Mode::Loop, Mode::Hand];
+    /// Lower-case name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Pfor => "pfor",
+            Mode::Loop => "loop",
+            Mode::Hand => "hand",
+        }
+    }
+}
+
+/// A built workload: a compiled session and its feeds.
+pub struct Workload {
+    /// The session.
+    pub session: Session,
+    /// Feeds.
+    pub feeds: Vec<(ValueId, Tensor)>,
+    /// Work units per run (FLOPs, images, tokens...).
+    pub units: f64,
+}
+
+impl Workload {
+    /// Run once.
+    pub fn run(&mut self) -> Vec<Tensor> {
+        self.session.run(&self.feeds).expect("workload runs")
+    }
+}
+
+fn per_example<F>(g: &mut Graph, n: usize, mode: Mode, body: F) -> Result<Vec<ValueId>>
+where
+    F: Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+{
+    match mode {
+        Mode::Pfor => pfor_with(g, n, &PforOptions::strict(), body),
+        Mode::Loop => for_loop(g, n, body),
+        Mode::Hand => unreachable!("hand mode builds its own graph"),
+    }
+}
+
+/// W1: linear projection `x_i[1,768] @ W[768,768]`; units = FLOPs.
+pub fn w1(n: usize, mode: Mode) -> Result<Workload> {
+    let d = 768;
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [n, d]);
+    let w = g.constant(Tensor::randn(&[d, d], 1));
+    let out = match mode {
+        Mode::Hand => vec![g.matmul(x, w)?],
+        m => per_example(&mut g, n, m, |g, i| {
+            let xi = g.gather(x, i, 0)?;
+            let xi = g.reshape(xi, &[1, d as i64])?;
+            Ok(vec![g.matmul(xi, w)?])
+        })?,
+    };
+    Ok(Workload {
+        session: Session::new(&g, &out)?,
+        feeds: vec![(x, Tensor::randn(&[n, d], 2))],
+        units: 2.0 * (n * d * d) as f64,
+    })
+}
+
+/// MNIST CNN weights.
+pub struct MnistParams {
+    /// conv1 [5,5,1,32], b [32], conv2 [5,5,32,64], b [64], fc1 [3136,1024], b, fc2 [1024,10], b.
+    pub values: Vec<ValueId>,
+}
+
+/// Create the MNIST CNN weights as constants.
+pub fn mnist_params(g: &mut Graph) -> MnistParams {
+    let shapes: [&[usize]; 8] = [&[5, 5, 1, 32], &[32], &[5, 5, 32, 64], &[64], &[3136, 1024], &[1024], &[1024, 10], &[10]];
+    let values = shapes
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let fan_in: usize = if s.len() > 1 { s[..s.len() - 1].iter().product() } else { 100 };
+            let t = Tensor::randn(s, 10 + k as u64).to_array::<f32>().expect("f32") * (1.0 / (fan_in as f32).sqrt());
+            g.constant(Tensor::from_array(t))
+        })
+        .collect();
+    MnistParams { values }
+}
+
+/// The MNIST CNN on a batch `x [b,28,28,1]` → logits `[b,10]`.
+pub fn mnist_logits(g: &mut Graph, p: &MnistParams, x: ValueId) -> Result<ValueId> {
+    let v = &p.values;
+    let same = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
+    let h = g.conv2d(x, v[0], same)?;
+    let h = g.bias_add(h, v[1])?;
+    let h = g.relu(h)?;
+    let h = g.max_pool(h, [2, 2], [2, 2], Padding::Valid)?;
+    let h = g.conv2d(h, v[2], same)?;
+    let h = g.bias_add(h, v[3])?;
+    let h = g.relu(h)?;
+    let h = g.max_pool(h, [2, 2], [2, 2], Padding::Valid)?;
+    let h = g.reshape(h, &[-1, 3136])?;
+    let h = g.matmul(h, v[4])?;
+    let h = g.bias_add(h, v[5])?;
+    let h = g.relu(h)?;
+    let h = g.matmul(h, v[6])?;
+    g.bias_add(h, v[7])
+}
+
+/// W2: MNIST CNN inference; units = images.
+pub fn w2(n: usize, mode: Mode) -> Result<Workload> {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [n, 28, 28, 1]);
+    let p = mnist_params(&mut g);
+    let out = match mode {
+        Mode::Hand => vec![mnist_logits(&mut g, &p, x)?],
+        m => per_example(&mut g, n, m, |g, i| {
+            let xi = g.gather(x, i, 0)?;
+            let xi = g.expand_dims(xi, 0)?;
+            let l = mnist_logits(g, &p, xi)?;
+            Ok(vec![g.reshape(l, &[10])?])
+        })?,
+    };
+    Ok(Workload {
+        session: Session::new(&g, &out)?,
+        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3))],
+        units: n as f64,
+    })
+}
