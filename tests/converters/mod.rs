@@ -1,0 +1,3 @@
+//! pfor converter tests: the oracle per op family (mirrors `converters/`).
+
+pub mod oracle;
