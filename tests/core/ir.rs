@@ -73,3 +73,25 @@ fn topo_order_consumers_ancestors() {
     assert!(g.node(b.node).is_err());
     g.verify().unwrap();
 }
+
+#[test]
+fn wrong_arity_is_an_error() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2]);
+    let e = g.add_op(Op::Unary(pfor::ops::UnaryKind::Exp), &[x, x]).unwrap_err();
+    assert!(matches!(e.root(), Error::Arity { op, got: 2, .. } if op == "exp"), "{e}");
+    assert!(e.to_string().contains("expected 1 inputs, got 2"), "{e}");
+}
+
+#[test]
+fn cycles_are_detected() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2]);
+    let a = g.exp(x).unwrap();
+    let b = g.sin(a).unwrap();
+    g.replace_input(a.node, 0, b).unwrap(); // a = exp(b), b = sin(a)
+    let e = g.verify().unwrap_err();
+    assert!(matches!(e, Error::Cycle { .. }), "{e}");
+    assert!(e.to_string().starts_with("cycle through node %"), "{e}");
+    assert!(matches!(Session::new(&g, &[b]), Err(Error::Cycle { .. })));
+}
