@@ -170,6 +170,11 @@ pub(crate) fn tile(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<ValueId
 }
 
 /// `[a, b, rest...] -> [a*b, rest...]`, static when `rest` is fixed.
+/// `[a, b, rest...] -> [a*b, rest...]` (public for converters).
+pub fn flatten_first_two(g: &mut Graph, v: ValueId) -> Result<ValueId> {
+    merge_first_two(g, v)
+}
+
 pub(crate) fn merge_first_two(g: &mut Graph, v: ValueId) -> Result<ValueId> {
     let t = g.value_type(v)?.clone();
     if t.rank() < 2 {
