@@ -1,0 +1,241 @@
+//! Converters for shape ops.
+//!
+//! Axis attributes shift past the loop axis; shape attributes get the loop dim prepended
+//! (`[n] + shape`, or a dynamic shape tensor when n is only known at run time);
+//! `shape_of` / `size` / `rank` / `zeros_like` / `ones_like` of a stacked value are
+//! loop-invariant (stacked values are rectangular), so they stay unstacked.
+
+use super::reduce::shift;
+use crate::ops::{Op, OpKind, ShapeKind, ShapeOp};
+use crate::tensor::{Tensor, TensorType};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::{Graph, Result, ValueId};
+
+fn done1(y: ValueId, stacked: bool) -> Result<Converted> {
+    ConvertCtx::done(vec![Wrapped { value: y, stacked }])
+}
+
+/// `concat([n], tail)` as an i64 shape vector (tail: an i64 1-D value).
+fn with_loop_dim(ctx: &mut ConvertCtx<'_>, tail: ValueId) -> Result<ValueId> {
+    let n = ctx.loop_len();
+    let g = ctx.graph();
+    let n1 = g.reshape(n, &[1])?;
+    g.concat(&[n1, tail], 0)
+}
+
+/// Resolve a static reshape target against a per-iteration input type (-1 → its value,
+/// when the input's element count is fixed).
+fn resolve_shape(shape: &[i64], input: &TensorType) -> Option<Vec<i64>> {
+    if !shape.contains(&-1) {
+        return Some(shape.to_vec());
+    }
+    let total = input.shape.num_elements()? as i64;
+    let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+    if known == 0 {
+        return None;
+    }
+    Some(shape.iter().map(|&d| if d == -1 { total / known } else { d }).collect())
+}
+
+/// Broadcast a stacked value `[n, s...]` to `[n] + shape` (s aligned to the right).
+fn broadcast_stacked(ctx: &mut ConvertCtx<'_>, x: ValueId, shape: &[usize]) -> Result<ValueId> {
+    let xr = ctx.graph().value_type(x)?.rank() - 1;
+    let mut v = x;
+    for _ in xr..shape.len() {
+        v = ctx.graph().expand_dims(v, 1)?;
+    }
+    match ctx.loop_info().n_static {
+        Some(n) => {
+            let mut full = vec![n];
+            full.extend_from_slice(shape);
+            ctx.graph().broadcast_to(v, &full)
+        }
+        None => {
+            let s: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            let tail = ctx.graph().constant(Tensor::vec1(&s));
+            let full = with_loop_dim(ctx, tail)?;
+            ctx.graph().broadcast_to_dyn(v, full)
+        }
+    }
+}
+
+fn invariant_shape_of(ctx: &mut ConvertCtx<'_>) -> Result<ValueId> {
+    let t = ctx.input_type(0).clone();
+    if let Some(d) = t.shape.as_fixed() {
+        let v: Vec<i64> = d.iter().map(|&x| x as i64).collect();
+        return Ok(ctx.graph().constant(Tensor::vec1(&v)));
+    }
+    let x = ctx.input(0).value;
+    let g = ctx.graph();
+    let s = g.shape_of(x)?;
+    g.slice(s, &[1], &[-1])
+}
+
+fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
+    let Op::Shape(op) = ctx.op().clone() else {
+        return ConvertCtx::unhandled("not a shape op");
+    };
+    let x_st = ctx.is_stacked(0);
+    match op {
+        ShapeOp::Reshape { shape } => {
+            let x = ctx.stacked(0)?;
+            let in_t = ctx.input_type(0).clone();
+            let resolved = resolve_shape(&shape, &in_t);
+            if let Some(n) = ctx.loop_info().n_static {
+                let mut s = vec![n as i64];
+                s.extend(resolved.unwrap_or(shape));
+                return done1(ctx.graph().reshape(x, &s)?, true);
+            }
+            if let Some(r) = resolved.filter(|r| !r.contains(&0)) {
+                let mut s = vec![-1];
+                s.extend(r);
+                return done1(ctx.graph().reshape(x, &s)?, true);
+            }
+            let tail = ctx.graph().constant(Tensor::vec1(&shape));
+            let full = with_loop_dim(ctx, tail)?;
+            done1(ctx.graph().reshape_dyn(x, full)?, true)
+        }
+        ShapeOp::ReshapeDyn => {
+            if ctx.is_stacked(1) {
+                return ConvertCtx::unhandled("reshape_dyn with a loop-variant shape");
+            }
+            let x = ctx.stacked(0)?;
+            let s = ctx.input(1).value;
+            let full = with_loop_dim(ctx, s)?;
+            done1(ctx.graph().reshape_dyn(x, full)?, true)
+        }
+        ShapeOp::Transpose { perm } => {
+            let mut p = vec![0];
+            p.extend(perm.iter().map(|&a| a + 1));
+            let x = ctx.stacked(0)?;
+            done1(ctx.graph().transpose(x, &p)?, true)
+        }
+        ShapeOp::ExpandDims { axis } => {
+            let x = ctx.stacked(0)?;
+            done1(ctx.graph().expand_dims(x, shift(axis))?, true)
+        }
+        ShapeOp::Squeeze { axes } => {
+            let t = ctx.input_type(0).clone();
+            let axes: Vec<i64> = if axes.is_empty() {
+                (0..t.rank()).filter(|&a| t.shape.dim(a).value() == Some(1)).map(|a| a as i64 + 1).collect()
+            } else {
+                axes.into_iter().map(shift).collect()
+            };
+            let x = ctx.stacked(0)?;
+            if axes.is_empty() {
+                return done1(x, true);
+            }
+            done1(ctx.graph().squeeze(x, &axes)?, true)
+        }
+        ShapeOp::BroadcastTo { shape } => {
+            let x = ctx.stacked(0)?;
+            let y = broadcast_stacked(ctx, x, &shape)?;
+            done1(y, true)
+        }
+        ShapeOp::BroadcastToDyn => {
+            if ctx.is_stacked(1) {
+                return ConvertCtx::unhandled("broadcast_to_dyn with a loop-variant shape");
+            }
+            let x = ctx.stacked(0)?;
+            let r = ctx.output_type(0).rank();
+            let xr = ctx.input_type(0).rank();
+            let mut v = x;
+            for _ in xr..r {
+                v = ctx.graph().expand_dims(v, 1)?;
+            }
+            let s = ctx.input(1).value;
+            let full = with_loop_dim(ctx, s)?;
+            done1(ctx.graph().broadcast_to_dyn(v, full)?, true)
+        }
+        ShapeOp::Tile { multiples } => {
+            let mut m = vec![1];
+            m.extend(multiples);
+            let x = ctx.stacked(0)?;
+            done1(ctx.graph().tile(x, &m)?, true)
+        }
+        ShapeOp::Fill { shape } => {
+            // value is a stacked scalar [n]: broadcast it to [n] + shape.
+            let v = ctx.stacked(0)?;
+            let y = broadcast_stacked(ctx, v, &shape)?;
+            done1(y, true)
+        }
+        ShapeOp::FillDyn => {
+            if ctx.is_stacked(0) {
+                return ConvertCtx::unhandled("fill_dyn with a loop-variant shape");
+            }
+            let s = ctx.input(0).value;
+            let v = ctx.stacked(1)?;
+            let r = ctx.output_type(0).rank();
+            let mut e = v;
+            for _ in 0..r {
+                e = ctx.graph().expand_dims(e, 1)?;
+            }
+            let full = with_loop_dim(ctx, s)?;
+            done1(ctx.graph().broadcast_to_dyn(e, full)?, true)
+        }
+        ShapeOp::ZerosLike | ShapeOp::OnesLike => {
+            let t = ctx.input_type(0).clone();
+            let v = if matches!(op, ShapeOp::ZerosLike) { 0.0 } else { 1.0 };
+            match t.shape.as_fixed() {
+                Some(d) => done1(ctx.graph().constant(Tensor::full(t.dtype, &d, v)), false),
+                None => {
+                    let x = ctx.input(0).value;
+                    done1(ctx.add(Op::Shape(op), &[x])?, x_st)
+                }
+            }
+        }
+        ShapeOp::ShapeOf => {
+            let y = invariant_shape_of(ctx)?;
+            done1(y, false)
+        }
+        ShapeOp::Size => {
+            let t = ctx.input_type(0).clone();
+            let y = match t.shape.num_elements() {
+                Some(k) => ctx.graph().constant(Tensor::scalar(k as i64)),
+                None => {
+                    let s = invariant_shape_of(ctx)?;
+                    ctx.graph().reduce_prod(s, &[0], false)?
+                }
+            };
+            done1(y, false)
+        }
+        ShapeOp::Rank => {
+            let r = ctx.input_type(0).rank() as i64;
+            done1(ctx.graph().constant(Tensor::scalar(r)), false)
+        }
+        ShapeOp::Identity | ShapeOp::StopGradient => {
+            let x = ctx.stacked(0)?;
+            done1(ctx.add(Op::Shape(op), &[x])?, true)
+        }
+        ShapeOp::OneHot { depth, axis, on, off, dtype } => {
+            let x = ctx.stacked(0)?;
+            done1(ctx.add(Op::Shape(ShapeOp::OneHot { depth, axis: shift(axis), on, off, dtype }), &[x])?, true)
+        }
+        ShapeOp::Range => ConvertCtx::unhandled("range with loop-variant bounds has a per-iteration length"),
+        ShapeOp::Stack { axis } => {
+            let mut ins = Vec::with_capacity(ctx.num_inputs());
+            for k in 0..ctx.num_inputs() {
+                ins.push(ctx.stacked(k)?);
+            }
+            done1(ctx.add(Op::Shape(ShapeOp::Stack { axis: shift_stack(axis) }), &ins)?, true)
+        }
+        ShapeOp::Unstack { axis, num } => {
+            let x = ctx.stacked(0)?;
+            let outs = ctx.add_multi(Op::Shape(ShapeOp::Unstack { axis: shift(axis), num }), &[x])?;
+            ConvertCtx::done(outs.into_iter().map(Wrapped::stacked).collect())
+        }
+    }
+}
+
+/// Stack inserts a new axis: a negative axis counts from the end of the OUTPUT.
+fn shift_stack(axis: i64) -> i64 {
+    shift(axis)
+}
+
+/// Register the family's converters.
+pub fn register(r: &mut Registry) {
+    for k in ShapeKind::ALL {
+        r.register(OpKey::Builtin(OpKind::Shape(*k)), convert);
+    }
+    let _ = Graph::new;
+}
