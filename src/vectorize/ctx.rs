@@ -16,6 +16,8 @@ pub struct LoopInfo {
     pub n: ValueId,
     /// The iteration indices as a stacked i64 `[n]` value (`0..n`, or the active subset).
     pub index: ValueId,
+    /// True if `index` is exactly `0..n` (the full loop, not a subset or a chunk).
+    pub index_is_iota: bool,
 }
 
 impl LoopInfo {

@@ -90,7 +90,7 @@ fn full_loop(g: &mut Graph, n_static: Option<usize>, n_val: ValueId) -> Result<L
             g.range(zero, n_val, one)?
         }
     };
-    Ok(LoopInfo { n_static, n: n_val, index })
+    Ok(LoopInfo { n_static, n: n_val, index, index_is_iota: true })
 }
 
 /// A converted output as a stacked value (tiling an invariant one).
@@ -122,7 +122,7 @@ fn convert_chunked(
     let base = g.mul(k, c_val)?;
     let iota = g.constant(Tensor::arange(c));
     let index = g.add(base, iota)?;
-    let info = LoopInfo { n_static: Some(c), n: c_val, index };
+    let info = LoopInfo { n_static: Some(c), n: c_val, index, index_is_iota: false };
     let w = convert_body_report(g, i, &info, options, outs, report)?;
     let chunk_outs = w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?;
     let looped = for_loop_from_traced(g, nc_len, nc_val, k, &chunk_outs)?;
@@ -142,7 +142,7 @@ fn convert_chunked(
         Some(r) => i64_scalar(g, r as i64),
         None => g.sub(n_val, start)?,
     };
-    let info = LoopInfo { n_static: rem_static, n: r_val, index };
+    let info = LoopInfo { n_static: rem_static, n: r_val, index, index_is_iota: false };
     let w = convert_body_report(g, i, &info, options, outs, report)?;
     let mut res = Vec::with_capacity(w.len());
     for (f, w) in flat.into_iter().zip(w) {

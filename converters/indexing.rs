@@ -1,0 +1,185 @@
+//! Converters for gathers, scatters, segment ops and top_k.
+//!
+//! - gather: params invariant + stacked indices → one gather whose output axis `axis` holds
+//!   the loop (moved to the front if `axis > 0`); `gather(x, i, 0)` over the full loop with
+//!   `x.shape[0] == n` is `x` itself (zero cost); stacked params + invariant indices → the
+//!   axis shifts by one; both stacked → `batch_dims + 1`.
+//! - scatters: indices get the iteration's position as an extra leading coordinate and the
+//!   scatter targets the stacked `[n] + shape` tensor.
+//! - segment ops: segment ids are offset by `position · num_segments` (negative ids stay
+//!   dropped, ids `>= num_segments` stay out of range so the error is preserved).
+
+use crate::ops::{IndexKind, IndexOp, Op, OpKind, norm_axis};
+use crate::tensor::Tensor;
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::{Result, ValueId};
+
+fn done1(y: ValueId) -> Result<Converted> {
+    ConvertCtx::done(vec![Wrapped::stacked(y)])
+}
+
+fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Converted> {
+    let a = norm_axis("gather", axis, ctx.input_type(0).rank())?;
+    let (p, ix) = (ctx.input(0), ctx.input(1));
+    match (p.stacked, ix.stacked) {
+        (false, true) if batch_dims == 0 => {
+            let info = ctx.loop_info().clone();
+            let p_dim0 = ctx.input_type(0).shape.dims().first().and_then(|d| d.value());
+            if a == 0 && info.index_is_iota && ix.value == info.index && info.n_static.is_some() && p_dim0 == info.n_static {
+                return done1(p.value); // gather(x, i, 0) == x, stacked
+            }
+            let g = ctx.graph();
+            let y = g.gather(p.value, ix.value, a as i64)?;
+            if a == 0 {
+                return done1(y);
+            }
+            // the loop axis sits at position `a`: move it to the front
+            let r = g.value_type(y)?.rank();
+            let mut perm = vec![a];
+            perm.extend((0..r).filter(|&d| d != a));
+            done1(g.transpose(y, &perm)?)
+        }
+        (true, false) if batch_dims == 0 => done1(ctx.graph().gather(p.value, ix.value, a as i64 + 1)?),
+        _ => {
+            let pv = ctx.stacked(0)?;
+            let iv = ctx.stacked(1)?;
+            done1(ctx.graph().gather_batched(pv, iv, a as i64 + 1, batch_dims + 1)?)
+        }
+    }
+}
+
+fn gather_nd(ctx: &mut ConvertCtx<'_>, batch_dims: usize) -> Result<Converted> {
+    if !ctx.is_stacked(0) && batch_dims == 0 {
+        let (p, ix) = (ctx.input(0).value, ctx.input(1).value);
+        return done1(ctx.graph().gather_nd(p, ix, 0)?);
+    }
+    let p = ctx.stacked(0)?;
+    let ix = ctx.stacked(1)?;
+    done1(ctx.graph().gather_nd(p, ix, batch_dims + 1)?)
+}
+
+/// Prepend each row's position in the stacked axis as a leading index coordinate:
+/// `[n, ..., K] -> [n, ..., K+1]`.
+fn with_position(ctx: &mut ConvertCtx<'_>, ix: ValueId) -> Result<ValueId> {
+    let r = ctx.graph().value_type(ix)?.rank();
+    let n = ctx.loop_len();
+    let g = ctx.graph();
+    let mut begin = vec![0i64; r];
+    let mut size = vec![-1i64; r];
+    begin[r - 1] = 0;
+    size[r - 1] = 1;
+    let first = g.slice(ix, &begin, &size)?; // [n, ..., 1]
+    let zeros = g.zeros_like(first)?;
+    let zero = g.constant(Tensor::scalar(0i64));
+    let one = g.constant(Tensor::scalar(1i64));
+    let pos = g.range(zero, n, one)?;
+    let mut shape = vec![-1i64];
+    shape.extend(std::iter::repeat_n(1, r - 1));
+    let pos = g.reshape(pos, &shape)?;
+    let col = g.add(zeros, pos)?;
+    g.concat(&[col, ix], -1)
+}
+
+fn stacked_zeros(ctx: &mut ConvertCtx<'_>, shape: &[usize]) -> Result<ValueId> {
+    let dt = ctx.output_type(0).dtype;
+    let n = ctx.loop_len();
+    let g = ctx.graph();
+    let n1 = g.reshape(n, &[1])?;
+    let s: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+    let tail = g.constant(Tensor::vec1(&s));
+    let full = g.concat(&[n1, tail], 0)?;
+    let z = g.scalar(dt, 0.0);
+    g.fill_dyn(full, z)
+}
+
+fn scatter_nd(ctx: &mut ConvertCtx<'_>, shape: &[usize]) -> Result<Converted> {
+    let ix = ctx.stacked(0)?;
+    let upd = ctx.stacked(1)?;
+    let ix = with_position(ctx, ix)?;
+    let z = stacked_zeros(ctx, shape)?;
+    done1(ctx.graph().tensor_scatter_add(z, ix, upd)?)
+}
+
+fn tensor_scatter(ctx: &mut ConvertCtx<'_>, add: bool) -> Result<Converted> {
+    let t = ctx.stacked(0)?;
+    let ix = ctx.stacked(1)?;
+    let upd = ctx.stacked(2)?;
+    let ix = with_position(ctx, ix)?;
+    let g = ctx.graph();
+    done1(if add { g.tensor_scatter_add(t, ix, upd)? } else { g.tensor_scatter_update(t, ix, upd)? })
+}
+
+fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Converted> {
+    let Some(n) = ctx.loop_info().n_static else {
+        return ConvertCtx::unhandled("segment op with a dynamic loop length (num_segments must be static)");
+    };
+    let data = ctx.stacked(0)?;
+    let ids = ctx.stacked(1)?;
+    let r = ctx.graph().value_type(ids)?.rank();
+    let g = ctx.graph();
+    let pos = g.constant(Tensor::arange(n));
+    let mut shape = vec![n as i64];
+    shape.extend(std::iter::repeat_n(1, r - 1));
+    let pos = g.reshape(pos, &shape)?;
+    let numv = g.constant(Tensor::scalar(num as i64));
+    let off = g.mul(pos, numv)?;
+    let shifted = g.add(ids, off)?;
+    let zero = g.constant(Tensor::scalar(0i64));
+    let neg = g.less(ids, zero)?;
+    let big = g.greater_equal(ids, numv)?;
+    let minus1 = g.constant(Tensor::scalar(-1i64));
+    let oob = g.constant(Tensor::scalar((n * num) as i64));
+    let s1 = g.select(big, oob, shifted)?;
+    let ids2 = g.select(neg, minus1, s1)?;
+    let total = n * num;
+    let y = match kind {
+        IndexKind::UnsortedSegmentSum => g.unsorted_segment_sum(data, ids2, total)?,
+        IndexKind::UnsortedSegmentMax => g.unsorted_segment_max(data, ids2, total)?,
+        IndexKind::UnsortedSegmentMin => g.unsorted_segment_min(data, ids2, total)?,
+        _ => g.unsorted_segment_prod(data, ids2, total)?,
+    };
+    let y = ctx.unflatten_first(y)?;
+    done1(y)
+}
+
+fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
+    let Op::Index(op) = ctx.op().clone() else {
+        return ConvertCtx::unhandled("not an indexing op");
+    };
+    match op {
+        IndexOp::Gather { axis, batch_dims } => gather(ctx, axis, batch_dims),
+        IndexOp::GatherNd { batch_dims } => gather_nd(ctx, batch_dims),
+        IndexOp::ScatterNd { shape } => scatter_nd(ctx, &shape),
+        IndexOp::TensorScatterUpdate => tensor_scatter(ctx, false),
+        IndexOp::TensorScatterAdd => tensor_scatter(ctx, true),
+        IndexOp::UnsortedSegmentSum { num_segments } => segment(ctx, IndexKind::UnsortedSegmentSum, num_segments),
+        IndexOp::UnsortedSegmentMax { num_segments } => segment(ctx, IndexKind::UnsortedSegmentMax, num_segments),
+        IndexOp::UnsortedSegmentMin { num_segments } => segment(ctx, IndexKind::UnsortedSegmentMin, num_segments),
+        IndexOp::UnsortedSegmentProd { num_segments } => segment(ctx, IndexKind::UnsortedSegmentProd, num_segments),
+        IndexOp::DynamicUpdateSlice => {
+            if ctx.is_stacked(2) {
+                return ConvertCtx::unhandled("dynamic_update_slice with a loop-variant start");
+            }
+            let x = ctx.stacked(0)?;
+            let u = ctx.stacked(1)?;
+            let s = ctx.input(2).value;
+            let g = ctx.graph();
+            let zero = g.constant(Tensor::vec1(&[0i64]));
+            let s2 = g.concat(&[zero, s], 0)?;
+            done1(g.dynamic_update_slice(x, u, s2)?)
+        }
+        IndexOp::TopK { .. } => {
+            let x = ctx.stacked(0)?;
+            let outs = ctx.add_multi(Op::Index(op), &[x])?;
+            ConvertCtx::done(outs.into_iter().map(Wrapped::stacked).collect())
+        }
+        IndexOp::NonZero => ConvertCtx::unhandled("nonzero has a per-iteration output length"),
+    }
+}
+
+/// Register the family's converters.
+pub fn register(r: &mut Registry) {
+    for k in IndexKind::ALL {
+        r.register(OpKey::Builtin(OpKind::Index(*k)), convert);
+    }
+}
