@@ -1,44 +1,830 @@
-//! STUB: the shape family (to be implemented).
+//! Shape manipulation: reshape, transpose, expand/squeeze, broadcast, tile, fill, shape
+//! queries, identity, one-hot, range, stack/unstack.
+//!
+//! Semantics and invariants:
+//! - layout ops are views when possible: `transpose` permutes strides (a non-contiguous
+//!   view), `expand_dims`, `squeeze`, `unstack` and `identity` never copy, `reshape` copies
+//!   only when its input is not in standard (row-major) layout; `broadcast_to` and `tile`
+//!   materialize a standard-layout result;
+//! - negative axes count from the end; for ops that insert an axis (`expand_dims`,
+//!   `stack`, `one_hot`) the valid range is `[-rank-1, rank]` of the input (`-1` = new last);
+//! - dynamic dims propagate: `reshape` with a `-1` over a dynamic input gives a dynamic dim
+//!   (it keeps the input's dim symbol when it provably equals it), every fixed dim is still
+//!   checked at build time and every dynamic one at run time (`Error::Shape`);
+//! - the `*_dyn` variants read a shape from an i64 1-D tensor whose length is a fixed static
+//!   dim; their output dims are dynamic (except where the input fixes them);
+//! - `one_hot` follows TensorFlow: out-of-range indices (negative included) give an
+//!   all-`off` row; `range` has `ceil((limit-start)/delta)` elements (at least 0) and errors
+//!   on `delta == 0` or a non-finite count;
+//! - huge sizes requested through data (`fill_dyn`, `range`...) are an `Err`, never an abort.
 
 use std::fmt;
 
-use crate::error::Result;
-use crate::tensor::{Tensor, TensorType};
+use ndarray::{ArcArray, ArrayView, Axis, IxDyn};
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, ValueId};
+use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
+use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the shape family.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ShapeOp {}
+pub enum ShapeOp {
+    /// Row-major reshape; at most one `-1` (inferred), other entries `>= 0`.
+    Reshape {
+        /// Target shape (`-1` = inferred).
+        shape: Vec<i64>,
+    },
+    /// Reshape to the values of input 1 (i64 1-D, fixed length); one `-1` allowed.
+    ReshapeDyn,
+    /// Permute axes: output axis `i` is input axis `perm[i]`.
+    Transpose {
+        /// A permutation of `0..rank`.
+        perm: Vec<usize>,
+    },
+    /// Insert a size-1 axis at `axis` (`[-rank-1, rank]`).
+    ExpandDims {
+        /// Position of the new axis in the output.
+        axis: i64,
+    },
+    /// Remove size-1 axes.
+    Squeeze {
+        /// Axes to remove (each must be 1); empty = every FIXED size-1 dim (only for fully
+        /// fixed inputs; the builder resolves it to an explicit list).
+        axes: Vec<i64>,
+    },
+    /// Numpy broadcast to a fixed shape.
+    BroadcastTo {
+        /// Target shape.
+        shape: Vec<usize>,
+    },
+    /// Numpy broadcast to the shape held by input 1 (i64 1-D, fixed length).
+    BroadcastToDyn,
+    /// Repeat the tensor `multiples[i]` times along axis `i`.
+    Tile {
+        /// One multiple per axis.
+        multiples: Vec<usize>,
+    },
+    /// A tensor of `shape` filled with the scalar input.
+    Fill {
+        /// Output shape.
+        shape: Vec<usize>,
+    },
+    /// Inputs `(shape: i64 1-D fixed length, value: scalar)`: a filled tensor.
+    FillDyn,
+    /// Zeros of the input's type.
+    ZerosLike,
+    /// Ones (`true` for bool) of the input's type.
+    OnesLike,
+    /// The input's shape as i64 `[rank]`.
+    ShapeOf,
+    /// The input's element count as an i64 scalar.
+    Size,
+    /// The input's rank as an i64 scalar.
+    Rank,
+    /// The input, unchanged.
+    Identity,
+    /// The input, unchanged; autodiff treats it as a constant.
+    StopGradient,
+    /// One-hot encoding of i64 indices along a new axis.
+    OneHot {
+        /// Size of the new axis.
+        depth: usize,
+        /// Position of the new axis (`-1` = last).
+        axis: i64,
+        /// Value at the index.
+        on: f64,
+        /// Value elsewhere (and everywhere for out-of-range indices).
+        off: f64,
+        /// Output dtype.
+        dtype: DType,
+    },
+    /// Inputs `(start, limit, delta)`: scalars of one numeric dtype; 1-D output.
+    Range,
+    /// Stack equal-typed inputs along a new axis.
+    Stack {
+        /// Position of the new axis (`[-rank-1, rank]`).
+        axis: i64,
+    },
+    /// Split along a fixed axis of size `num` into `num` outputs (the axis removed).
+    Unstack {
+        /// The axis (`[-rank, rank)`).
+        axis: i64,
+        /// Its size (number of outputs).
+        num: usize,
+    },
+}
 
-/// Kinds of the shape family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ShapeKind {}
+macro_rules! shape_kinds {
+    ($($variant:ident => $name:literal,)*) => {
+        /// Kinds of the shape family.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ShapeKind { $(#[doc = $name] $variant,)* }
+        impl ShapeKind {
+            /// Every kind.
+            pub const ALL: &'static [ShapeKind] = &[$(ShapeKind::$variant,)*];
+            /// The op name.
+            pub fn name(self) -> &'static str { match self { $(ShapeKind::$variant => $name,)* } }
+        }
+        impl ShapeOp {
+            /// The kind.
+            pub fn kind(&self) -> ShapeKind { match self { $(ShapeOp::$variant { .. } => ShapeKind::$variant,)* } }
+        }
+    };
+}
 
-impl ShapeKind {
-    /// Every kind.
-    pub const ALL: &'static [ShapeKind] = &[];
-    /// The op name.
-    pub fn name(self) -> &'static str {
-        match self {}
+shape_kinds! {
+    Reshape => "reshape", ReshapeDyn => "reshape_dyn", Transpose => "transpose",
+    ExpandDims => "expand_dims", Squeeze => "squeeze", BroadcastTo => "broadcast_to",
+    BroadcastToDyn => "broadcast_to_dyn", Tile => "tile", Fill => "fill", FillDyn => "fill_dyn",
+    ZerosLike => "zeros_like", OnesLike => "ones_like", ShapeOf => "shape_of", Size => "size",
+    Rank => "rank", Identity => "identity", StopGradient => "stop_gradient", OneHot => "one_hot",
+    Range => "range", Stack => "stack", Unstack => "unstack",
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared helpers.
+
+/// Validate a reshape spec: (position of the `-1`, product of the other entries).
+fn parse_spec(op: &str, spec: &[i64]) -> Result<(Option<usize>, usize)> {
+    let mut infer_at = None;
+    let mut known: usize = 1;
+    for (i, &d) in spec.iter().enumerate() {
+        if d == -1 {
+            if infer_at.is_some() {
+                return Err(Error::shape(op, format!("target shape {spec:?} has more than one -1")));
+            }
+            infer_at = Some(i);
+        } else if d < -1 {
+            return Err(Error::shape(op, format!("target shape {spec:?} has a negative dim {d}")));
+        } else {
+            known = known
+                .checked_mul(d as usize)
+                .ok_or_else(|| Error::shape(op, format!("target shape {spec:?} overflows")))?;
+        }
+    }
+    if infer_at.is_some() && known == 0 {
+        return Err(Error::shape(op, format!("target shape {spec:?}: -1 is ambiguous next to a 0 dim")));
+    }
+    Ok((infer_at, known))
+}
+
+/// The concrete target shape for `n` elements coming from `from`.
+fn resolve_reshape(op: &str, spec: &[i64], n: usize, from: &dyn fmt::Display) -> Result<Vec<usize>> {
+    let (infer_at, known) = parse_spec(op, spec)?;
+    let mut out: Vec<usize> = spec.iter().map(|&d| d.max(0) as usize).collect();
+    match infer_at {
+        Some(i) if n.is_multiple_of(known) => out[i] = n / known,
+        None if n == known => {}
+        _ => return Err(Error::shape(op, format!("cannot reshape {from} ({n} elements) to {spec:?}"))),
+    }
+    Ok(out)
+}
+
+/// Element count of a static shape (dynamic if any dim is, unless a fixed dim is 0).
+fn num_elements(s: &Shape) -> Dim {
+    s.dims().iter().fold(Dim::Fixed(1), |acc, d| acc.mul(d))
+}
+
+/// Normalize an axis for an op that inserts one axis into a rank-`rank` tensor.
+fn norm_insert_axis(op: &str, axis: i64, rank: usize) -> Result<usize> {
+    norm_axis(op, axis, rank + 1).map_err(|_| Error::Axis { op: op.into(), axis, rank })
+}
+
+/// Error unless `perm` is a permutation of `0..rank`.
+fn check_perm(op: &str, perm: &[usize], rank: usize) -> Result<()> {
+    let mut seen = vec![false; rank];
+    let ok = perm.len() == rank && perm.iter().all(|&p| p < rank && !std::mem::replace(&mut seen[p], true));
+    if !ok {
+        return Err(Error::shape(op, format!("perm {perm:?} is not a permutation of 0..{rank}")));
+    }
+    Ok(())
+}
+
+/// Normalize squeeze axes (sorted, distinct).
+fn squeeze_axes(op: &str, axes: &[i64], rank: usize) -> Result<Vec<usize>> {
+    let mut v = axes.iter().map(|&a| norm_axis(op, a, rank)).collect::<Result<Vec<_>>>()?;
+    v.sort_unstable();
+    if v.windows(2).any(|w| w[0] == w[1]) {
+        return Err(Error::shape(op, format!("duplicate axes in {axes:?}")));
+    }
+    Ok(v)
+}
+
+/// Static type check of a shape operand: i64, 1-D, fixed length (returned).
+fn shape_operand_len(op: &str, t: &TensorType) -> Result<usize> {
+    expect_dtype(op, t, DType::I64)?;
+    match t.shape.dims() {
+        [Dim::Fixed(k)] => Ok(*k),
+        _ => Err(Error::shape(op, format!("the shape operand must be 1-D of fixed length, got {}", t.shape))),
     }
 }
 
+/// Runtime values of a shape operand (all `>= 0`).
+fn shape_values(op: &str, t: &Tensor) -> Result<Vec<usize>> {
+    let v = t.to_vec::<i64>()?;
+    if v.iter().any(|&d| d < 0) {
+        return Err(Error::shape(op, format!("negative dim in shape {v:?}")));
+    }
+    Ok(v.into_iter().map(|d| d as usize).collect())
+}
+
+fn expect_scalar(op: &str, t: &TensorType) -> Result<()> {
+    if t.rank() != 0 {
+        return Err(Error::shape(op, format!("expected a scalar, got shape {}", t.shape)));
+    }
+    Ok(())
+}
+
+/// Checked element count of a concrete shape.
+fn count(op: &str, shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Error::shape(op, format!("shape {shape:?} has too many elements")))
+}
+
+/// A vector with room for `n` elements, or an error instead of an allocation abort.
+fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| Error::shape(op, format!("cannot allocate {n} elements")))?;
+    Ok(v)
+}
+
+/// A standard-layout array of `shape` filled with `v`.
+fn filled<T: Element>(op: &str, shape: &[usize], v: T) -> Result<Tensor> {
+    let n = count(op, shape)?;
+    let mut data = try_vec(op, n)?;
+    data.resize(n, v);
+    Tensor::from_vec(shape, data)
+}
+
+/// Copy a view (any strides, broadcast included) into a standard-layout tensor of `shape`
+/// (which must have the view's element count).
+fn collect_std<T: Element>(op: &str, v: ArrayView<'_, T, IxDyn>, shape: &[usize]) -> Result<Tensor> {
+    let mut data = try_vec(op, v.len())?;
+    data.extend(v.iter().copied());
+    Tensor::from_vec(shape, data)
+}
+
+/// Numpy broadcast of a concrete shape to a target (target wins; x dims must be 1 or equal).
+fn check_broadcast(op: &str, x: &[usize], target: &[usize]) -> Result<()> {
+    let off = target.len().checked_sub(x.len());
+    let ok = off.is_some_and(|o| x.iter().zip(&target[o..]).all(|(&a, &b)| a == 1 || a == b));
+    if !ok {
+        return Err(Error::shape(op, format!("cannot broadcast {x:?} to {target:?}")));
+    }
+    Ok(())
+}
+
+fn broadcast_kernel(op: &str, x: Tensor, target: &[usize]) -> Result<Tensor> {
+    check_broadcast(op, x.shape(), target)?;
+    if x.shape() == target {
+        return Ok(x);
+    }
+    crate::dispatch!(&x, a => {
+        let v = a.broadcast(IxDyn(target)).ok_or_else(|| Error::shape(op, "broadcast failed"))?;
+        collect_std(op, v, target)
+    })
+}
+
+/// Static broadcast of `x` to `target` dims (a `Dynamic` target dim is only known at run time).
+fn broadcast_static_to(op: &str, x: &Shape, target: &[Dim]) -> Result<Shape> {
+    let tgt = Shape::from_dims(target.iter().cloned());
+    let off = target
+        .len()
+        .checked_sub(x.rank())
+        .ok_or_else(|| Error::shape(op, format!("cannot broadcast {x} to lower rank {tgt}")))?;
+    let mut out: Vec<Dim> = target.to_vec();
+    for (i, xd) in x.dims().iter().enumerate() {
+        out[off + i] = match (xd, &target[off + i]) {
+            (Dim::Fixed(1), t) => t.clone(),
+            (Dim::Fixed(a), Dim::Fixed(b)) if a != b => {
+                return Err(Error::shape(op, format!("cannot broadcast {x} to {tgt}")));
+            }
+            (Dim::Fixed(a), _) => Dim::Fixed(*a),
+            (Dim::Dynamic(_), t) => t.clone(),
+        };
+    }
+    Ok(Shape::from_dims(out))
+}
+
+fn tile_kernel<T: Element>(op: &str, a: &ArcArray<T, IxDyn>, multiples: &[usize]) -> Result<Tensor> {
+    if a.ndim() != multiples.len() {
+        return Err(Error::shape(op, format!("{} multiples for rank {}", multiples.len(), a.ndim())));
+    }
+    // View [d0, d1, ...] as [1, d0, 1, d1, ...], broadcast to [m0, d0, m1, d1, ...]: its
+    // row-major order is exactly the row-major order of the tiled [m0*d0, m1*d1, ...].
+    let mut v = a.view();
+    let mut big = Vec::with_capacity(2 * a.ndim());
+    let mut out = Vec::with_capacity(a.ndim());
+    for (i, (&d, &m)) in a.shape().iter().zip(multiples).enumerate().rev() {
+        v = v.insert_axis(Axis(i));
+        big.splice(0..0, [m, d]);
+        out.insert(0, d.checked_mul(m).ok_or_else(|| Error::shape(op, "tiled shape overflows"))?);
+    }
+    count(op, &out)?;
+    let b = v.broadcast(IxDyn(&big)).ok_or_else(|| Error::shape(op, "broadcast failed"))?;
+    collect_std(op, b, &out)
+}
+
+fn one_hot_kernel<T: Element>(
+    op: &str,
+    idx: &ArcArray<i64, IxDyn>,
+    depth: usize,
+    axis: usize,
+    on: T,
+    off: T,
+) -> Result<Tensor> {
+    let s = idx.shape();
+    let outer: usize = s[..axis].iter().product();
+    let inner: usize = s[axis..].iter().product();
+    let mut shape = s.to_vec();
+    shape.insert(axis, depth);
+    let n = count(op, &shape)?;
+    let mut data = try_vec(op, n)?;
+    data.resize(n, off);
+    let std = idx.as_standard_layout();
+    let flat = std.as_slice().ok_or_else(|| Error::shape(op, "indices not contiguous"))?;
+    for o in 0..outer {
+        for (i, &k) in flat[o * inner..(o + 1) * inner].iter().enumerate() {
+            if k >= 0 && (k as usize) < depth {
+                data[(o * depth + k as usize) * inner + i] = on;
+            }
+        }
+    }
+    Tensor::from_vec(&shape, data)
+}
+
+/// Scalar types `range` supports.
+trait RangeElem: Element {
+    /// Number of elements of `range(start, limit, delta)`.
+    fn range_len(start: Self, limit: Self, delta: Self) -> Option<usize>;
+    /// The `i`th element.
+    fn range_at(start: Self, delta: Self, i: usize) -> Self;
+}
+
+impl RangeElem for i64 {
+    fn range_len(start: i64, limit: i64, delta: i64) -> Option<usize> {
+        let (diff, d) = (limit as i128 - start as i128, delta as i128);
+        let n = if (diff > 0) == (d > 0) && diff != 0 { (diff + d - d.signum()) / d } else { 0 };
+        usize::try_from(n).ok()
+    }
+    fn range_at(start: i64, delta: i64, i: usize) -> i64 {
+        start.wrapping_add(delta.wrapping_mul(i as i64))
+    }
+}
+
+macro_rules! float_range {
+    ($($t:ty),*) => {$(
+        impl RangeElem for $t {
+            fn range_len(start: $t, limit: $t, delta: $t) -> Option<usize> {
+                let n = ((limit as f64 - start as f64) / delta as f64).ceil();
+                if n.is_nan() || n > (usize::MAX >> 1) as f64 {
+                    return None;
+                }
+                Some(n.max(0.0) as usize)
+            }
+            fn range_at(start: $t, delta: $t, i: usize) -> $t {
+                start + delta * i as $t
+            }
+        }
+    )*};
+}
+float_range!(f32, f64);
+
+fn range_kernel<T: RangeElem>(op: &str, ins: &[Tensor]) -> Result<Tensor> {
+    let s = |i: usize| first_elem::<T>(op, ins[i].array()?);
+    let (start, limit, delta) = (s(0)?, s(1)?, s(2)?);
+    if delta.to_f64() == 0.0 {
+        return Err(Error::InvalidArgument(format!("{op}: delta must be nonzero")));
+    }
+    let n = T::range_len(start, limit, delta)
+        .ok_or_else(|| Error::shape(op, format!("range({start:?}, {limit:?}, {delta:?}) has no finite length")))?;
+    let mut data = try_vec(op, n)?;
+    data.extend((0..n).map(|i| T::range_at(start, delta, i)));
+    Tensor::from_vec(&[n], data)
+}
+
+fn stack_kernel<T: Element>(op: &str, ins: &[Tensor], axis: usize) -> Result<Tensor> {
+    let views =
+        ins.iter().map(|t| t.array::<T>().map(|a| a.view())).collect::<Result<Vec<ArrayView<'_, T, IxDyn>>>>()?;
+    if let Some(bad) = views.iter().find(|v| v.shape() != views[0].shape()) {
+        return Err(Error::shape(op, format!("cannot stack shapes {:?} and {:?}", views[0].shape(), bad.shape())));
+    }
+    let a = ndarray::stack(Axis(axis), &views).map_err(|e| Error::shape(op, e.to_string()))?;
+    Ok(Tensor::from_array(a))
+}
+
+/// The first element of a (scalar) array.
+fn first_elem<T: Element>(op: &str, a: &ArcArray<T, IxDyn>) -> Result<T> {
+    a.iter().next().copied().ok_or_else(|| Error::shape(op, "expected a scalar, got an empty tensor"))
+}
+
+fn take1(op: &str, inputs: Vec<Tensor>) -> Result<Tensor> {
+    expect_arity(op, &inputs, 1)?;
+    inputs.into_iter().next().ok_or_else(|| Error::arity(op, "1", 0))
+}
+
+// ---------------------------------------------------------------------------------------
+
 impl ShapeOp {
-    /// The kind.
-    pub fn kind(&self) -> ShapeKind {
-        match *self {}
-    }
     /// Shape and dtype inference.
-    pub fn infer(&self, _inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-        match *self {}
+    pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+        use ShapeOp as O;
+        let op = self.kind().name();
+        let arity = match self {
+            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn => 2,
+            O::Range => 3,
+            O::Stack { .. } => {
+                if inputs.is_empty() {
+                    return Err(Error::arity(op, "at least 1", 0));
+                }
+                inputs.len()
+            }
+            _ => 1,
+        };
+        expect_arity(op, inputs, arity)?;
+        let x = &inputs[0];
+        let out = |shape: Shape| Ok(vec![TensorType { dtype: x.dtype, shape }]);
+        match self {
+            O::Reshape { shape: spec } => {
+                let n = num_elements(&x.shape);
+                if let Dim::Fixed(n) = n {
+                    return out(Shape::fixed(&resolve_reshape(op, spec, n, &x.shape)?));
+                }
+                let (infer_at, known) = parse_spec(op, spec)?;
+                let fixed: usize = x.shape.dims().iter().filter_map(Dim::value).product();
+                let dynamic: Vec<&Dim> = x.shape.dims().iter().filter(|d| !d.is_fixed()).collect();
+                let mut dims: Vec<Dim> = spec.iter().map(|&d| Dim::Fixed(d.max(0) as usize)).collect();
+                match infer_at {
+                    // n = fixed * (dynamic dims) must equal `known`.
+                    None if !known.is_multiple_of(fixed) => {
+                        return Err(Error::shape(op, format!("cannot reshape {} to {spec:?}", x.shape)));
+                    }
+                    None => {}
+                    Some(i) => {
+                        dims[i] =
+                            if dynamic.len() == 1 && fixed == known { dynamic[0].clone() } else { Dim::unknown() };
+                    }
+                }
+                out(Shape::from_dims(dims))
+            }
+            O::ReshapeDyn => {
+                let k = shape_operand_len(op, &inputs[1])?;
+                out(Shape::from_dims(vec![Dim::unknown(); k]))
+            }
+            O::Transpose { perm } => {
+                check_perm(op, perm, x.rank())?;
+                out(Shape::from_dims(perm.iter().map(|&p| x.shape.dim(p).clone())))
+            }
+            O::ExpandDims { axis } => {
+                let ax = norm_insert_axis(op, *axis, x.rank())?;
+                let mut d = x.shape.dims().to_vec();
+                d.insert(ax, Dim::Fixed(1));
+                out(Shape::from_dims(d))
+            }
+            O::Squeeze { axes } => {
+                if axes.is_empty() {
+                    if !x.shape.is_fixed() {
+                        return Err(Error::shape(
+                            op,
+                            format!("empty axes need a fully fixed input, got {}; list the axes", x.shape),
+                        ));
+                    }
+                    return out(Shape::from_dims(x.shape.dims().iter().filter(|d| **d != Dim::Fixed(1)).cloned()));
+                }
+                let ax = squeeze_axes(op, axes, x.rank())?;
+                for &a in &ax {
+                    if let Dim::Fixed(d) = x.shape.dim(a)
+                        && *d != 1
+                    {
+                        return Err(Error::shape(op, format!("cannot squeeze axis {a} of size {d} in {}", x.shape)));
+                    }
+                }
+                let dims = x.shape.dims().iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, d)| d.clone());
+                out(Shape::from_dims(dims))
+            }
+            O::BroadcastTo { shape } => {
+                let t: Vec<Dim> = shape.iter().map(|&d| Dim::Fixed(d)).collect();
+                out(broadcast_static_to(op, &x.shape, &t)?)
+            }
+            O::BroadcastToDyn => {
+                let k = shape_operand_len(op, &inputs[1])?;
+                out(broadcast_static_to(op, &x.shape, &vec![Dim::unknown(); k])?)
+            }
+            O::Tile { multiples } => {
+                if multiples.len() != x.rank() {
+                    return Err(Error::shape(op, format!("{} multiples for shape {}", multiples.len(), x.shape)));
+                }
+                out(Shape::from_dims(x.shape.dims().iter().zip(multiples).map(|(d, &m)| d.mul(&Dim::Fixed(m)))))
+            }
+            O::Fill { shape } => {
+                expect_scalar(op, x)?;
+                out(Shape::fixed(shape))
+            }
+            O::FillDyn => {
+                let k = shape_operand_len(op, x)?;
+                expect_scalar(op, &inputs[1])?;
+                Ok(vec![TensorType::new(inputs[1].dtype, vec![Dim::unknown(); k])])
+            }
+            O::ZerosLike | O::OnesLike | O::Identity | O::StopGradient => Ok(vec![x.clone()]),
+            O::ShapeOf => Ok(vec![TensorType::new(DType::I64, [x.rank()])]),
+            O::Size | O::Rank => Ok(vec![TensorType::scalar(DType::I64)]),
+            O::OneHot { depth, axis, dtype, .. } => {
+                expect_dtype(op, x, DType::I64)?;
+                let ax = norm_insert_axis(op, *axis, x.rank())?;
+                let mut d = x.shape.dims().to_vec();
+                d.insert(ax, Dim::Fixed(*depth));
+                Ok(vec![TensorType::new(*dtype, d)])
+            }
+            O::Range => {
+                if !x.dtype.is_numeric() {
+                    return Err(Error::dtype(op, "a numeric type (f32, f64 or i64)", x.dtype));
+                }
+                for t in inputs {
+                    expect_dtype(op, t, x.dtype)?;
+                    expect_scalar(op, t)?;
+                }
+                Ok(vec![TensorType::new(x.dtype, [Dim::unknown()])])
+            }
+            O::Stack { axis } => {
+                let mut dims = x.shape.dims().to_vec();
+                for t in &inputs[1..] {
+                    expect_dtype(op, t, x.dtype)?;
+                    let bad = || Error::shape(op, format!("cannot stack shapes {} and {}", x.shape, t.shape));
+                    if t.rank() != dims.len() {
+                        return Err(bad());
+                    }
+                    for (d, e) in dims.iter_mut().zip(t.shape.dims()) {
+                        *d = d.unify(e).ok_or_else(bad)?;
+                    }
+                }
+                let ax = norm_insert_axis(op, *axis, x.rank())?;
+                dims.insert(ax, Dim::Fixed(inputs.len()));
+                out(Shape::from_dims(dims))
+            }
+            O::Unstack { axis, num } => {
+                let ax = norm_axis(op, *axis, x.rank())?;
+                if x.shape.dim(ax) != &Dim::Fixed(*num) {
+                    return Err(Error::shape(
+                        op,
+                        format!("axis {ax} of {} must be fixed and equal num = {num}", x.shape),
+                    ));
+                }
+                let dims = x.shape.dims().iter().enumerate().filter(|(i, _)| *i != ax).map(|(_, d)| d.clone());
+                let ty = TensorType::new(x.dtype, Shape::from_dims(dims));
+                Ok(vec![ty; *num])
+            }
+        }
     }
+
     /// Evaluate.
-    pub fn eval(&self, _inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        match *self {}
+    pub fn eval(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        use ShapeOp as O;
+        let op = self.kind().name();
+        let one = |t: Result<Tensor>| t.map(|t| vec![t]);
+        match self {
+            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn => {
+                expect_arity(op, &inputs, 2)?;
+                let (a, b) = (&inputs[0], &inputs[1]);
+                match self {
+                    O::ReshapeDyn => {
+                        let spec = b.to_vec::<i64>()?;
+                        one(a.reshape(&resolve_reshape(op, &spec, a.len(), &format!("{:?}", a.shape()))?))
+                    }
+                    O::BroadcastToDyn => one(broadcast_kernel(op, a.clone(), &shape_values(op, b)?)),
+                    _ => {
+                        let shape = shape_values(op, a)?;
+                        one(crate::dispatch!(b, v => filled(op, &shape, first_elem(op, v)?)))
+                    }
+                }
+            }
+            O::Range => {
+                expect_arity(op, &inputs, 3)?;
+                one(crate::dispatch_numeric!(inputs[0].dtype(), T => range_kernel::<T>(op, &inputs),
+                    _ => Err(Error::dtype(op, "a numeric type (f32, f64 or i64)", inputs[0].dtype()))))
+            }
+            O::Stack { axis } => {
+                let first = inputs.first().ok_or_else(|| Error::arity(op, "at least 1", 0))?;
+                let ax = norm_insert_axis(op, *axis, first.rank())?;
+                one(crate::dispatch_dtype!(first.dtype(), T => stack_kernel::<T>(op, &inputs, ax)))
+            }
+            _ => self.eval1(op, take1(op, inputs)?),
+        }
+    }
+
+    /// Evaluate a single-input op.
+    fn eval1(&self, op: &str, x: Tensor) -> Result<Vec<Tensor>> {
+        use ShapeOp as O;
+        let t = match self {
+            O::Reshape { shape } => x.reshape(&resolve_reshape(op, shape, x.len(), &format!("{:?}", x.shape()))?)?,
+            O::Transpose { perm } => {
+                check_perm(op, perm, x.rank())?;
+                crate::dispatch!(x, a => Element::wrap(a.permuted_axes(IxDyn(perm))))
+            }
+            O::ExpandDims { axis } => {
+                let ax = norm_insert_axis(op, *axis, x.rank())?;
+                crate::dispatch!(x, a => Element::wrap(a.insert_axis(Axis(ax))))
+            }
+            O::Squeeze { axes } => {
+                let ax = if axes.is_empty() {
+                    (0..x.rank()).filter(|&i| x.shape()[i] == 1).collect()
+                } else {
+                    squeeze_axes(op, axes, x.rank())?
+                };
+                if let Some(&a) = ax.iter().find(|&&a| x.shape()[a] != 1) {
+                    return Err(Error::shape(op, format!("cannot squeeze axis {a} of shape {:?}", x.shape())));
+                }
+                crate::dispatch!(x, a => {
+                    let mut a = a;
+                    for &i in ax.iter().rev() {
+                        a = a.index_axis_move(Axis(i), 0);
+                    }
+                    Element::wrap(a)
+                })
+            }
+            O::BroadcastTo { shape } => broadcast_kernel(op, x, shape)?,
+            O::Tile { multiples } => crate::dispatch!(&x, a => tile_kernel(op, a, multiples))?,
+            O::Fill { shape } => crate::dispatch!(&x, a => filled(op, shape, first_elem(op, a)?))?,
+            O::ZerosLike | O::OnesLike => {
+                let v = if matches!(self, O::OnesLike) { 1.0 } else { 0.0 };
+                crate::dispatch!(x, a => {
+                    let mut a = a;
+                    let v = Element::from_f64(v);
+                    if a.is_unique() {
+                        a.fill(v);
+                        Element::wrap(a)
+                    } else {
+                        filled(op, a.shape(), v)?
+                    }
+                })
+            }
+            O::ShapeOf => Tensor::vec1(&x.shape().iter().map(|&d| d as i64).collect::<Vec<_>>()),
+            O::Size => Tensor::scalar(x.len() as i64),
+            O::Rank => Tensor::scalar(x.rank() as i64),
+            O::Identity | O::StopGradient => x,
+            O::OneHot { depth, axis, on, off, dtype } => {
+                let idx = x.array::<i64>()?;
+                let ax = norm_insert_axis(op, *axis, idx.ndim())?;
+                crate::dispatch_dtype!(*dtype, T => one_hot_kernel::<T>(op, idx, *depth, ax, T::from_f64(*on), T::from_f64(*off)))?
+            }
+            O::Unstack { axis, num } => {
+                let ax = norm_axis(op, *axis, x.rank())?;
+                if x.shape()[ax] != *num {
+                    return Err(Error::shape(op, format!("axis {ax} of {:?} is not {num}", x.shape())));
+                }
+                return Ok(
+                    crate::dispatch!(&x, a => (0..*num).map(|i| Element::wrap(a.clone().index_axis_move(Axis(ax), i))).collect()),
+                );
+            }
+            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn | O::Range | O::Stack { .. } => {
+                return Err(Error::arity(op, "more than 1", 1));
+            }
+        };
+        Ok(vec![t])
     }
 }
 
 impl fmt::Display for ShapeOp {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {}
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ShapeOp as O;
+        let name = self.kind().name();
+        match self {
+            O::Reshape { shape } => write!(f, "{name}{{shape={shape:?}}}"),
+            O::Transpose { perm } => write!(f, "{name}{{perm={perm:?}}}"),
+            O::ExpandDims { axis } | O::Stack { axis } => write!(f, "{name}{{axis={axis}}}"),
+            O::Squeeze { axes } => write!(f, "{name}{{axes={axes:?}}}"),
+            O::BroadcastTo { shape } | O::Fill { shape } => write!(f, "{name}{{shape={shape:?}}}"),
+            O::Tile { multiples } => write!(f, "{name}{{multiples={multiples:?}}}"),
+            O::OneHot { depth, axis, on, off, dtype } => {
+                write!(f, "{name}{{depth={depth}, axis={axis}, on={on}, off={off}, dtype={dtype}}}")
+            }
+            O::Unstack { axis, num } => write!(f, "{name}{{axis={axis}, num={num}}}"),
+            _ => f.write_str(name),
+        }
+    }
+}
+
+impl Graph {
+    fn shape_op(&mut self, o: ShapeOp, inputs: &[ValueId]) -> Result<ValueId> {
+        self.add_op(Op::Shape(o), inputs)
+    }
+    /// Row-major reshape; one `-1` entry is inferred.
+    pub fn reshape(&mut self, x: ValueId, shape: &[i64]) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Reshape { shape: shape.to_vec() }, &[x])
+    }
+    /// Reshape to the values of `shape` (i64 1-D of fixed length); all output dims dynamic.
+    pub fn reshape_dyn(&mut self, x: ValueId, shape: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::ReshapeDyn, &[x, shape])
+    }
+    /// Permute axes (output axis `i` = input axis `perm[i]`); a strided view, no copy.
+    pub fn transpose(&mut self, x: ValueId, perm: &[usize]) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Transpose { perm: perm.to_vec() }, &[x])
+    }
+    /// Insert a size-1 axis at `axis` (`[-rank-1, rank]`).
+    pub fn expand_dims(&mut self, x: ValueId, axis: i64) -> Result<ValueId> {
+        self.shape_op(ShapeOp::ExpandDims { axis }, &[x])
+    }
+    /// Remove size-1 axes; `&[]` removes every FIXED size-1 dim (resolved here to an explicit
+    /// list; returns an `identity` node when there is none).
+    pub fn squeeze(&mut self, x: ValueId, axes: &[i64]) -> Result<ValueId> {
+        let axes: Vec<i64> = if axes.is_empty() {
+            let s = self.shape(x)?;
+            let v: Vec<i64> = (0..s.rank()).filter(|&i| s.dim(i) == &Dim::Fixed(1)).map(|i| i as i64).collect();
+            if v.is_empty() {
+                return self.identity(x);
+            }
+            v
+        } else {
+            axes.to_vec()
+        };
+        self.shape_op(ShapeOp::Squeeze { axes }, &[x])
+    }
+    /// Numpy broadcast to a fixed shape.
+    pub fn broadcast_to(&mut self, x: ValueId, shape: &[usize]) -> Result<ValueId> {
+        self.shape_op(ShapeOp::BroadcastTo { shape: shape.to_vec() }, &[x])
+    }
+    /// Numpy broadcast to the shape held by `shape` (i64 1-D of fixed length).
+    pub fn broadcast_to_dyn(&mut self, x: ValueId, shape: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::BroadcastToDyn, &[x, shape])
+    }
+    /// Repeat `multiples[i]` times along axis `i` (one multiple per axis).
+    pub fn tile(&mut self, x: ValueId, multiples: &[usize]) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Tile { multiples: multiples.to_vec() }, &[x])
+    }
+    /// A tensor of `shape` filled with the scalar `value`.
+    pub fn fill(&mut self, shape: &[usize], value: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Fill { shape: shape.to_vec() }, &[value])
+    }
+    /// A tensor of the shape held by `shape` (i64 1-D of fixed length) filled with `value`.
+    pub fn fill_dyn(&mut self, shape: ValueId, value: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::FillDyn, &[shape, value])
+    }
+    /// Zeros of `x`'s type.
+    pub fn zeros_like(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::ZerosLike, &[x])
+    }
+    /// Ones (`true` for bool) of `x`'s type.
+    pub fn ones_like(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::OnesLike, &[x])
+    }
+    /// The shape of `x` as i64 `[rank]`.
+    pub fn shape_of(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::ShapeOf, &[x])
+    }
+    /// The element count of `x` as an i64 scalar.
+    pub fn size_of(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Size, &[x])
+    }
+    /// The rank of `x` as an i64 scalar.
+    pub fn rank_of(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Rank, &[x])
+    }
+    /// `x` unchanged.
+    pub fn identity(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Identity, &[x])
+    }
+    /// `x` unchanged; gradients do not flow through it.
+    pub fn stop_gradient(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::StopGradient, &[x])
+    }
+    /// One-hot encoding of i64 `indices` along a new axis `axis` (`-1` = last) of size
+    /// `depth`; out-of-range indices give all-`off` rows.
+    pub fn one_hot(
+        &mut self,
+        indices: ValueId,
+        depth: usize,
+        axis: i64,
+        on: f64,
+        off: f64,
+        dtype: DType,
+    ) -> Result<ValueId> {
+        self.shape_op(ShapeOp::OneHot { depth, axis, on, off, dtype }, &[indices])
+    }
+    /// `[start, start+delta, ...)` up to `limit` (exclusive); scalars of one numeric dtype.
+    pub fn range(&mut self, start: ValueId, limit: ValueId, delta: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Range, &[start, limit, delta])
+    }
+    /// Stack values of one type along a new axis.
+    pub fn stack(&mut self, xs: &[ValueId], axis: i64) -> Result<ValueId> {
+        self.shape_op(ShapeOp::Stack { axis }, xs)
+    }
+    /// Split `x` along `axis` (which must have a fixed size) into that many values.
+    pub fn unstack(&mut self, x: ValueId, axis: i64) -> Result<Vec<ValueId>> {
+        let s = self.shape(x)?;
+        let ax = norm_axis("unstack", axis, s.rank())?;
+        let num = s.dim(ax).value().ok_or_else(|| {
+            Error::shape("unstack", format!("axis {axis} of {s} is dynamic; unstack needs a fixed size"))
+        })?;
+        self.add_op_multi(Op::Shape(ShapeOp::Unstack { axis, num }), &[x])
+    }
+    /// A constant of zeros.
+    pub fn zeros(&mut self, dtype: DType, shape: &[usize]) -> ValueId {
+        self.constant(Tensor::zeros(dtype, shape))
+    }
+    /// A constant of ones (`true` for bool).
+    pub fn ones(&mut self, dtype: DType, shape: &[usize]) -> ValueId {
+        self.constant(Tensor::ones(dtype, shape))
     }
 }
