@@ -23,7 +23,6 @@
 //!   when they hold its only reference.
 
 // The size of the crate-wide `Error` (not this file) triggers this lint on every fn.
-#![allow(clippy::result_large_err)]
 
 use std::borrow::Cow;
 use std::cmp::Ordering;

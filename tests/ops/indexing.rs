@@ -2,7 +2,6 @@
 //! top_k, nonzero); expected values computed by hand.
 
 // The size of the crate-wide `Error` triggers this lint on every builder closure.
-#![allow(clippy::result_large_err)]
 
 use crate::common::*;
 use pfor::ops::{IndexKind, IndexOp};
