@@ -24,7 +24,7 @@ pub mod tensor;
 pub mod converters;
 
 pub use error::{Error, Result};
-pub use exec::{ExecOptions, Session, run_once};
+pub use exec::{ExecOptions, Session, run_function, run_once};
 pub use ir::{Function, Graph, NodeId, ValueId};
 pub use ops::{Op, OpKind};
 pub use tensor::{DType, Dim, Shape, Tensor, TensorType};

@@ -358,3 +358,13 @@ impl Session {
 pub fn run_once(graph: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
     Session::new(graph, fetches)?.run(feeds)
 }
+
+/// Run a function on arguments outside any session (no variables). Used for graph
+/// `Function`s as batched primitive ops (e.g. by the auto-batching interpreter).
+pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    let mut vars = HashMap::new();
+    let library = f.graph.library().clone();
+    let options = ExecOptions::default();
+    let mut ctx = ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0 };
+    ctx.run_function(f, args)
+}
