@@ -1,27 +1,413 @@
-//! STUB: binary elementwise ops (to be implemented).
+//! Elementwise binary math with numpy broadcasting.
+//!
+//! Invariants:
+//! - both inputs have the SAME dtype (no implicit promotion); the output shape is the numpy
+//!   broadcast of the two input shapes (checked statically, and again at run time for
+//!   dynamic dims);
+//! - dtype rules per kind (see [`BinaryKind::dtype_rule`]): arithmetic on f32/f64/i64 keeps
+//!   the dtype (`atan2` floats only); comparisons return bool (`equal`/`not_equal` also
+//!   accept bool); logical ops are bool only;
+//! - i64 semantics: `div` truncates toward zero (like Rust), `floor_div` rounds toward
+//!   negative infinity, `floor_mod` takes the sign of the divisor (Python `%`); division or
+//!   modulo by zero and `pow` with a negative exponent are `Error::Numerical` at run time;
+//!   overflow wraps (two's complement);
+//! - float semantics: IEEE (`x / 0` is ±inf or NaN), `floor_div`/`floor_mod` follow Python's
+//!   float `divmod` (`floor_mod(x, y)` = `x - floor(x / y) * y` with the sign of `y`),
+//!   `maximum`/`minimum` propagate NaN, `atan2(a, b)` is the angle of the point `(x=b, y=a)`.
+//!
+//! Kernels write in place into an input whose buffer they own when it already has the output
+//! shape and dtype, and run in parallel (rayon) above [`PAR_THRESHOLD`] output elements.
 
-use crate::error::Result;
-use crate::tensor::{Tensor, TensorType};
+use ndarray::{ArcArray, IxDyn, Zip};
 
-/// Binary elementwise op kinds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinaryKind {}
+use crate::error::{Error, Result};
+use crate::ir::{Graph, ValueId};
+use crate::ops::unary::PAR_THRESHOLD;
+use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
+use crate::tensor::{DType, Element, Tensor, TensorType};
+
+macro_rules! binary_kinds {
+    ($($variant:ident => $name:literal, $rule:ident;)*) => {
+        /// Binary elementwise op kinds.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum BinaryKind { $(#[doc = $name] $variant,)* }
+        impl BinaryKind {
+            /// Every kind.
+            pub const ALL: &'static [BinaryKind] = &[$(BinaryKind::$variant,)*];
+            /// The op name.
+            pub fn name(self) -> &'static str { match self { $(BinaryKind::$variant => $name,)* } }
+            /// Which dtypes the op accepts and what it returns.
+            pub fn dtype_rule(self) -> BinaryDtypeRule {
+                match self { $(BinaryKind::$variant => BinaryDtypeRule::$rule,)* }
+            }
+        }
+    };
+}
+
+/// Dtype rule of a binary op (both inputs always share one dtype).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryDtypeRule {
+    /// f32/f64/i64 in, same out.
+    Numeric,
+    /// f32/f64 in, same out.
+    Float,
+    /// f32/f64/i64 in, bool out.
+    Compare,
+    /// any dtype in, bool out.
+    Equality,
+    /// bool in, bool out.
+    Logical,
+}
+
+binary_kinds! {
+    Add => "add", Numeric;
+    Sub => "sub", Numeric;
+    Mul => "mul", Numeric;
+    Div => "div", Numeric;
+    FloorDiv => "floor_div", Numeric;
+    FloorMod => "floor_mod", Numeric;
+    Pow => "pow", Numeric;
+    Maximum => "maximum", Numeric;
+    Minimum => "minimum", Numeric;
+    SquaredDifference => "squared_difference", Numeric;
+    Atan2 => "atan2", Float;
+    Equal => "equal", Equality;
+    NotEqual => "not_equal", Equality;
+    Less => "less", Compare;
+    LessEqual => "less_equal", Compare;
+    Greater => "greater", Compare;
+    GreaterEqual => "greater_equal", Compare;
+    LogicalAnd => "logical_and", Logical;
+    LogicalOr => "logical_or", Logical;
+    LogicalXor => "logical_xor", Logical;
+}
 
 impl BinaryKind {
-    /// Every kind.
-    pub const ALL: &'static [BinaryKind] = &[];
-    /// The op name.
-    pub fn name(self) -> &'static str {
-        match self {}
+    /// True for the kinds whose output is bool.
+    pub fn returns_bool(self) -> bool {
+        matches!(self.dtype_rule(), BinaryDtypeRule::Compare | BinaryDtypeRule::Equality | BinaryDtypeRule::Logical)
     }
 }
 
+/// Error for two inputs of different dtypes (names both).
+fn dtype_mismatch(op: &str, a: DType, b: DType) -> Error {
+    Error::dtype(op, format!("{a} (the dtype of input 0; no implicit promotion) for input 1"), b)
+}
+
+fn check_dtype(k: BinaryKind, a: DType, b: DType) -> Result<DType> {
+    let op = k.name();
+    if a != b {
+        return Err(dtype_mismatch(op, a, b));
+    }
+    let (ok, want) = match k.dtype_rule() {
+        BinaryDtypeRule::Numeric | BinaryDtypeRule::Compare => (a.is_numeric(), "a numeric type (f32, f64 or i64)"),
+        BinaryDtypeRule::Float => (a.is_float(), "a float type (f32 or f64)"),
+        BinaryDtypeRule::Equality => (true, ""),
+        BinaryDtypeRule::Logical => (a == DType::Bool, "bool"),
+    };
+    if !ok {
+        return Err(Error::dtype(op, want, a));
+    }
+    Ok(if k.returns_bool() { DType::Bool } else { a })
+}
+
 /// Shape and dtype inference.
-pub fn infer(k: BinaryKind, _inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-    match k {}
+pub fn infer(k: BinaryKind, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+    let op = k.name();
+    expect_arity(op, inputs, 2)?;
+    let (a, b) = (&inputs[0], &inputs[1]);
+    let dtype = check_dtype(k, a.dtype, b.dtype)?;
+    let shape = broadcast_static(op, &a.shape, &b.shape)?;
+    Ok(vec![TensorType { dtype, shape }])
+}
+
+/// NaN-propagating maximum (any `PartialOrd`; for non-floats the plain maximum).
+pub(crate) fn nan_max<T: PartialOrd + Copy>(x: T, y: T) -> T {
+    if x > y || x.partial_cmp(&x).is_none() { x } else { y }
+}
+
+/// NaN-propagating minimum.
+pub(crate) fn nan_min<T: PartialOrd + Copy>(x: T, y: T) -> T {
+    if x < y || x.partial_cmp(&x).is_none() { x } else { y }
+}
+
+/// Scalar arithmetic per numeric dtype (i64 wraps).
+trait Arith: Element + PartialOrd {
+    fn add(x: Self, y: Self) -> Self;
+    fn sub(x: Self, y: Self) -> Self;
+    fn mul(x: Self, y: Self) -> Self;
+    fn div(x: Self, y: Self) -> Self;
+    fn floor_div(x: Self, y: Self) -> Self;
+    fn floor_mod(x: Self, y: Self) -> Self;
+    fn pow(x: Self, y: Self) -> Self;
+    /// Reject operands without a defined result (checked before the kernel runs).
+    fn check(_k: BinaryKind, _b: &ArcArray<Self, IxDyn>) -> Result<()> {
+        Ok(())
+    }
+}
+
+macro_rules! float_arith {
+    ($t:ty) => {
+        impl Arith for $t {
+            fn add(x: $t, y: $t) -> $t {
+                x + y
+            }
+            fn sub(x: $t, y: $t) -> $t {
+                x - y
+            }
+            fn mul(x: $t, y: $t) -> $t {
+                x * y
+            }
+            fn div(x: $t, y: $t) -> $t {
+                x / y
+            }
+            // Python's float divmod: exact remainder (fmod), quotient rounded consistently.
+            fn floor_div(x: $t, y: $t) -> $t {
+                if y == 0.0 {
+                    return x / y;
+                }
+                let m = x % y;
+                let mut div = (x - m) / y;
+                if m != 0.0 && ((y < 0.0) != (m < 0.0)) {
+                    div -= 1.0;
+                }
+                if div != 0.0 {
+                    let f = div.floor();
+                    if div - f > 0.5 { f + 1.0 } else { f }
+                } else {
+                    (0.0 as $t).copysign(x / y)
+                }
+            }
+            fn floor_mod(x: $t, y: $t) -> $t {
+                let m = x % y;
+                if m == 0.0 {
+                    (0.0 as $t).copysign(y)
+                } else if (y < 0.0) != (m < 0.0) {
+                    m + y
+                } else {
+                    m
+                }
+            }
+            fn pow(x: $t, y: $t) -> $t {
+                x.powf(y)
+            }
+        }
+    };
+}
+float_arith!(f32);
+float_arith!(f64);
+
+impl Arith for i64 {
+    fn add(x: i64, y: i64) -> i64 {
+        x.wrapping_add(y)
+    }
+    fn sub(x: i64, y: i64) -> i64 {
+        x.wrapping_sub(y)
+    }
+    fn mul(x: i64, y: i64) -> i64 {
+        x.wrapping_mul(y)
+    }
+    // Divisors are checked nonzero by `check`; the `0` arms only keep the kernel total.
+    fn div(x: i64, y: i64) -> i64 {
+        if y == 0 { 0 } else { x.wrapping_div(y) }
+    }
+    fn floor_div(x: i64, y: i64) -> i64 {
+        if y == 0 {
+            return 0;
+        }
+        let q = x.wrapping_div(y);
+        if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) { q.wrapping_sub(1) } else { q }
+    }
+    fn floor_mod(x: i64, y: i64) -> i64 {
+        if y == 0 {
+            return 0;
+        }
+        let r = x.wrapping_rem(y);
+        if r != 0 && ((r < 0) != (y < 0)) { r.wrapping_add(y) } else { r }
+    }
+    fn pow(mut base: i64, mut e: i64) -> i64 {
+        let mut r: i64 = 1;
+        while e > 0 {
+            if e & 1 == 1 {
+                r = r.wrapping_mul(base);
+            }
+            base = base.wrapping_mul(base);
+            e >>= 1;
+        }
+        r
+    }
+    fn check(k: BinaryKind, b: &ArcArray<i64, IxDyn>) -> Result<()> {
+        let op = k.name();
+        match k {
+            BinaryKind::Div | BinaryKind::FloorDiv | BinaryKind::FloorMod if b.iter().any(|&v| v == 0) => {
+                Err(Error::Numerical { op: op.into(), msg: "integer division by zero".into() })
+            }
+            BinaryKind::Pow => match b.iter().find(|&&v| v < 0) {
+                Some(e) => {
+                    Err(Error::Numerical { op: op.into(), msg: format!("negative exponent {e} in integer pow") })
+                }
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
+fn out_shape<A, B>(op: &str, a: &ArcArray<A, IxDyn>, b: &ArcArray<B, IxDyn>) -> Result<Vec<usize>> {
+    if a.shape() == b.shape() { Ok(a.shape().to_vec()) } else { broadcast_shapes(op, a.shape(), b.shape()) }
+}
+
+fn bcast_err(op: &str, from: &[usize], to: &[usize]) -> Error {
+    Error::shape(op, format!("cannot broadcast {from:?} to {to:?}"))
+}
+
+/// `f` over broadcast operands with output dtype = input dtype; in place when an owned
+/// input already has the output shape.
+fn same<T: Element>(
+    op: &str,
+    mut a: ArcArray<T, IxDyn>,
+    mut b: ArcArray<T, IxDyn>,
+    f: impl Fn(T, T) -> T + Sync + Send,
+) -> Result<Tensor> {
+    let shape = out_shape(op, &a, &b)?;
+    let par = shape.iter().product::<usize>() >= PAR_THRESHOLD;
+    if a.shape() == shape.as_slice() && a.is_unique() {
+        let bv = b.broadcast(IxDyn(&shape)).ok_or_else(|| bcast_err(op, b.shape(), &shape))?;
+        let z = Zip::from(a.view_mut()).and(&bv);
+        if par {
+            z.par_for_each(|x, &y| *x = f(*x, y))
+        } else {
+            z.for_each(|x, &y| *x = f(*x, y))
+        }
+        return Ok(T::wrap(a));
+    }
+    if b.shape() == shape.as_slice() && b.is_unique() {
+        let av = a.broadcast(IxDyn(&shape)).ok_or_else(|| bcast_err(op, a.shape(), &shape))?;
+        let z = Zip::from(b.view_mut()).and(&av);
+        if par {
+            z.par_for_each(|y, &x| *y = f(x, *y))
+        } else {
+            z.for_each(|y, &x| *y = f(x, *y))
+        }
+        return Ok(T::wrap(b));
+    }
+    collect(op, &a, &b, &shape, par, f)
+}
+
+/// `f` over broadcast operands into a new array.
+fn collect<T: Element, R: Element>(
+    op: &str,
+    a: &ArcArray<T, IxDyn>,
+    b: &ArcArray<T, IxDyn>,
+    shape: &[usize],
+    par: bool,
+    f: impl Fn(T, T) -> R + Sync + Send,
+) -> Result<Tensor> {
+    let av = a.broadcast(IxDyn(shape)).ok_or_else(|| bcast_err(op, a.shape(), shape))?;
+    let bv = b.broadcast(IxDyn(shape)).ok_or_else(|| bcast_err(op, b.shape(), shape))?;
+    let z = Zip::from(&av).and(&bv);
+    let out = if par { z.par_map_collect(|&x, &y| f(x, y)) } else { z.map_collect(|&x, &y| f(x, y)) };
+    Ok(R::wrap(out.into_shared()))
+}
+
+/// A predicate over broadcast operands (bool output).
+fn to_bool<T: Element>(
+    op: &str,
+    a: ArcArray<T, IxDyn>,
+    b: ArcArray<T, IxDyn>,
+    f: impl Fn(T, T) -> bool + Sync + Send,
+) -> Result<Tensor> {
+    let shape = out_shape(op, &a, &b)?;
+    let par = shape.iter().product::<usize>() >= PAR_THRESHOLD;
+    collect(op, &a, &b, &shape, par, f)
+}
+
+fn numeric<T: Arith>(k: BinaryKind, a: ArcArray<T, IxDyn>, b: ArcArray<T, IxDyn>) -> Result<Tensor> {
+    use BinaryKind::*;
+    let op = k.name();
+    // Operand checks only matter when some element is computed.
+    if out_shape(op, &a, &b)?.iter().product::<usize>() > 0 {
+        T::check(k, &b)?;
+    }
+    match k {
+        Add => same(op, a, b, T::add),
+        Sub => same(op, a, b, T::sub),
+        Mul => same(op, a, b, T::mul),
+        Div => same(op, a, b, T::div),
+        FloorDiv => same(op, a, b, T::floor_div),
+        FloorMod => same(op, a, b, T::floor_mod),
+        Pow => same(op, a, b, T::pow),
+        Maximum => same(op, a, b, nan_max),
+        Minimum => same(op, a, b, nan_min),
+        SquaredDifference => same(op, a, b, |x, y| {
+            let d = T::sub(x, y);
+            T::mul(d, d)
+        }),
+        Equal => to_bool(op, a, b, |x, y| x == y),
+        NotEqual => to_bool(op, a, b, |x, y| x != y),
+        Less => to_bool(op, a, b, |x, y| x < y),
+        LessEqual => to_bool(op, a, b, |x, y| x <= y),
+        Greater => to_bool(op, a, b, |x, y| x > y),
+        GreaterEqual => to_bool(op, a, b, |x, y| x >= y),
+        Atan2 | LogicalAnd | LogicalOr | LogicalXor => Err(Error::dtype(op, "see BinaryKind::dtype_rule", T::DTYPE)),
+    }
+}
+
+fn logical(k: BinaryKind, a: ArcArray<bool, IxDyn>, b: ArcArray<bool, IxDyn>) -> Result<Tensor> {
+    let op = k.name();
+    match k {
+        BinaryKind::LogicalAnd => same(op, a, b, |x, y| x && y),
+        BinaryKind::LogicalOr => same(op, a, b, |x, y| x || y),
+        BinaryKind::LogicalXor | BinaryKind::NotEqual => same(op, a, b, |x, y| x != y),
+        BinaryKind::Equal => same(op, a, b, |x, y| x == y),
+        _ => Err(Error::dtype(op, "a numeric type (f32, f64 or i64)", DType::Bool)),
+    }
 }
 
 /// Evaluate.
-pub fn eval(k: BinaryKind, _inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
-    match k {}
+pub fn eval(k: BinaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    let op = k.name();
+    expect_arity(op, &inputs, 2)?;
+    let mut it = inputs.into_iter();
+    let (a, b) = match (it.next(), it.next()) {
+        (Some(a), Some(b)) => (a, b),
+        _ => return Err(Error::arity(op, "2", 0)),
+    };
+    let dt = a.dtype();
+    check_dtype(k, dt, b.dtype())?;
+    let out = if dt == DType::Bool {
+        logical(k, a.into_array()?, b.into_array()?)?
+    } else if k == BinaryKind::Atan2 {
+        crate::dispatch_float!(dt, T => same(op, a.into_array::<T>()?, b.into_array::<T>()?, T::atan2)?,
+            _ => return Err(Error::dtype(op, "a float type (f32 or f64)", dt)))
+    } else {
+        crate::dispatch_numeric!(dt, T => numeric::<T>(k, a.into_array()?, b.into_array()?)?,
+            _ => return Err(Error::dtype(op, "a numeric type", dt)))
+    };
+    Ok(vec![out])
+}
+
+macro_rules! binary_builders {
+    ($($fn_name:ident => $variant:ident),* $(,)?) => {
+        impl Graph {
+            /// Apply any binary op (numpy broadcasting, both inputs of one dtype).
+            pub fn binary(&mut self, kind: BinaryKind, a: ValueId, b: ValueId) -> Result<ValueId> {
+                self.add_op(Op::Binary(kind), &[a, b])
+            }
+            $(
+                #[doc = concat!("Elementwise `", stringify!($fn_name), "(a, b)` with broadcasting.")]
+                pub fn $fn_name(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
+                    self.binary(BinaryKind::$variant, a, b)
+                }
+            )*
+        }
+    };
+}
+
+binary_builders! {
+    add => Add, sub => Sub, mul => Mul, div => Div, floor_div => FloorDiv, floor_mod => FloorMod,
+    pow => Pow, maximum => Maximum, minimum => Minimum, squared_difference => SquaredDifference,
+    atan2 => Atan2, equal => Equal, not_equal => NotEqual, less => Less, less_equal => LessEqual,
+    greater => Greater, greater_equal => GreaterEqual, logical_and => LogicalAnd,
+    logical_or => LogicalOr, logical_xor => LogicalXor,
 }
