@@ -19,6 +19,8 @@ pub mod kernels;
 pub mod ops;
 pub mod reference;
 pub mod tensor;
+pub mod vectorize;
+pub mod api;
 
 #[path = "../converters/mod.rs"]
 pub mod converters;

@@ -91,19 +91,3 @@ pub fn zip2<A: Element, B: Element, R: Element>(
     let bv = b.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape(op, "broadcast failed"))?;
     Ok(Zip::from(&av).and(&bv).map_collect(|&x, &y| f(x, y)))
 }
-
-/// Broadcasting elementwise map of three arrays.
-pub fn zip3<A: Element, B: Element, C: Element, R: Element>(
-    op: &str,
-    a: &ArcArray<A, IxDyn>,
-    b: &ArcArray<B, IxDyn>,
-    c: &ArcArray<C, IxDyn>,
-    f: impl Fn(A, B, C) -> R + Sync + Send,
-) -> Result<ArrayD<R>> {
-    let s = broadcast_shapes(op, a.shape(), b.shape())?;
-    let shape = broadcast_shapes(op, &s, c.shape())?;
-    let av = a.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape(op, "broadcast failed"))?;
-    let bv = b.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape(op, "broadcast failed"))?;
-    let cv = c.broadcast(IxDyn(&shape)).ok_or_else(|| Error::shape(op, "broadcast failed"))?;
-    Ok(Zip::from(&av).and(&bv).and(&cv).map_collect(|&x, &y, &z| f(x, y, z)))
-}

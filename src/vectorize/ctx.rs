@@ -5,7 +5,7 @@ use super::{Converted, PforOptions, Wrapped};
 use crate::error::{Error, Result};
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::ops::Op;
-use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
+use crate::tensor::{Dim, Shape, Tensor, TensorType};
 
 /// The loop being vectorized (or the active subset of it, inside control flow).
 #[derive(Clone, Debug)]
@@ -231,13 +231,4 @@ pub(crate) fn stacked_type(info: &LoopInfo, t: &TensorType) -> TensorType {
 /// An i64 scalar constant.
 pub(crate) fn i64_scalar(g: &mut Graph, v: i64) -> ValueId {
     g.constant(Tensor::scalar(v))
-}
-
-/// Check the dtype of an index value.
-pub(crate) fn expect_i64_scalar(g: &Graph, v: ValueId, what: &str) -> Result<()> {
-    let t = g.value_type(v)?;
-    if t.dtype != DType::I64 || t.rank() != 0 {
-        return Err(Error::InvalidArgument(format!("{what} must be an i64 scalar, got {t}")));
-    }
-    Ok(())
 }
