@@ -6,9 +6,9 @@
 //! aligns trailing axes, so the result is `[n] + per-iteration output shape`. Invariant
 //! operands are never tiled.
 
+use crate::Result;
 use crate::ops::{BinaryKind, OpKind};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::Result;
 
 /// Emit the op on aligned operands; the output is stacked.
 pub(crate) fn broadcast_elementwise(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {

@@ -1,9 +1,9 @@
 //! Converters for select / cast / clip.
 
 use super::binary::broadcast_elementwise;
+use crate::Result;
 use crate::ops::{ElementwiseKind, OpKind};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::Result;
 
 fn cast(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let op = ctx.op().clone();

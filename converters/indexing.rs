@@ -25,7 +25,12 @@ fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Conv
         (false, true) if batch_dims == 0 => {
             let info = ctx.loop_info().clone();
             let p_dim0 = ctx.input_type(0).shape.dims().first().and_then(|d| d.value());
-            if a == 0 && info.index_is_iota && ix.value == info.index && info.n_static.is_some() && p_dim0 == info.n_static {
+            if a == 0
+                && info.index_is_iota
+                && ix.value == info.index
+                && info.n_static.is_some()
+                && p_dim0 == info.n_static
+            {
                 return done1(p.value); // gather(x, i, 0) == x, stacked
             }
             let g = ctx.graph();
@@ -109,9 +114,47 @@ fn tensor_scatter(ctx: &mut ConvertCtx<'_>, add: bool) -> Result<Converted> {
     done1(if add { g.tensor_scatter_add(t, ix, upd)? } else { g.tensor_scatter_update(t, ix, upd)? })
 }
 
+/// Segment sum for a loop length known only at run time: scatter-add each row into the
+/// stacked `[n, num, rest...]` zeros at `(position, id)`; negative ids contribute zero.
+fn segment_sum_dynamic(ctx: &mut ConvertCtx<'_>, num: usize) -> Result<Converted> {
+    let out_t = ctx.output_type(0).clone();
+    let Some(out_shape) = out_t.shape.as_fixed() else {
+        return ConvertCtx::unhandled("segment sum with dynamic n and dynamic data dims");
+    };
+    let _ = num;
+    let data = ctx.stacked(0)?;
+    let ids = ctx.stacked(1)?;
+    let data_rank = ctx.input_type(0).rank();
+    let ids_rank = ctx.input_type(1).rank();
+    let z = stacked_zeros(ctx, &out_shape)?;
+    let n = ctx.loop_len();
+    let g = ctx.graph();
+    let zero = g.constant(Tensor::scalar(0i64));
+    let one = g.constant(Tensor::scalar(1i64));
+    let neg = g.less(ids, zero)?;
+    let clean = g.select(neg, zero, ids)?;
+    let pos = g.range(zero, n, one)?;
+    let mut shape = vec![-1i64];
+    shape.extend(std::iter::repeat_n(1, ids_rank));
+    let pos = g.reshape(pos, &shape)?;
+    let zs = g.zeros_like(ids)?;
+    let pos = g.add(zs, pos)?;
+    let ix = g.stack(&[pos, clean], -1)?;
+    let mut m = neg;
+    for _ in ids_rank..data_rank {
+        m = g.expand_dims(m, -1)?;
+    }
+    let dz = g.zeros_like(data)?;
+    let data = g.select(m, dz, data)?;
+    done1(g.tensor_scatter_add(z, ix, data)?)
+}
+
 fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Converted> {
     let Some(n) = ctx.loop_info().n_static else {
-        return ConvertCtx::unhandled("segment op with a dynamic loop length (num_segments must be static)");
+        if kind == IndexKind::UnsortedSegmentSum {
+            return segment_sum_dynamic(ctx, num);
+        }
+        return ConvertCtx::unhandled("segment max/min/prod with a dynamic loop length (num_segments must be static)");
     };
     let data = ctx.stacked(0)?;
     let ids = ctx.stacked(1)?;
@@ -138,7 +181,7 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
         IndexKind::UnsortedSegmentMin => g.unsorted_segment_min(data, ids2, total)?,
         _ => g.unsorted_segment_prod(data, ids2, total)?,
     };
-    let y = ctx.unflatten_first(y)?;
+    let y = ctx.unflatten_first_known(y, num)?;
     done1(y)
 }
 

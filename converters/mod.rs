@@ -10,11 +10,12 @@
 pub mod binary;
 pub mod elementwise;
 pub mod indexing;
+pub mod nn;
+pub mod random;
 pub mod reduce;
 pub mod shape;
 pub mod slicing;
 pub mod state;
-pub mod random;
 pub mod unary;
 
 use crate::ops::{OpKind, StateKind};
@@ -31,6 +32,7 @@ pub fn register_all(r: &mut Registry) {
     indexing::register(r);
     state::register(r);
     random::register(r);
+    nn::register(r);
 }
 
 /// Op kinds deliberately without a converter, with the reason.

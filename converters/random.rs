@@ -10,8 +10,8 @@
 //!   `Error` rejects random ops inside pfor.
 
 use super::binary::broadcast_elementwise;
-use crate::ops::{OpKind, RandomKind, RandomOp};
 use crate::ops::Op;
+use crate::ops::{OpKind, RandomKind, RandomOp};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Randomness, Registry, Wrapped};
 use crate::{Error, Result, ValueId};
 
@@ -42,9 +42,6 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     };
     if matches!(op, RandomOp::FoldIn) {
         return broadcast_elementwise(ctx);
-    }
-    if ctx.options().randomness == Randomness::Error {
-        return Err(Error::unsupported(&op.kind().name().to_string(), "random op inside pfor with Randomness::Error"));
     }
     // Same policy with nothing stacked: every iteration draws the same values.
     if ctx.options().randomness == Randomness::Same && !ctx.any_stacked() {

@@ -2,9 +2,9 @@
 //! with its axes renumbered past the loop axis (non-negative axes shift by one; negative
 //! axes count from the end and are unchanged).
 
+use crate::Result;
 use crate::ops::{Op, OpKind, ReduceKind, ReduceOp};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::Result;
 
 /// Shift a per-iteration axis past the loop axis.
 pub(crate) fn shift(axis: i64) -> i64 {

@@ -62,7 +62,8 @@ fn roll_gather(ctx: &mut ConvertCtx<'_>, axes: &[i64]) -> Result<Converted> {
             return ConvertCtx::unhandled("roll over a dynamic axis with a loop-variant shift");
         };
         let g = ctx.graph();
-        let sh = if shift_rank == 0 { g.reshape(shift_v, &[-1, 1])? } else { g.slice(shift_v, &[0, j as i64], &[-1, 1])? };
+        let sh =
+            if shift_rank == 0 { g.reshape(shift_v, &[-1, 1])? } else { g.slice(shift_v, &[0, j as i64], &[-1, 1])? };
         let iota = g.constant(Tensor::arange(dim));
         let d = g.constant(Tensor::scalar(dim as i64));
         let back = g.sub(iota, sh)?; // [n, dim]
@@ -152,7 +153,9 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             }
             let s = ctx.input(1).value;
             let x = ctx.stacked(0)?;
-            return done1(ctx.add(Op::Slicing(SlicingOp::Roll { axes: axes.into_iter().map(shift).collect() }), &[x, s])?);
+            return done1(
+                ctx.add(Op::Slicing(SlicingOp::Roll { axes: axes.into_iter().map(shift).collect() }), &[x, s])?,
+            );
         }
     };
     let x = ctx.stacked(0)?;

@@ -1,8 +1,8 @@
 //! Converters for unary elementwise ops: the op applies to the stacked value unchanged.
 
+use crate::Result;
 use crate::ops::{Op, OpKind, UnaryKind};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::Result;
 
 fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let op = ctx.op().clone();

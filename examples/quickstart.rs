@@ -55,8 +55,12 @@ fn main() -> Result<()> {
     let (y_fast, t_fast) = time(|| fast.run(&feeds))?;
     let (y_slow, t_slow) = time(|| slow.run(&feeds))?;
     pfor::tensor::assert_close(&y_fast[0], &y_slow[0], 1e-4, 1e-4)?;
-    println!("MLP over a batch of {batch}: pfor {:.2} ms, loop {:.2} ms -> pfor is {:.1}x faster (same results)",
-        t_fast * 1e3, t_slow * 1e3, t_slow / t_fast);
+    println!(
+        "MLP over a batch of {batch}: pfor {:.2} ms, loop {:.2} ms -> pfor is {:.1}x faster (same results)",
+        t_fast * 1e3,
+        t_slow * 1e3,
+        t_slow / t_fast
+    );
     Ok(())
 }
 

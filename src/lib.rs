@@ -12,6 +12,7 @@
 // value on cold paths only, so its size is not a concern.
 #![allow(clippy::result_large_err)]
 
+pub mod api;
 pub mod error;
 pub mod exec;
 pub mod ir;
@@ -20,7 +21,6 @@ pub mod ops;
 pub mod reference;
 pub mod tensor;
 pub mod vectorize;
-pub mod api;
 
 #[path = "../converters/mod.rs"]
 pub mod converters;

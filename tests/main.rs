@@ -2,5 +2,6 @@
 #![allow(clippy::result_large_err)]
 
 mod common;
+mod converters;
 mod core;
 mod ops;

@@ -88,7 +88,8 @@ pub struct MnistParams {
 
 /// Create the MNIST CNN weights as constants.
 pub fn mnist_params(g: &mut Graph) -> MnistParams {
-    let shapes: [&[usize]; 8] = [&[5, 5, 1, 32], &[32], &[5, 5, 32, 64], &[64], &[3136, 1024], &[1024], &[1024, 10], &[10]];
+    let shapes: [&[usize]; 8] =
+        [&[5, 5, 1, 32], &[32], &[5, 5, 32, 64], &[64], &[3136, 1024], &[1024], &[1024, 10], &[10]];
     let values = shapes
         .iter()
         .enumerate()

@@ -80,7 +80,9 @@ impl<I: Iterator<Item = Vec<Tensor>>> BatchedMap<I> {
             let parts: Vec<Tensor> = batch.iter().map(|ex| ex[k].clone()).collect();
             let elem: Vec<usize> = parts[0].shape().to_vec();
             if !t.shape.matches(&elem) {
-                return Err(Error::InvalidArgument(format!("pipeline: example component {k} is {elem:?}, expected {t}")));
+                return Err(Error::InvalidArgument(format!(
+                    "pipeline: example component {k} is {elem:?}, expected {t}"
+                )));
             }
             feeds.push((*v, Tensor::stack(&parts, t.dtype, &elem)?));
         }

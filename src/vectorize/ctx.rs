@@ -128,7 +128,11 @@ impl<'a> ConvertCtx<'a> {
     }
     /// `[n*m, rest...] -> [n, m, rest...]` for the loop's n.
     pub fn unflatten_first(&mut self, v: ValueId) -> Result<ValueId> {
-        split_first(self.g, self.info, v)
+        split_first(self.g, self.info, v, None)
+    }
+    /// `[n*m, rest...] -> [n, m, rest...]` when the converter knows `m` (exact even for n = 0).
+    pub fn unflatten_first_known(&mut self, v: ValueId, m: usize) -> Result<ValueId> {
+        split_first(self.g, self.info, v, Some(m))
     }
     /// Align a stacked input for broadcasting against per-iteration rank `rank`: inserts
     /// size-1 axes after the loop axis (`[n, s...] -> [n, 1.., s...]`). Unstacked inputs
@@ -168,7 +172,16 @@ pub(crate) fn tile(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<ValueId
     let s = g.shape_of(v)?;
     let shape = g.concat(&[n1, s], 0)?;
     let e = g.expand_dims(v, 0)?;
-    g.broadcast_to_dyn(e, shape)
+    let y = g.broadcast_to_dyn(e, shape)?;
+    // broadcast_to_dyn only knows the shape at run time: restore the static per-iteration dims.
+    match t.shape.as_fixed() {
+        Some(d) if !d.contains(&0) => {
+            let mut s = vec![-1i64];
+            s.extend(d.iter().map(|&x| x as i64));
+            g.reshape(y, &s)
+        }
+        _ => Ok(y),
+    }
 }
 
 /// `[a, b, rest...] -> [a*b, rest...]`, static when `rest` is fixed.
@@ -202,12 +215,22 @@ pub(crate) fn merge_first_two(g: &mut Graph, v: ValueId) -> Result<ValueId> {
 }
 
 /// `[n*m, rest...] -> [n, m, rest...]` for the loop's n.
-pub(crate) fn split_first(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<ValueId> {
+pub(crate) fn split_first(g: &mut Graph, info: &LoopInfo, v: ValueId, m: Option<usize>) -> Result<ValueId> {
     let t = g.value_type(v)?.clone();
     if t.rank() < 1 {
         return Err(Error::shape("unflatten_first", format!("needs rank >= 1, got {t}")));
     }
     let rest = Shape::from_dims(t.shape.dims()[1..].iter().cloned());
+    if let (Some(m), Some(r)) = (m, rest.as_fixed()) {
+        let lead = match info.n_static {
+            Some(n) => n as i64,
+            None if m > 0 && !r.contains(&0) => -1,
+            None => return split_dynamic(g, info, v, Some(m)),
+        };
+        let mut s = vec![lead, m as i64];
+        s.extend(r.iter().map(|&d| d as i64));
+        return g.reshape(v, &s);
+    }
     if let (Some(n), Some(r)) = (info.n_static, rest.as_fixed()) {
         if n > 0 && !r.contains(&0) {
             let mut s = vec![n as i64, -1];
@@ -215,8 +238,12 @@ pub(crate) fn split_first(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<
             return g.reshape(v, &s);
         }
     }
+    split_dynamic(g, info, v, m)
+}
+
+fn split_dynamic(g: &mut Graph, info: &LoopInfo, v: ValueId, m: Option<usize>) -> Result<ValueId> {
     let n1 = g.reshape(info.n, &[1])?;
-    let m1 = g.constant(Tensor::vec1(&[-1i64]));
+    let m1 = g.constant(Tensor::vec1(&[m.map_or(-1, |m| m as i64)]));
     let shp = g.shape_of(v)?;
     let tail = g.slice(shp, &[1], &[-1])?;
     let new = g.concat(&[n1, m1, tail], 0)?;

@@ -63,6 +63,7 @@ pub fn pfor_with_report(
     let n = n.into();
     let n_val = n.to_value(g)?;
     let i = g.input("__pfor_index", DType::I64, Shape::scalar());
+    let body_start = i.node;
     let outs = body(g, i)?;
     for o in &outs {
         g.check_value(*o)?;
@@ -70,11 +71,11 @@ pub fn pfor_with_report(
     let mut report = PforReport::default();
     let res = match (options.chunk_size, n.static_value()) {
         (Some(0), _) => return Err(Error::InvalidArgument("pfor: chunk_size must be > 0".into())),
-        (Some(c), Some(k)) if c < k => convert_chunked(g, i, &outs, n, n_val, c, options, &mut report)?,
-        (Some(c), None) => convert_chunked(g, i, &outs, n, n_val, c, options, &mut report)?,
+        (Some(c), Some(k)) if c < k => convert_chunked(g, i, body_start, &outs, n, n_val, c, options, &mut report)?,
+        (Some(c), None) => convert_chunked(g, i, body_start, &outs, n, n_val, c, options, &mut report)?,
         _ => {
             let info = full_loop(g, n.static_value(), n_val)?;
-            let w = convert_body_report(g, i, &info, options, &outs, &mut report)?;
+            let w = convert_body_report(g, i, body_start, &info, options, &outs, &mut report)?;
             w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?
         }
     };
@@ -102,6 +103,7 @@ pub(crate) fn stack_output(g: &mut Graph, info: &LoopInfo, w: Wrapped) -> Result
 fn convert_chunked(
     g: &mut Graph,
     i: ValueId,
+    body_start: NodeId,
     outs: &[ValueId],
     n: LoopLen,
     n_val: ValueId,
@@ -123,7 +125,7 @@ fn convert_chunked(
     let iota = g.constant(Tensor::arange(c));
     let index = g.add(base, iota)?;
     let info = LoopInfo { n_static: Some(c), n: c_val, index, index_is_iota: false };
-    let w = convert_body_report(g, i, &info, options, outs, report)?;
+    let w = convert_body_report(g, i, body_start, &info, options, outs, report)?;
     let chunk_outs = w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?;
     let looped = for_loop_from_traced(g, nc_len, nc_val, k, &chunk_outs)?;
     let mut flat = Vec::with_capacity(looped.len());
@@ -143,7 +145,7 @@ fn convert_chunked(
         None => g.sub(n_val, start)?,
     };
     let info = LoopInfo { n_static: rem_static, n: r_val, index, index_is_iota: false };
-    let w = convert_body_report(g, i, &info, options, outs, report)?;
+    let w = convert_body_report(g, i, body_start, &info, options, outs, report)?;
     let mut res = Vec::with_capacity(w.len());
     for (f, w) in flat.into_iter().zip(w) {
         let r = stack_output(g, &info, w)?;
@@ -152,7 +154,9 @@ fn convert_chunked(
     Ok(res)
 }
 
-/// Convert the body between `index_placeholder` and `outs` for the loop `info`.
+/// Convert the body between `index_placeholder` and `outs` for the loop `info`. Nodes
+/// created after the placeholder (the traced body) that are random generators or variable
+/// writes run once per iteration even when they do not read the index.
 pub fn convert_body(
     g: &mut Graph,
     index_placeholder: ValueId,
@@ -160,12 +164,25 @@ pub fn convert_body(
     options: &PforOptions,
     outs: &[ValueId],
 ) -> Result<Vec<Wrapped>> {
-    convert_body_report(g, index_placeholder, info, options, outs, &mut PforReport::default())
+    convert_body_report(g, index_placeholder, index_placeholder.node, info, options, outs, &mut PforReport::default())
 }
 
+/// Stateful body ops that are per-iteration even without reading the index: random
+/// generators (each iteration draws) and variable writes (each iteration writes).
+fn per_iteration_effect(op: &Op) -> bool {
+    match op {
+        Op::State(s) => s.has_side_effects(),
+        Op::Random(r) => r.is_stateful(),
+        Op::Custom(c) => c.is_stateful(),
+        _ => false,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn convert_body_report(
     g: &mut Graph,
     index_placeholder: ValueId,
+    body_start: NodeId,
     info: &LoopInfo,
     options: &PforOptions,
     outs: &[ValueId],
@@ -180,10 +197,12 @@ pub(crate) fn convert_body_report(
             continue;
         }
         let node = g.node(n)?.clone();
-        if !node.inputs.iter().any(|v| map.contains_key(v)) {
+        let in_body = n > body_start;
+        if !node.inputs.iter().any(|v| map.contains_key(v)) && !(in_body && per_iteration_effect(&node.op)) {
             continue; // loop-invariant: used as is
         }
-        let inputs: Vec<Wrapped> = node.inputs.iter().map(|v| map.get(v).copied().unwrap_or(Wrapped::unstacked(*v))).collect();
+        let inputs: Vec<Wrapped> =
+            node.inputs.iter().map(|v| map.get(v).copied().unwrap_or(Wrapped::unstacked(*v))).collect();
         let outs_w = if inputs.iter().all(|w| !w.stacked) && !node.op.is_stateful() {
             report.reused += 1;
             let vals: Vec<ValueId> = inputs.iter().map(|w| w.value).collect();
@@ -301,4 +320,3 @@ fn fallback_loop(g: &mut Graph, op: &Op, inputs: &[Wrapped], info: &LoopInfo) ->
     let stacked = for_loop_from_traced(g, len, info.n, j, &outs)?;
     Ok(stacked.into_iter().map(Wrapped::stacked).collect())
 }
-

@@ -1,3 +1,33 @@
-//! pfor converter tests: the oracle per op family (mirrors `converters/`).
+//! pfor converter tests: the oracle per op family (mirrors `converters/`), plus coverage
+//! and structural tests of the vectorizer.
 
+pub mod binary;
+pub mod driver;
+pub mod elementwise;
+pub mod indexing;
+pub mod nn;
 pub mod oracle;
+pub mod random;
+pub mod reduce;
+pub mod shape;
+pub mod slicing;
+pub mod state;
+pub mod unary;
+
+use pfor::OpKind;
+use pfor::vectorize::{OpKey, Registry};
+
+#[test]
+fn every_op_kind_has_a_converter_or_a_stated_reason() {
+    let r = Registry::builtin();
+    let exempt = pfor::converters::unconverted_kinds();
+    let missing: Vec<String> = OpKind::all()
+        .into_iter()
+        .filter(|k| !r.contains(&OpKey::Builtin(*k)) && !exempt.iter().any(|(e, _)| e == k))
+        .map(|k| format!("{}/{}", k.family(), k))
+        .collect();
+    assert!(missing.is_empty(), "op kinds without a converter or a reason: {missing:?}");
+    for (k, why) in exempt {
+        assert!(!why.is_empty(), "{k}");
+    }
+}

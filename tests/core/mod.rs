@@ -1,6 +1,6 @@
 //! Core tests: tensors, graph IR, executor, reference loop, errors.
 
 mod exec;
-mod random_graphs;
 mod ir;
+mod random_graphs;
 mod tensor;

@@ -20,7 +20,8 @@ fn cond_takes_the_right_branch() {
         let pred = g.constant(Tensor::scalar(p));
         let x = g.constant(f64t(&[], &[1.0]));
         let y = g.constant(f64t(&[], &[2.0]));
-        let out = g.cond(pred, &[x, y], |g, a| Ok(vec![g.add(a[0], a[1])?]), |g, a| Ok(vec![g.sub(a[0], a[1])?])).unwrap();
+        let out =
+            g.cond(pred, &[x, y], |g, a| Ok(vec![g.add(a[0], a[1])?]), |g, a| Ok(vec![g.sub(a[0], a[1])?])).unwrap();
         g.verify().unwrap();
         assert_eq!(eval1(&g, out[0]), f64t(&[], &[want]));
     }
@@ -72,7 +73,16 @@ fn while_loop_body_must_preserve_carry_types() {
     let mut g = Graph::new();
     let x = g.constant(f64t(&[2], &[1.0, 2.0]));
     let e = g
-        .while_loop(&[x], &[], |g, a| { let s = g.reduce_sum(a[0], &[0], false)?; let z = g.scalar_like(s, 0.0)?; g.less(s, z) }, |g, a| Ok(vec![g.concat(&[a[0], a[0]], 0)?]))
+        .while_loop(
+            &[x],
+            &[],
+            |g, a| {
+                let s = g.reduce_sum(a[0], &[0], false)?;
+                let z = g.scalar_like(s, 0.0)?;
+                g.less(s, z)
+            },
+            |g, a| Ok(vec![g.concat(&[a[0], a[0]], 0)?]),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("body changes carry 0"), "{e}");
 }
