@@ -5,7 +5,7 @@ use hashbrown::{HashMap, HashSet};
 use super::ctx::{LoopInfo, i64_scalar, merge_first_two, stacked_type, tile};
 use super::{ConvertCtx, Converted, Fallback, OpKey, PforOptions, Wrapped};
 use crate::error::{Error, Result};
-use crate::ir::{Graph, NodeId, ValueId};
+use crate::ir::{Function, Graph, NodeId, ValueId};
 use crate::ops::Op;
 use crate::reference::{LoopLen, for_loop_from_traced};
 use crate::tensor::{DType, Shape, Tensor};
@@ -188,34 +188,85 @@ pub(crate) fn convert_body_report(
     outs: &[ValueId],
     report: &mut PforReport,
 ) -> Result<Vec<Wrapped>> {
-    let needed: HashSet<NodeId> = g.ancestors(outs)?.into_iter().collect();
-    let order: Vec<NodeId> = g.topo_order()?.into_iter().filter(|n| needed.contains(n)).collect();
+    // The body is read from a snapshot (O(1) tensor clones) while converted nodes are
+    // added to `g`: a node never sees the conversion's own output.
+    let src = g.clone();
     let mut map: HashMap<ValueId, Wrapped> = HashMap::new();
     map.insert(index_placeholder, Wrapped::stacked(info.index));
+    let scope = Scope { copy_invariant: false, body_start: Some(body_start) };
+    convert_graph(&src, g, map, scope, info, options, outs, report)
+}
+
+/// How a source graph relates to the target of a conversion.
+#[derive(Clone, Copy)]
+pub(crate) struct Scope {
+    /// Copy nodes that do not depend on the seeds (a function body converted into another
+    /// graph) instead of referring to them (the traced body inside the target graph itself).
+    pub(crate) copy_invariant: bool,
+    /// Nodes after this one are the traced body (for per-iteration side effects).
+    pub(crate) body_start: Option<NodeId>,
+}
+
+/// Convert the ancestors of `outs` in `src` into `tgt`, starting from `map` (source value →
+/// converted value).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn convert_graph(
+    src: &Graph,
+    tgt: &mut Graph,
+    mut map: HashMap<ValueId, Wrapped>,
+    scope: Scope,
+    info: &LoopInfo,
+    options: &PforOptions,
+    outs: &[ValueId],
+    report: &mut PforReport,
+) -> Result<Vec<Wrapped>> {
+    let needed: HashSet<NodeId> = src.ancestors(outs)?.into_iter().collect();
+    let order: Vec<NodeId> = src.topo_order()?.into_iter().filter(|n| needed.contains(n)).collect();
     for n in order {
-        if n == index_placeholder.node {
-            continue;
+        if map.contains_key(&ValueId { node: n, slot: 0 }) {
+            continue; // a seed (loop index or function parameter)
         }
-        let node = g.node(n)?.clone();
-        let in_body = n > body_start;
-        if !node.inputs.iter().any(|v| map.contains_key(v)) && !(in_body && per_iteration_effect(&node.op)) {
+        let node = src.node(n)?;
+        let in_body = scope.body_start.is_some_and(|b| n > b) || scope.copy_invariant;
+        let variant = node.inputs.iter().any(|v| map.get(v).is_some_and(|w| w.stacked))
+            || (in_body && per_iteration_effect(&node.op));
+        if !variant && !scope.copy_invariant && !node.inputs.iter().any(|v| map.contains_key(v)) {
             continue; // loop-invariant: used as is
         }
         let inputs: Vec<Wrapped> =
             node.inputs.iter().map(|v| map.get(v).copied().unwrap_or(Wrapped::unstacked(*v))).collect();
-        let outs_w = if inputs.iter().all(|w| !w.stacked) && !node.op.is_stateful() {
+        let outs_w = if !variant && !node.op.is_stateful() || !variant && matches!(node.op, Op::State(_)) {
             report.reused += 1;
             let vals: Vec<ValueId> = inputs.iter().map(|w| w.value).collect();
-            let new = g.add_op_multi(node.op.clone(), &vals).map_err(|e| e.at_node(n, node.op.to_string()))?;
+            let new = tgt.add_op_multi(node.op.clone(), &vals).map_err(|e| e.at_node(n, node.op.to_string()))?;
             new.into_iter().map(Wrapped::unstacked).collect()
         } else {
-            convert_node(g, n, &node.op, inputs, info, options, report)?
+            let in_types = node.inputs.iter().map(|v| src.value_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
+            convert_node(tgt, n, &node.op, inputs, in_types, node.outputs.clone(), info, options, report)?
         };
         for (slot, w) in outs_w.into_iter().enumerate() {
             map.insert(ValueId { node: n, slot: slot as u32 }, w);
         }
     }
     Ok(outs.iter().map(|o| map.get(o).copied().unwrap_or(Wrapped::unstacked(*o))).collect())
+}
+
+/// Convert a function's body for the loop `info`, with `args` (values of `tgt`) bound to its
+/// parameters. Every node of the function is emitted into `tgt`: converted where it depends
+/// on a stacked argument, copied otherwise. Used by the control-flow converters.
+pub fn convert_function(
+    tgt: &mut Graph,
+    f: &Function,
+    args: &[Wrapped],
+    info: &LoopInfo,
+    options: &PforOptions,
+) -> Result<Vec<Wrapped>> {
+    if args.len() != f.params.len() {
+        return Err(Error::arity("convert_function", f.params.len().to_string(), args.len()));
+    }
+    let map: HashMap<ValueId, Wrapped> = f.params.iter().copied().zip(args.iter().copied()).collect();
+    let scope = Scope { copy_invariant: true, body_start: None };
+    convert_graph(&f.graph, tgt, map, scope, info, options, &f.results, &mut PforReport::default())
 }
 
 fn op_key(op: &Op) -> OpKey {
@@ -225,18 +276,18 @@ fn op_key(op: &Op) -> OpKey {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn convert_node(
     g: &mut Graph,
     n: NodeId,
     op: &Op,
     inputs: Vec<Wrapped>,
+    in_types: Vec<crate::tensor::TensorType>,
+    out_types: Vec<crate::tensor::TensorType>,
     info: &LoopInfo,
     options: &PforOptions,
     report: &mut PforReport,
 ) -> Result<Vec<Wrapped>> {
-    let node = g.node(n)?.clone();
-    let in_types = node.inputs.iter().map(|v| g.value_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
-    let out_types = node.outputs.clone();
     let outcome = match options.registry.get(&op_key(op)) {
         Some(conv) => {
             let mut ctx = ConvertCtx {

@@ -19,7 +19,7 @@ mod driver;
 mod registry;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two};
-pub use driver::{FallbackRecord, PforReport, convert_body, pfor, pfor_with, pfor_with_report};
+pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
 pub use registry::{Converted, Converter, OpKey, Registry};
 
 use std::sync::Arc;
