@@ -1,8 +1,276 @@
-//! Value tests for the linear family.
+//! Value tests for the linear family (expected values written literally or in closed form).
 
-use pfor::OpKind;
+use crate::common::*;
+use ndarray::{Array2, Array3, Axis, Slice};
+use pfor::ops::LinearKind;
+use pfor::prelude::*;
 
 /// Kinds checked by this file.
 pub fn tested_kinds() -> Vec<OpKind> {
-    vec![]
+    LinearKind::ALL.iter().map(|k| OpKind::Linear(*k)).collect()
+}
+
+const A: [f64; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // [2,3]
+const AT: [f64; 6] = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]; // Aᵀ stored [3,2]
+const B: [f64; 6] = [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]; // [3,2]
+const BT: [f64; 6] = [7.0, 9.0, 11.0, 8.0, 10.0, 12.0]; // Bᵀ stored [2,3]
+const AB: [f64; 4] = [58.0, 64.0, 139.0, 154.0]; // A·B [2,2]
+
+#[test]
+fn matmul_all_transpose_combinations() {
+    for dt in [DType::F32, DType::F64, DType::I64] {
+        let want = f64t(&[2, 2], &AB).cast(dt);
+        let cases = [
+            (f64t(&[2, 3], &A), f64t(&[3, 2], &B), false, false),
+            (f64t(&[3, 2], &AT), f64t(&[3, 2], &B), true, false),
+            (f64t(&[2, 3], &A), f64t(&[2, 3], &BT), false, true),
+            (f64t(&[3, 2], &AT), f64t(&[2, 3], &BT), true, true),
+        ];
+        for (a, b, ta, tb) in cases {
+            let got = apply2(a.cast(dt), b.cast(dt), |g, x, y| g.matmul_t(x, y, ta, tb));
+            assert_close(&got, &want, 1e-6);
+        }
+        // B·A is [3,3].
+        let got = apply2(f64t(&[3, 2], &B).cast(dt), f64t(&[2, 3], &A).cast(dt), |g, x, y| g.matmul(x, y));
+        let want = f64t(&[3, 3], &[39.0, 54.0, 69.0, 49.0, 68.0, 87.0, 59.0, 82.0, 105.0]).cast(dt);
+        assert_close(&got, &want, 1e-6);
+    }
+}
+
+#[test]
+fn matmul_i64_exact() {
+    let a = i64t(&[2, 2], &[1, -2, 3, 4]);
+    let b = i64t(&[2, 3], &[5, 6, -7, 8, 9, 10]);
+    let got = apply2(a, b, |g, x, y| g.matmul(x, y));
+    assert_eq!(got, i64t(&[2, 3], &[-11, -12, -27, 47, 54, 19]));
+}
+
+/// A tensor with logical contents `data` (row-major `[r, c]`) stored column-major.
+fn col_major(r: usize, c: usize, data: &[f64]) -> Tensor {
+    let stored = Array2::from_shape_fn((c, r), |(j, i)| data[i * c + j]);
+    let t = stored.reversed_axes();
+    assert!(!t.is_standard_layout());
+    Tensor::from_array(t)
+}
+
+#[test]
+fn matmul_transposed_view_inputs() {
+    let want = f64t(&[2, 2], &AB);
+    // Logical A and B held as transposed views of standard buffers.
+    let got = apply2(col_major(2, 3, &A), col_major(3, 2, &B), |g, x, y| g.matmul(x, y));
+    assert_close(&got, &want, 1e-12);
+    // Logical Aᵀ, Bᵀ as views, with both transpose flags.
+    let got = apply2(col_major(3, 2, &AT), col_major(2, 3, &BT), |g, x, y| g.matmul_t(x, y, true, true));
+    assert_close(&got, &want, 1e-12);
+    // Mixed: a view on one side, standard on the other.
+    let got = apply2(col_major(3, 2, &AT), f64t(&[3, 2], &B), |g, x, y| g.matmul_t(x, y, true, false));
+    assert_close(&got, &want, 1e-12);
+}
+
+#[test]
+fn matmul_non_contiguous_input() {
+    // Every other column of a [2,6] buffer holds A.
+    let wide: Vec<f64> = A.iter().flat_map(|&v| [v, -100.0]).collect();
+    let mut arr = Array2::from_shape_vec((2, 6), wide).unwrap().into_dyn().into_shared();
+    arr.slice_axis_inplace(Axis(1), Slice::new(0, None, 2));
+    assert!(!arr.is_standard_layout() && !arr.t().is_standard_layout());
+    let got = apply2(Tensor::F64(arr), f64t(&[3, 2], &B), |g, x, y| g.matmul(x, y));
+    assert_close(&got, &f64t(&[2, 2], &AB), 1e-12);
+}
+
+#[test]
+fn matmul_empty_dims() {
+    // k = 0: zeros.
+    let got = apply2(f32t(&[2, 0], &[]), f32t(&[0, 3], &[]), |g, x, y| g.matmul(x, y));
+    assert_eq!(got, f32t(&[2, 3], &[0.0; 6]));
+    // m = 0 / n = 0: empty.
+    let got = apply2(f32t(&[0, 3], &[]), f32t(&[3, 2], &[0.0; 6]), |g, x, y| g.matmul(x, y));
+    assert_eq!(got.shape(), &[0, 2]);
+    let got = apply2(i64t(&[2, 3], &[0; 6]), i64t(&[3, 0], &[]), |g, x, y| g.matmul(x, y));
+    assert_eq!(got.shape(), &[2, 0]);
+}
+
+#[test]
+fn batch_matmul_rhs_broadcast_folds() {
+    // [2,2,3] x [3,4]: b appends the row sum as a 4th column.
+    let a: Vec<f64> = (1..=12).map(f64::from).collect();
+    let b = [1.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0];
+    let want = [1.0, 2.0, 3.0, 6.0, 4.0, 5.0, 6.0, 15.0, 7.0, 8.0, 9.0, 24.0, 10.0, 11.0, 12.0, 33.0];
+    for dt in [DType::F32, DType::F64, DType::I64] {
+        let got = apply2(f64t(&[2, 2, 3], &a).cast(dt), f64t(&[3, 4], &b).cast(dt), |g, x, y| g.batch_matmul(x, y));
+        assert_close(&got, &f64t(&[2, 2, 4], &want).cast(dt), 1e-6);
+        // Same with a unit batch dim on the rhs (rank 4 output).
+        let got =
+            apply2(f64t(&[2, 2, 3], &a).cast(dt), f64t(&[1, 1, 3, 4], &b).cast(dt), |g, x, y| g.batch_matmul(x, y));
+        assert_close(&got, &f64t(&[1, 2, 2, 4], &want).cast(dt), 1e-6);
+    }
+    // The lhs as a view whose last two axes are transposed (no fold, no copy): same values.
+    let stored = Array3::from_shape_vec((2, 2, 3), a.clone())
+        .unwrap()
+        .permuted_axes([0, 2, 1])
+        .as_standard_layout()
+        .into_owned();
+    let view = stored.permuted_axes([0, 2, 1]);
+    assert!(!view.is_standard_layout());
+    let got = apply2(Tensor::from_array(view), f64t(&[3, 4], &b), |g, x, y| g.batch_matmul(x, y));
+    assert_close(&got, &f64t(&[2, 2, 4], &want), 1e-12);
+}
+
+#[test]
+fn batch_matmul_broadcasts_both_sides() {
+    // a: [2,1,2,3] (A0, A1); b: [3,3,1] (v0, v1, v2) → [2,3,2,1] with out[i,j] = A_i v_j.
+    let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+    let b = [1.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 1.0, -1.0];
+    let want = [6.0, 15.0, 1.0, 4.0, -1.0, -1.0, 1.0, 1.0, 1.0, 0.0, 0.0, -1.0];
+    let got = apply2(f64t(&[2, 1, 2, 3], &a), f64t(&[3, 3, 1], &b), |g, x, y| g.batch_matmul(x, y));
+    assert_close(&got, &f64t(&[2, 3, 2, 1], &want), 1e-12);
+    // lhs one matrix, rhs batched: [2,3] x [2,3,1].
+    let got = apply2(f64t(&[2, 3], &a[..6]), f64t(&[2, 3, 1], &b[..6]), |g, x, y| g.batch_matmul(x, y));
+    assert_close(&got, &f64t(&[2, 2, 1], &[6.0, 15.0, 1.0, 4.0]), 1e-12);
+}
+
+#[test]
+fn batch_matmul_adjoints() {
+    let a = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 2.0, 0.0, 0.0, 2.0, 0.0, 0.0]; // [2,3,2]
+    let b = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // [2,3,2]
+    let got = apply2(f64t(&[2, 3, 2], &a), f64t(&[2, 3, 2], &b), |g, x, y| g.batch_matmul_t(x, y, true, false));
+    assert_close(&got, &f64t(&[2, 2, 2], &[6.0, 8.0, 8.0, 10.0, 2.0, 4.0, 6.0, 8.0]), 1e-12);
+    // aᵀ bᵀ with a [1,3,2], b [1,2,3].
+    let got = apply2(f64t(&[1, 3, 2], &a[..6]), f64t(&[1, 2, 3], &A), |g, x, y| g.batch_matmul_t(x, y, true, true));
+    assert_close(&got, &f64t(&[1, 2, 2], &[4.0, 10.0, 5.0, 11.0]), 1e-12);
+    // a bᵀ with the rhs broadcast (folded).
+    let got = apply2(f64t(&[1, 2, 3], &A), f64t(&[2, 3], &BT), |g, x, y| g.batch_matmul_t(x, y, false, true));
+    assert_close(&got, &f64t(&[1, 2, 2], &AB), 1e-12);
+}
+
+#[test]
+fn batch_matmul_many_small_items_parallel() {
+    // a_i = (i+1)·I₃, b_i[r,c] = 3r + c + i  ⇒  out_i = (i+1)·b_i.
+    let n = 4096;
+    let a: Vec<f64> = (0..n).flat_map(|i| (0..9).map(move |e| if e % 4 == 0 { (i + 1) as f64 } else { 0.0 })).collect();
+    let b: Vec<f64> = (0..n).flat_map(|i| (0..9).map(move |e| (e + i) as f64)).collect();
+    let want: Vec<f64> = (0..n).flat_map(|i| (0..9).map(move |e| ((i + 1) * (e + i)) as f64)).collect();
+    let got = apply2(f64t(&[n, 3, 3], &a), f64t(&[n, 3, 3], &b), |g, x, y| g.batch_matmul(x, y));
+    assert_eq!(got, f64t(&[n, 3, 3], &want));
+}
+
+#[test]
+fn batch_matmul_empty_dims() {
+    let got = apply2(f32t(&[0, 2, 3], &[]), f32t(&[3, 2], &[0.0; 6]), |g, x, y| g.batch_matmul(x, y));
+    assert_eq!(got.shape(), &[0, 2, 2]);
+    let got = apply2(f32t(&[3, 2, 0], &[]), f32t(&[3, 0, 4], &[]), |g, x, y| g.batch_matmul(x, y));
+    assert_eq!(got, f32t(&[3, 2, 4], &[0.0; 24]));
+    let got = apply2(f64t(&[2, 0, 3], &[]), f64t(&[1, 3, 2], &[1.0; 6]), |g, x, y| g.batch_matmul(x, y));
+    assert_eq!(got.shape(), &[2, 0, 2]);
+}
+
+#[test]
+fn dynamic_dims_propagate_and_are_checked_at_run_time() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, Shape::from_dims([Dim::unknown(), Dim::fixed(2), Dim::unknown()]));
+    let w = g.constant(f64t(&[3, 2], &B));
+    let y = g.batch_matmul(x, w).unwrap();
+    let ty = g.value_type(y).unwrap();
+    assert_eq!(ty.shape.rank(), 3);
+    assert!(!ty.shape.dim(0).is_fixed());
+    assert_eq!(ty.shape.dim(1), &Dim::fixed(2));
+    assert_eq!(ty.shape.dim(2), &Dim::fixed(2));
+    let out = run_once(&g, &[y], &[(x, f64t(&[1, 2, 3], &A))]).unwrap();
+    assert_close(&out[0], &f64t(&[1, 2, 2], &AB), 1e-12);
+    // Inner dim known only now: 4 != 3.
+    let e = run_once(&g, &[y], &[(x, f64t(&[1, 2, 4], &[0.0; 8]))]).unwrap_err();
+    assert!(
+        matches!(e.root(), Error::Shape { op, msg } if op == "batch_matmul" && msg.contains("[1, 2, 4]") && msg.contains("[3, 2]")),
+        "{e}"
+    );
+}
+
+#[test]
+fn linear_errors_name_the_op() {
+    let mut g = Graph::new();
+    let a23 = g.constant(f32t(&[2, 3], &[0.0; 6]));
+    let a22 = g.constant(f32t(&[2, 2], &[0.0; 4]));
+    let v = g.constant(f32t(&[3], &[0.0; 3]));
+    let b3 = g.constant(f32t(&[2, 2, 3], &[0.0; 12]));
+    let d = g.constant(f64t(&[3, 2], &[0.0; 6]));
+    let bo = g.constant(boolt(&[2, 2], &[true; 4]));
+
+    let e = g.matmul(a23, a22).unwrap_err();
+    assert!(
+        matches!(e.root(), Error::Shape { op, msg } if op == "matmul" && msg.contains("[2,3]") && msg.contains("[2,2]")),
+        "{e}"
+    );
+    let e = g.matmul(b3, a23).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, .. } if op == "matmul"), "{e}");
+    let e = g.matmul(a23, d).unwrap_err();
+    assert!(matches!(e.root(), Error::DType { op, got: DType::F64, .. } if op == "matmul"), "{e}");
+    let e = g.matmul(bo, bo).unwrap_err();
+    assert!(matches!(e.root(), Error::DType { op, got: DType::Bool, .. } if op == "matmul"), "{e}");
+    let e = g.batch_matmul(v, a23).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, msg } if op == "batch_matmul" && msg.contains("expand_dims")), "{e}");
+    let e = g.batch_matmul_t(b3, b3, false, false).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, .. } if op == "batch_matmul"), "{e}");
+    assert!(g.batch_matmul_t(b3, b3, false, true).is_ok());
+    // Batch dims that do not broadcast: [2,1,2,3] x [3,2,3,1].
+    let x = g.constant(f32t(&[2, 1, 2, 3], &[0.0; 12]));
+    let y = g.constant(f32t(&[3, 2, 3, 1], &[0.0; 18]));
+    let e = g.batch_matmul(x, y).unwrap_err();
+    assert!(
+        matches!(e.root(), Error::Shape { op, msg } if op == "batch_matmul" && msg.contains("[2,1,2,3]") && msg.contains("[3,2,3,1]")),
+        "{e}"
+    );
+}
+
+#[test]
+fn linear_display() {
+    let mut g = Graph::new();
+    let a = g.constant(f32t(&[2, 2], &[0.0; 4]));
+    let y = g.matmul_t(a, a, true, false).unwrap();
+    let s = format!("{g}");
+    assert!(s.contains("matmul{transpose_a=true, transpose_b=false}"), "{s}");
+    let _ = y;
+}
+
+/// Hand-run timing: `cargo test --release --test main ops::linear::matmul_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn matmul_timing() {
+    use std::time::Instant;
+    let (m, k, n) = (4096, 768, 768);
+    let a = Tensor::randn(&[m, k], 1);
+    let b = Tensor::randn(&[k, n], 2);
+    let mut g = Graph::new();
+    let x = g.input("a", DType::F32, [m, k]);
+    let y = g.constant(b.clone());
+    let z = g.matmul(x, y).unwrap();
+    let mut sess = Session::new(&g, &[z]).unwrap();
+    let (av, bv) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    let mut c = vec![0f32; m * n];
+    let reps = 20;
+    let best = |f: &mut dyn FnMut()| {
+        f();
+        (0..reps)
+            .map(|_| {
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .fold(f64::INFINITY, f64::min)
+    };
+    let direct = best(&mut || {
+        faer::linalg::matmul::matmul(
+            faer::MatMut::from_row_major_slice_mut(&mut c, m, n),
+            faer::Accum::Replace,
+            faer::MatRef::from_row_major_slice(&av, m, k),
+            faer::MatRef::from_row_major_slice(&bv, k, n),
+            1.0f32,
+            faer::Par::rayon(0),
+        )
+    });
+    let op = best(&mut || {
+        sess.run(&[(x, a.clone())]).unwrap();
+    });
+    let gf = 2.0 * (m * k * n) as f64 / 1e9;
+    println!("faer direct: {:.2} ms ({:.1} GFLOP/s)", direct * 1e3, gf / direct);
+    println!("matmul op:   {:.2} ms ({:.1} GFLOP/s), ratio {:.3}", op * 1e3, gf / op, direct / op);
 }
