@@ -1,9 +1,46 @@
-//! STUB: the conv family (to be implemented).
+//! Convolutions and pooling over NHWC tensors, with their gradients (float only: f32, f64).
+//!
+//! Layouts: inputs are `[N, H, W, C]`; conv filters are `[KH, KW, C, O]`; depthwise filters
+//! are `[KH, KW, C, M]` and produce `C*M` channels ordered `c*M + m` (TensorFlow order).
+//!
+//! Window geometry (per spatial axis, input size `i`, window `k`, stride `s`, dilation `d`,
+//! effective window `ke = (k-1)*d + 1`), TensorFlow semantics:
+//! - [`Padding::Valid`]: output `(i - ke)/s + 1`; an `Err` when `ke > i`;
+//! - [`Padding::Same`]: output `ceil(i/s)`, total padding `max((out-1)*s + ke - i, 0)`, split
+//!   with the extra element on the bottom/right. Padded positions contribute zero to convs,
+//!   are skipped by max pooling, and are not counted by average pooling.
+//!
+//! Gradients: `*_backprop_input` / `*_backprop_filter` are the exact adjoints of the forward
+//! op in its input / filter argument. `max_pool_grad` routes each output gradient to the
+//! FIRST maximal element of its window (row-major; a NaN counts as maximal).
+//!
+//! Shapes: the batch dim may be dynamic (it is propagated); spatial output dims are fixed
+//! when the input spatial dims and window are, dynamic otherwise (then all checks happen at
+//! run time). Zero strides, dilations or windows, channel mismatches, rank ≠ 4 and windows
+//! larger than a VALID input are errors naming the op and the shapes.
+//!
+//! Kernels: `conv2d` and its gradients run as im2col + GEMM over row chunks of the patch
+//! matrix (≤ 64 MiB of patches in flight). Chunks are sized so each GEMM stays below the
+//! GEMM kernel's parallel threshold and run in parallel with rayon; only very wide layers
+//! (`KH*KW*C*O` large) run their chunks in order with faer's parallel GEMM. 1x1 stride-1
+//! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
+//! direct loops over contiguous channel vectors, parallel over rows or images above
+//! [`PAR_THRESHOLD`] multiply-adds. Outputs are allocated written (first touch in parallel).
+
+mod direct;
+mod im2col;
 
 use std::fmt;
 
-use crate::error::Result;
-use crate::tensor::{Tensor, TensorType};
+use ndarray::{CowArray, IxDyn};
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, ValueId};
+use crate::kernels::gemm::GemmElem;
+use crate::ops::unary::PAR_THRESHOLD;
+use crate::ops::{Op, expect_arity, expect_float};
+use crate::tensor::{Dim, Shape, Tensor, TensorType};
 
 /// Convolution / pooling padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -14,40 +51,711 @@ pub enum Padding {
     Same,
 }
 
+impl fmt::Display for Padding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Padding::Valid => "VALID",
+            Padding::Same => "SAME",
+        })
+    }
+}
+
+/// Attributes of a 2-D convolution: `[height, width]` strides and dilations, and padding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Conv2dParams {
+    /// Window step along H and W (≥ 1).
+    pub strides: [usize; 2],
+    /// Padding mode.
+    pub padding: Padding,
+    /// Filter tap spacing along H and W (≥ 1; 1 = dense filter).
+    pub dilations: [usize; 2],
+}
+
+impl Default for Conv2dParams {
+    fn default() -> Self {
+        Conv2dParams { strides: [1, 1], padding: Padding::Valid, dilations: [1, 1] }
+    }
+}
+
 /// Ops of the conv family.
 #[derive(Clone, Debug, PartialEq)]
-pub enum ConvOp {}
+pub enum ConvOp {
+    /// `conv2d(input [N,H,W,C], filter [KH,KW,C,O]) -> [N,OH,OW,O]`.
+    Conv2D {
+        /// Strides, padding, dilations.
+        params: Conv2dParams,
+    },
+    /// `(filter [KH,KW,C,O], out_backprop [N,OH,OW,O]) -> [N,H,W,C]`, H,W = `input_hw`.
+    Conv2DBackpropInput {
+        /// Params of the forward conv.
+        params: Conv2dParams,
+        /// Spatial size of the forward input.
+        input_hw: [usize; 2],
+    },
+    /// `(input [N,H,W,C], out_backprop [N,OH,OW,O]) -> [KH,KW,C,O]`, KH,KW = `filter_hw`.
+    Conv2DBackpropFilter {
+        /// Params of the forward conv.
+        params: Conv2dParams,
+        /// Spatial size of the filter.
+        filter_hw: [usize; 2],
+    },
+    /// `(input [N,H,W,C], filter [KH,KW,C,M]) -> [N,OH,OW,C*M]` (channel `c*M + m`).
+    DepthwiseConv2D {
+        /// Strides, padding, dilations.
+        params: Conv2dParams,
+    },
+    /// `(filter [KH,KW,C,M], out_backprop [N,OH,OW,C*M]) -> [N,H,W,C]`, H,W = `input_hw`.
+    DepthwiseConv2DBackpropInput {
+        /// Params of the forward conv.
+        params: Conv2dParams,
+        /// Spatial size of the forward input.
+        input_hw: [usize; 2],
+    },
+    /// `(input [N,H,W,C], out_backprop [N,OH,OW,C*M]) -> [KH,KW,C,M]`, KH,KW = `filter_hw`.
+    DepthwiseConv2DBackpropFilter {
+        /// Params of the forward conv.
+        params: Conv2dParams,
+        /// Spatial size of the filter.
+        filter_hw: [usize; 2],
+    },
+    /// Max over each window: `[N,H,W,C] -> [N,OH,OW,C]` (padding ignored).
+    MaxPool {
+        /// Window `[height, width]`.
+        ksize: [usize; 2],
+        /// Window step.
+        strides: [usize; 2],
+        /// Padding mode.
+        padding: Padding,
+    },
+    /// Mean over each window's non-padded elements: `[N,H,W,C] -> [N,OH,OW,C]`.
+    AvgPool {
+        /// Window `[height, width]`.
+        ksize: [usize; 2],
+        /// Window step.
+        strides: [usize; 2],
+        /// Padding mode.
+        padding: Padding,
+    },
+    /// `(orig_input [N,H,W,C], out_backprop [N,OH,OW,C]) -> [N,H,W,C]`: each gradient goes to
+    /// the first maximal element of its window.
+    MaxPoolGrad {
+        /// Window `[height, width]`.
+        ksize: [usize; 2],
+        /// Window step.
+        strides: [usize; 2],
+        /// Padding mode.
+        padding: Padding,
+    },
+    /// `(out_backprop [N,OH,OW,C]) -> [N,H,W,C]`, H,W = `input_hw`.
+    AvgPoolGrad {
+        /// Window `[height, width]`.
+        ksize: [usize; 2],
+        /// Window step.
+        strides: [usize; 2],
+        /// Padding mode.
+        padding: Padding,
+        /// Spatial size of the forward input.
+        input_hw: [usize; 2],
+    },
+}
 
 /// Kinds of the conv family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ConvKind {}
+pub enum ConvKind {
+    /// [`ConvOp::Conv2D`].
+    Conv2D,
+    /// [`ConvOp::Conv2DBackpropInput`].
+    Conv2DBackpropInput,
+    /// [`ConvOp::Conv2DBackpropFilter`].
+    Conv2DBackpropFilter,
+    /// [`ConvOp::DepthwiseConv2D`].
+    DepthwiseConv2D,
+    /// [`ConvOp::DepthwiseConv2DBackpropInput`].
+    DepthwiseConv2DBackpropInput,
+    /// [`ConvOp::DepthwiseConv2DBackpropFilter`].
+    DepthwiseConv2DBackpropFilter,
+    /// [`ConvOp::MaxPool`].
+    MaxPool,
+    /// [`ConvOp::AvgPool`].
+    AvgPool,
+    /// [`ConvOp::MaxPoolGrad`].
+    MaxPoolGrad,
+    /// [`ConvOp::AvgPoolGrad`].
+    AvgPoolGrad,
+}
 
 impl ConvKind {
     /// Every kind.
-    pub const ALL: &'static [ConvKind] = &[];
+    pub const ALL: &'static [ConvKind] = &[
+        ConvKind::Conv2D,
+        ConvKind::Conv2DBackpropInput,
+        ConvKind::Conv2DBackpropFilter,
+        ConvKind::DepthwiseConv2D,
+        ConvKind::DepthwiseConv2DBackpropInput,
+        ConvKind::DepthwiseConv2DBackpropFilter,
+        ConvKind::MaxPool,
+        ConvKind::AvgPool,
+        ConvKind::MaxPoolGrad,
+        ConvKind::AvgPoolGrad,
+    ];
     /// The op name.
     pub fn name(self) -> &'static str {
-        match self {}
+        match self {
+            ConvKind::Conv2D => "conv2d",
+            ConvKind::Conv2DBackpropInput => "conv2d_backprop_input",
+            ConvKind::Conv2DBackpropFilter => "conv2d_backprop_filter",
+            ConvKind::DepthwiseConv2D => "depthwise_conv2d",
+            ConvKind::DepthwiseConv2DBackpropInput => "depthwise_conv2d_backprop_input",
+            ConvKind::DepthwiseConv2DBackpropFilter => "depthwise_conv2d_backprop_filter",
+            ConvKind::MaxPool => "max_pool",
+            ConvKind::AvgPool => "avg_pool",
+            ConvKind::MaxPoolGrad => "max_pool_grad",
+            ConvKind::AvgPoolGrad => "avg_pool_grad",
+        }
     }
+}
+
+/// Float element types the kernels run on.
+trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum {
+    fn is_nan(self) -> bool;
+}
+impl Float for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+}
+impl Float for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// Output size and leading padding of one spatial axis (input `i`, window `k`, stride `s`,
+/// dilation `d`); `ctx` names the shapes for the error message.
+#[allow(clippy::too_many_arguments)]
+fn window(
+    op: &str,
+    ctx: &dyn Fn() -> String,
+    axis: &str,
+    i: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    p: Padding,
+) -> Result<(usize, usize)> {
+    let too_big = || Error::shape(op, format!("{}: window sizes overflow along {axis}", ctx()));
+    if k == 0 {
+        return Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx())));
+    }
+    let ke = (k - 1).checked_mul(d).and_then(|v| v.checked_add(1)).ok_or_else(too_big)?;
+    match p {
+        Padding::Valid => {
+            if ke > i {
+                let dil = if d > 1 { format!(" (dilated to {ke})") } else { String::new() };
+                return Err(Error::shape(
+                    op,
+                    format!("{}: window {k}{dil} larger than the input {axis} {i} with VALID padding", ctx()),
+                ));
+            }
+            Ok(((i - ke) / s + 1, 0))
+        }
+        Padding::Same => {
+            let out = i.div_ceil(s);
+            let span = out.saturating_sub(1).checked_mul(s).and_then(|v| v.checked_add(ke)).ok_or_else(too_big)?;
+            Ok((out, span.saturating_sub(i) / 2))
+        }
+    }
+}
+
+/// Static version of [`window`]: the output dim (dynamic when it cannot be known yet).
+#[allow(clippy::too_many_arguments)]
+fn out_dim(
+    op: &str,
+    ctx: &dyn Fn() -> String,
+    axis: &str,
+    i: &Dim,
+    k: &Dim,
+    s: usize,
+    d: usize,
+    p: Padding,
+) -> Result<Dim> {
+    match (i.value(), k.value()) {
+        (Some(i), Some(k)) => Ok(Dim::Fixed(window(op, ctx, axis, i, k, s, d, p)?.0)),
+        (_, Some(0)) => Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx()))),
+        (Some(i), None) if p == Padding::Same => Ok(Dim::Fixed(i.div_ceil(s))),
+        _ => Ok(Dim::unknown()),
+    }
+}
+
+/// Unify two dims that must be equal, or an error built by `msg`.
+fn unify(op: &str, a: &Dim, b: &Dim, msg: impl FnOnce() -> String) -> Result<Dim> {
+    a.unify(b).ok_or_else(|| Error::shape(op, msg()))
+}
+
+fn rank4<'a>(op: &str, what: &str, layout: &str, t: &'a TensorType) -> Result<&'a [Dim]> {
+    if t.shape.rank() != 4 {
+        return Err(Error::shape(op, format!("{what} must have rank 4 ({layout}), got shape {}", t.shape)));
+    }
+    Ok(t.shape.dims())
+}
+
+fn positive(op: &str, what: &str, v: [usize; 2]) -> Result<()> {
+    if v.contains(&0) {
+        return Err(Error::InvalidArgument(format!("{op}: {what} must be ≥ 1, got {v:?}")));
+    }
+    Ok(())
+}
+
+/// Concrete geometry of one op application (`o`: conv output channels, depthwise channel
+/// multiplier, or `c` for pools).
+#[derive(Clone, Copy, Debug)]
+struct Geom {
+    n: usize,
+    h: usize,
+    w: usize,
+    c: usize,
+    kh: usize,
+    kw: usize,
+    o: usize,
+    oh: usize,
+    ow: usize,
+    sh: usize,
+    sw: usize,
+    dh: usize,
+    dw: usize,
+    pt: usize,
+    pl: usize,
+}
+
+impl Geom {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        op: &str,
+        nhwc: [usize; 4],
+        k: [usize; 2],
+        o: usize,
+        s: [usize; 2],
+        d: [usize; 2],
+        p: Padding,
+    ) -> Result<Geom> {
+        let ctx = || format!("input {nhwc:?}, window {k:?}");
+        let (oh, pt) = window(op, &ctx, "height", nhwc[1], k[0], s[0], d[0], p)?;
+        let (ow, pl) = window(op, &ctx, "width", nhwc[2], k[1], s[1], d[1], p)?;
+        let [n, h, w, c] = nhwc;
+        Ok(Geom { n, h, w, c, kh: k[0], kw: k[1], o, oh, ow, sh: s[0], sw: s[1], dh: d[0], dw: d[1], pt, pl })
+    }
+    /// A 1x1 stride-1 window (no padding): the conv is a plain GEMM on the input.
+    fn pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1
+    }
+    /// `(ky, iy)` for the in-bounds taps of output row `oy`.
+    fn taps_y(&self, oy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
+        taps(oy * self.sh, self.pt, self.dh, self.kh, self.h)
+    }
+    /// `(kx, ix)` for the in-bounds taps of output column `ox`.
+    fn taps_x(&self, ox: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
+        taps(ox * self.sw, self.pl, self.dw, self.kw, self.w)
+    }
+    /// `(ky, oy)` for the output rows whose window covers input row `iy`.
+    fn rev_taps_y(&self, iy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
+        rev_taps(iy + self.pt, self.dh, self.sh, self.kh, self.oh)
+    }
+    /// The output columns whose tap `kx` is in bounds; their input column is [`Geom::ix`].
+    fn cols_for_tap(&self, kx: usize) -> std::ops::Range<usize> {
+        let off = kx * self.dw;
+        let lo = self.pl.saturating_sub(off).div_ceil(self.sw);
+        let hi = (self.w + self.pl).saturating_sub(off).div_ceil(self.sw).min(self.ow);
+        lo..hi.max(lo)
+    }
+    /// Input column of output column `ox`, tap `kx` (in bounds for `ox` in `cols_for_tap(kx)`).
+    fn ix(&self, ox: usize, kx: usize) -> usize {
+        ox * self.sw + kx * self.dw - self.pl
+    }
+}
+
+fn taps(start: usize, pad: usize, d: usize, k: usize, limit: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..k).filter_map(move |t| (start + t * d).checked_sub(pad).filter(|&p| p < limit).map(|p| (t, p)))
+}
+
+fn rev_taps(padded: usize, d: usize, s: usize, k: usize, limit: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..k).filter_map(move |t| {
+        let q = padded.checked_sub(t * d)?;
+        (q % s == 0 && q / s < limit).then_some((t, q / s))
+    })
+}
+
+/// Run `f(chunk_index, chunk)` over `len`-sized chunks of `out`, with rayon when `parallel`.
+fn for_each_chunk<T: Send>(out: &mut [T], len: usize, parallel: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if len == 0 {
+        return;
+    }
+    if parallel && rayon::current_num_threads() > 1 {
+        out.par_chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
+    } else {
+        out.chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
+    }
+}
+
+/// `len` copies of `v`, written explicitly (in parallel when large). Unlike `vec![0; n]`
+/// (lazily zeroed pages, which a read-modify-write kernel then faults twice on, with TLB
+/// shootdowns), every page is first touched by a write here.
+fn filled<T: Float>(len: usize, v: T) -> Vec<T> {
+    let mut out = Vec::with_capacity(len);
+    if is_parallel(len) {
+        out.par_extend(rayon::iter::repeat_n(v, len));
+    } else {
+        out.resize(len, v);
+    }
+    out
+}
+
+fn is_parallel(work: usize) -> bool {
+    work >= PAR_THRESHOLD && rayon::current_num_threads() > 1
 }
 
 impl ConvOp {
     /// The kind.
     pub fn kind(&self) -> ConvKind {
-        match *self {}
+        match self {
+            ConvOp::Conv2D { .. } => ConvKind::Conv2D,
+            ConvOp::Conv2DBackpropInput { .. } => ConvKind::Conv2DBackpropInput,
+            ConvOp::Conv2DBackpropFilter { .. } => ConvKind::Conv2DBackpropFilter,
+            ConvOp::DepthwiseConv2D { .. } => ConvKind::DepthwiseConv2D,
+            ConvOp::DepthwiseConv2DBackpropInput { .. } => ConvKind::DepthwiseConv2DBackpropInput,
+            ConvOp::DepthwiseConv2DBackpropFilter { .. } => ConvKind::DepthwiseConv2DBackpropFilter,
+            ConvOp::MaxPool { .. } => ConvKind::MaxPool,
+            ConvOp::AvgPool { .. } => ConvKind::AvgPool,
+            ConvOp::MaxPoolGrad { .. } => ConvKind::MaxPoolGrad,
+            ConvOp::AvgPoolGrad { .. } => ConvKind::AvgPoolGrad,
+        }
     }
+
+    /// `(strides, dilations, padding)` of any variant (pools: dilation 1).
+    fn window_attrs(&self) -> ([usize; 2], [usize; 2], Padding) {
+        match *self {
+            ConvOp::Conv2D { params }
+            | ConvOp::Conv2DBackpropInput { params, .. }
+            | ConvOp::Conv2DBackpropFilter { params, .. }
+            | ConvOp::DepthwiseConv2D { params }
+            | ConvOp::DepthwiseConv2DBackpropInput { params, .. }
+            | ConvOp::DepthwiseConv2DBackpropFilter { params, .. } => {
+                (params.strides, params.dilations, params.padding)
+            }
+            ConvOp::MaxPool { strides, padding, .. }
+            | ConvOp::AvgPool { strides, padding, .. }
+            | ConvOp::MaxPoolGrad { strides, padding, .. }
+            | ConvOp::AvgPoolGrad { strides, padding, .. } => (strides, [1, 1], padding),
+        }
+    }
+
     /// Shape and dtype inference.
-    pub fn infer(&self, _inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-        match *self {}
+    pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+        let op = self.kind().name();
+        let (s, d, p) = self.window_attrs();
+        positive(op, "strides", s)?;
+        positive(op, "dilations", d)?;
+        let arity = match self {
+            ConvOp::AvgPool { .. } | ConvOp::MaxPool { .. } | ConvOp::AvgPoolGrad { .. } => 1,
+            _ => 2,
+        };
+        expect_arity(op, inputs, arity)?;
+        expect_float(op, &inputs[0])?;
+        let dtype = inputs[0].dtype;
+        if let Some(b) = inputs.get(1)
+            && b.dtype != dtype
+        {
+            return Err(Error::dtype(op, format!("{dtype} (same as input 0)"), b.dtype));
+        }
+        let ctx = || {
+            let shapes: Vec<String> = inputs.iter().map(|t| t.shape.to_string()).collect();
+            format!("inputs {}", shapes.join(", "))
+        };
+        let fixed = Dim::Fixed;
+        // Output [N, OH, OW] of a window over input dims `x` with window dims `k`.
+        let spatial = |x: &[Dim], k: [&Dim; 2]| -> Result<[Dim; 2]> {
+            Ok([
+                out_dim(op, &ctx, "height", &x[1], k[0], s[0], d[0], p)?,
+                out_dim(op, &ctx, "width", &x[2], k[1], s[1], d[1], p)?,
+            ])
+        };
+        // Check out_backprop's spatial dims against the forward geometry.
+        let check_dy = |dy: &[Dim], want: [Dim; 2]| -> Result<()> {
+            for (axis, (got, want)) in ["height", "width"].iter().zip(dy[1..3].iter().zip(&want)) {
+                unify(op, got, want, || {
+                    format!("{}: out_backprop {axis} is {got} but the forward op produces {want}", ctx())
+                })?;
+            }
+            Ok(())
+        };
+        let chan_mismatch =
+            |a: &Dim, b: &Dim, what: &str| unify(op, a, b, || format!("{}: {what} mismatch ({a} vs {b})", ctx()));
+        let out: Vec<Dim> = match *self {
+            ConvOp::Conv2D { .. } | ConvOp::DepthwiseConv2D { .. } => {
+                let x = rank4(op, "input", "N,H,W,C", &inputs[0])?;
+                let w = rank4(op, "filter", "KH,KW,C,O", &inputs[1])?;
+                chan_mismatch(&x[3], &w[2], "input channels vs filter in-channels")?;
+                let [oh, ow] = spatial(x, [&w[0], &w[1]])?;
+                let oc = if self.kind() == ConvKind::Conv2D { w[3].clone() } else { x[3].mul(&w[3]) };
+                vec![x[0].clone(), oh, ow, oc]
+            }
+            ConvOp::Conv2DBackpropInput { input_hw, .. } | ConvOp::DepthwiseConv2DBackpropInput { input_hw, .. } => {
+                let w = rank4(op, "filter", "KH,KW,C,O", &inputs[0])?;
+                let dy = rank4(op, "out_backprop", "N,OH,OW,O", &inputs[1])?;
+                let oc = if self.kind() == ConvKind::Conv2DBackpropInput { w[3].clone() } else { w[2].mul(&w[3]) };
+                chan_mismatch(&dy[3], &oc, "out_backprop channels vs filter out-channels")?;
+                let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), w[2].clone()];
+                check_dy(dy, spatial(&x, [&w[0], &w[1]])?)?;
+                x.to_vec()
+            }
+            ConvOp::Conv2DBackpropFilter { filter_hw, .. }
+            | ConvOp::DepthwiseConv2DBackpropFilter { filter_hw, .. } => {
+                let x = rank4(op, "input", "N,H,W,C", &inputs[0])?;
+                let dy = rank4(op, "out_backprop", "N,OH,OW,O", &inputs[1])?;
+                chan_mismatch(&x[0], &dy[0], "batch size")?;
+                check_dy(dy, spatial(x, [&fixed(filter_hw[0]), &fixed(filter_hw[1])])?)?;
+                let oc = if self.kind() == ConvKind::Conv2DBackpropFilter {
+                    dy[3].clone()
+                } else {
+                    match (x[3].value(), dy[3].value()) {
+                        (Some(c), Some(cm)) if c > 0 && cm % c == 0 => fixed(cm / c),
+                        (Some(_), Some(_)) => {
+                            return Err(Error::shape(
+                                op,
+                                format!(
+                                    "{}: out_backprop channels {} are not a multiple of input channels {}",
+                                    ctx(),
+                                    dy[3],
+                                    x[3]
+                                ),
+                            ));
+                        }
+                        _ => Dim::unknown(),
+                    }
+                };
+                vec![fixed(filter_hw[0]), fixed(filter_hw[1]), x[3].clone(), oc]
+            }
+            ConvOp::MaxPool { ksize, .. } | ConvOp::AvgPool { ksize, .. } => {
+                positive(op, "ksize", ksize)?;
+                let x = rank4(op, "input", "N,H,W,C", &inputs[0])?;
+                let [oh, ow] = spatial(x, [&fixed(ksize[0]), &fixed(ksize[1])])?;
+                vec![x[0].clone(), oh, ow, x[3].clone()]
+            }
+            ConvOp::MaxPoolGrad { ksize, .. } => {
+                positive(op, "ksize", ksize)?;
+                let x = rank4(op, "orig_input", "N,H,W,C", &inputs[0])?;
+                let dy = rank4(op, "out_backprop", "N,OH,OW,C", &inputs[1])?;
+                let n = chan_mismatch(&x[0], &dy[0], "batch size")?;
+                let c = chan_mismatch(&x[3], &dy[3], "channels")?;
+                check_dy(dy, spatial(x, [&fixed(ksize[0]), &fixed(ksize[1])])?)?;
+                vec![n, x[1].clone(), x[2].clone(), c]
+            }
+            ConvOp::AvgPoolGrad { ksize, input_hw, .. } => {
+                positive(op, "ksize", ksize)?;
+                let dy = rank4(op, "out_backprop", "N,OH,OW,C", &inputs[0])?;
+                let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), dy[3].clone()];
+                check_dy(dy, spatial(&x, [&fixed(ksize[0]), &fixed(ksize[1])])?)?;
+                x.to_vec()
+            }
+        };
+        Ok(vec![TensorType { dtype, shape: Shape::from_dims(out) }])
     }
+
     /// Evaluate.
-    pub fn eval(&self, _inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        match *self {}
+    pub fn eval(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        let op = self.kind().name();
+        // Inference on the concrete types performs every check (incl. formerly dynamic dims).
+        let types: Vec<TensorType> = inputs.iter().map(Tensor::tensor_type).collect();
+        let out_ty = self.infer(&types)?.remove(0);
+        let out_shape = out_ty
+            .shape
+            .as_fixed()
+            .ok_or_else(|| Error::shape(op, format!("output shape {} not fixed", out_ty.shape)))?;
+        if out_shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).is_none() {
+            return Err(Error::shape(op, format!("output shape {out_shape:?} too large")));
+        }
+        let out = crate::dispatch_float!(out_ty.dtype, T => self.run::<T>(&inputs, &out_shape)?,
+            _ => return Err(Error::dtype(op, "a float type (f32 or f64)", out_ty.dtype)));
+        Ok(vec![out])
+    }
+
+    fn run<T: Float>(&self, inputs: &[Tensor], out_shape: &[usize]) -> Result<Tensor> {
+        let op = self.kind().name();
+        let views: Vec<CowArray<'_, T, IxDyn>> =
+            inputs.iter().map(|t| Ok(t.array::<T>()?.as_standard_layout())).collect::<Result<_>>()?;
+        let data: Vec<&[T]> = views
+            .iter()
+            .map(|v| v.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous buffer")))
+            .collect::<Result<_>>()?;
+        let shp = |i: usize| -> [usize; 4] {
+            let s = inputs[i].shape();
+            [s[0], s[1], s[2], s[3]]
+        };
+        let (s, d, p) = self.window_attrs();
+        let out = match *self {
+            ConvOp::Conv2D { .. } => {
+                let (x, w) = (shp(0), shp(1));
+                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1])?
+            }
+            ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {
+                let (w, dy) = (shp(0), shp(1));
+                let g = Geom::new(op, [dy[0], h, wd, w[2]], [w[0], w[1]], w[3], s, d, p)?;
+                im2col::conv2d_backprop_input(&g, data[0], data[1])?
+            }
+            ConvOp::Conv2DBackpropFilter { filter_hw, .. } => {
+                let g = Geom::new(op, shp(0), filter_hw, shp(1)[3], s, d, p)?;
+                im2col::conv2d_backprop_filter(&g, data[0], data[1])?
+            }
+            ConvOp::DepthwiseConv2D { .. } => {
+                let (x, w) = (shp(0), shp(1));
+                direct::depthwise(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1])
+            }
+            ConvOp::DepthwiseConv2DBackpropInput { input_hw: [h, wd], .. } => {
+                let (w, dy) = (shp(0), shp(1));
+                let g = Geom::new(op, [dy[0], h, wd, w[2]], [w[0], w[1]], w[3], s, d, p)?;
+                direct::depthwise_backprop_input(&g, data[0], data[1])
+            }
+            ConvOp::DepthwiseConv2DBackpropFilter { filter_hw, .. } => {
+                let g = Geom::new(op, shp(0), filter_hw, out_shape[3], s, d, p)?;
+                direct::depthwise_backprop_filter(&g, data[0], data[1])
+            }
+            ConvOp::MaxPool { ksize, .. } | ConvOp::AvgPool { ksize, .. } => {
+                let x = shp(0);
+                let g = Geom::new(op, x, ksize, x[3], s, d, p)?;
+                direct::pool(&g, data[0], self.kind() == ConvKind::MaxPool)
+            }
+            ConvOp::MaxPoolGrad { ksize, .. } => {
+                let x = shp(0);
+                direct::max_pool_grad(&Geom::new(op, x, ksize, x[3], s, d, p)?, data[0], data[1])
+            }
+            ConvOp::AvgPoolGrad { ksize, input_hw: [h, w], .. } => {
+                let dy = shp(0);
+                direct::avg_pool_grad(&Geom::new(op, [dy[0], h, w, dy[3]], ksize, dy[3], s, d, p)?, data[0])
+            }
+        };
+        Tensor::from_vec(out_shape, out)
     }
 }
 
 impl fmt::Display for ConvOp {
-    fn fmt(&self, _f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match *self {}
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.kind().name();
+        let (s, d, p) = self.window_attrs();
+        match self {
+            ConvOp::Conv2D { .. } | ConvOp::DepthwiseConv2D { .. } => {
+                write!(f, "{name}{{strides={s:?}, padding={p}, dilations={d:?}}}")
+            }
+            ConvOp::Conv2DBackpropInput { input_hw, .. } | ConvOp::DepthwiseConv2DBackpropInput { input_hw, .. } => {
+                write!(f, "{name}{{strides={s:?}, padding={p}, dilations={d:?}, input_hw={input_hw:?}}}")
+            }
+            ConvOp::Conv2DBackpropFilter { filter_hw, .. }
+            | ConvOp::DepthwiseConv2DBackpropFilter { filter_hw, .. } => {
+                write!(f, "{name}{{strides={s:?}, padding={p}, dilations={d:?}, filter_hw={filter_hw:?}}}")
+            }
+            ConvOp::MaxPool { ksize, .. } | ConvOp::AvgPool { ksize, .. } | ConvOp::MaxPoolGrad { ksize, .. } => {
+                write!(f, "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}}}")
+            }
+            ConvOp::AvgPoolGrad { ksize, input_hw, .. } => {
+                write!(f, "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, input_hw={input_hw:?}}}")
+            }
+        }
+    }
+}
+
+impl Graph {
+    /// 2-D convolution (cross-correlation, as in TF): `x [N,H,W,C]`, `filter [KH,KW,C,O]`
+    /// → `[N,OH,OW,O]`.
+    pub fn conv2d(&mut self, x: ValueId, filter: ValueId, params: Conv2dParams) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::Conv2D { params }), &[x, filter])
+    }
+    /// Gradient of [`Graph::conv2d`] w.r.t. its input: `filter [KH,KW,C,O]`,
+    /// `dy [N,OH,OW,O]` → `[N,H,W,C]` with `[H,W] = input_hw`.
+    pub fn conv2d_backprop_input(
+        &mut self,
+        filter: ValueId,
+        dy: ValueId,
+        params: Conv2dParams,
+        input_hw: [usize; 2],
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::Conv2DBackpropInput { params, input_hw }), &[filter, dy])
+    }
+    /// Gradient of [`Graph::conv2d`] w.r.t. its filter: `x [N,H,W,C]`, `dy [N,OH,OW,O]`
+    /// → `[KH,KW,C,O]` with `[KH,KW] = filter_hw`.
+    pub fn conv2d_backprop_filter(
+        &mut self,
+        x: ValueId,
+        dy: ValueId,
+        params: Conv2dParams,
+        filter_hw: [usize; 2],
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::Conv2DBackpropFilter { params, filter_hw }), &[x, dy])
+    }
+    /// Depthwise 2-D convolution: `x [N,H,W,C]`, `filter [KH,KW,C,M]` → `[N,OH,OW,C*M]`
+    /// (output channel `c*M + m`).
+    pub fn depthwise_conv2d(&mut self, x: ValueId, filter: ValueId, params: Conv2dParams) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::DepthwiseConv2D { params }), &[x, filter])
+    }
+    /// Gradient of [`Graph::depthwise_conv2d`] w.r.t. its input: `filter [KH,KW,C,M]`,
+    /// `dy [N,OH,OW,C*M]` → `[N,H,W,C]` with `[H,W] = input_hw`.
+    pub fn depthwise_conv2d_backprop_input(
+        &mut self,
+        filter: ValueId,
+        dy: ValueId,
+        params: Conv2dParams,
+        input_hw: [usize; 2],
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::DepthwiseConv2DBackpropInput { params, input_hw }), &[filter, dy])
+    }
+    /// Gradient of [`Graph::depthwise_conv2d`] w.r.t. its filter: `x [N,H,W,C]`,
+    /// `dy [N,OH,OW,C*M]` → `[KH,KW,C,M]` with `[KH,KW] = filter_hw`.
+    pub fn depthwise_conv2d_backprop_filter(
+        &mut self,
+        x: ValueId,
+        dy: ValueId,
+        params: Conv2dParams,
+        filter_hw: [usize; 2],
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::DepthwiseConv2DBackpropFilter { params, filter_hw }), &[x, dy])
+    }
+    /// Max pooling over `[kh, kw]` windows of `x [N,H,W,C]`.
+    pub fn max_pool(
+        &mut self,
+        x: ValueId,
+        ksize: [usize; 2],
+        strides: [usize; 2],
+        padding: Padding,
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::MaxPool { ksize, strides, padding }), &[x])
+    }
+    /// Average pooling over `[kh, kw]` windows of `x [N,H,W,C]` (padding not counted).
+    pub fn avg_pool(
+        &mut self,
+        x: ValueId,
+        ksize: [usize; 2],
+        strides: [usize; 2],
+        padding: Padding,
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::AvgPool { ksize, strides, padding }), &[x])
+    }
+    /// Gradient of [`Graph::max_pool`]: `x` is the forward input, `dy` the output gradient.
+    pub fn max_pool_grad(
+        &mut self,
+        x: ValueId,
+        dy: ValueId,
+        ksize: [usize; 2],
+        strides: [usize; 2],
+        padding: Padding,
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::MaxPoolGrad { ksize, strides, padding }), &[x, dy])
+    }
+    /// Gradient of [`Graph::avg_pool`]: `dy [N,OH,OW,C]` → `[N,H,W,C]` with `[H,W] = input_hw`.
+    pub fn avg_pool_grad(
+        &mut self,
+        dy: ValueId,
+        ksize: [usize; 2],
+        strides: [usize; 2],
+        padding: Padding,
+        input_hw: [usize; 2],
+    ) -> Result<ValueId> {
+        self.add_op(Op::Conv(ConvOp::AvgPoolGrad { ksize, strides, padding, input_hw }), &[dy])
     }
 }

@@ -1,0 +1,254 @@
+//! Direct-loop kernels: depthwise convs and pools (memory bound, no GEMM).
+//!
+//! Loops run per output row (or input row for gathers), then per tap `(ky, kx)`, then over
+//! the closed-form range of output columns whose tap is in bounds, with the innermost loop
+//! over one pixel's contiguous channel vector (`C` or `C*M` elements). Forward ops and
+//! row-gathered gradients are parallel over rows; `max_pool_grad` scatters and is parallel
+//! over images; the depthwise filter gradient folds per-row partial sums.
+
+use rayon::prelude::*;
+
+use super::{Float, Geom, filled, for_each_chunk, is_parallel};
+
+/// `o[c*m + j] += a[c] * b[c*m + j]` over one pixel.
+fn madd<T: Float>(o: &mut [T], a: &[T], b: &[T], m: usize) {
+    if m == 1 {
+        for ((o, &a), &b) in o.iter_mut().zip(a).zip(b) {
+            *o += a * b;
+        }
+    } else {
+        for ((oc, &a), bc) in o.chunks_exact_mut(m).zip(a).zip(b.chunks_exact(m)) {
+            for (o, &b) in oc.iter_mut().zip(bc) {
+                *o += a * b;
+            }
+        }
+    }
+}
+
+/// `v` wins over the current maximum `cur`: strictly greater, or the first NaN.
+fn better<T: Float>(v: T, cur: T) -> bool {
+    !(v <= cur || cur.is_nan())
+}
+
+/// Depthwise conv: `out[n,oy,ox,c*M+m] = Σ x[n,iy,ix,c] · w[ky,kx,c,m]`.
+pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Vec<T> {
+    let (c, m) = (g.c, g.o);
+    let (cm, row_len) = (c * m, g.w * c);
+    let mut out = filled(g.n * g.oh * g.ow * cm, T::default());
+    let par = is_parallel(out.len() * g.kh * g.kw);
+    for_each_chunk(&mut out, g.ow * cm, par, |r, orow| {
+        let (n, oy) = (r / g.oh, r % g.oh);
+        for (ky, iy) in g.taps_y(oy) {
+            let xrow = &x[(n * g.h + iy) * row_len..][..row_len];
+            for kx in 0..g.kw {
+                let wp = &w[(ky * g.kw + kx) * cm..][..cm];
+                for ox in g.cols_for_tap(kx) {
+                    let ix = g.ix(ox, kx);
+                    madd(&mut orow[ox * cm..(ox + 1) * cm], &xrow[ix * c..(ix + 1) * c], wp, m);
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Gradient w.r.t. the input, per input row (n, iy) from the output rows whose windows
+/// cover it: `dx[n,iy,ix,c] += Σ_m dy[n,oy,ox,c*M+m] · w[ky,kx,c,m]`.
+pub(super) fn depthwise_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T]) -> Vec<T> {
+    let (c, m) = (g.c, g.o);
+    let (cm, dy_row) = (c * m, g.ow * c * m);
+    let mut dx = filled(g.n * g.h * g.w * c, T::default());
+    if m == 0 {
+        return dx;
+    }
+    let par = is_parallel(dx.len() * g.kh * g.kw * m);
+    for_each_chunk(&mut dx, g.w * c, par, |r, drow| {
+        let (n, iy) = (r / g.h, r % g.h);
+        for (ky, oy) in g.rev_taps_y(iy) {
+            let dyr = &dy[(n * g.oh + oy) * dy_row..][..dy_row];
+            for kx in 0..g.kw {
+                let wp = &w[(ky * g.kw + kx) * cm..][..cm];
+                for ox in g.cols_for_tap(kx) {
+                    let (ix, dyp) = (g.ix(ox, kx), &dyr[ox * cm..(ox + 1) * cm]);
+                    let dpix = &mut drow[ix * c..(ix + 1) * c];
+                    if m == 1 {
+                        for ((d, &a), &b) in dpix.iter_mut().zip(dyp).zip(wp) {
+                            *d += a * b;
+                        }
+                    } else {
+                        for ((d, a), b) in dpix.iter_mut().zip(dyp.chunks_exact(m)).zip(wp.chunks_exact(m)) {
+                            *d += a.iter().zip(b).map(|(&a, &b)| a * b).sum::<T>();
+                        }
+                    }
+                }
+            }
+        }
+    });
+    dx
+}
+
+/// Gradient w.r.t. the filter: `dw[ky,kx,c,m] = Σ x[n,iy,ix,c] · dy[n,oy,ox,c*M+m]`,
+/// partial sums per output row folded in parallel.
+pub(super) fn depthwise_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Vec<T> {
+    let (c, m) = (g.c, g.o);
+    let (cm, row_len) = (c * m, g.w * c);
+    let (dw_len, rows) = (g.kh * g.kw * cm, g.n * g.oh);
+    let zero = T::default();
+    if dw_len == 0 || rows == 0 {
+        return vec![zero; dw_len];
+    }
+    let row = |acc: &mut [T], r: usize| {
+        let (n, oy) = (r / g.oh, r % g.oh);
+        let dyr = &dy[r * g.ow * cm..(r + 1) * g.ow * cm];
+        for (ky, iy) in g.taps_y(oy) {
+            let xrow = &x[(n * g.h + iy) * row_len..][..row_len];
+            for kx in 0..g.kw {
+                let ap = &mut acc[(ky * g.kw + kx) * cm..][..cm];
+                for ox in g.cols_for_tap(kx) {
+                    let ix = g.ix(ox, kx);
+                    madd(ap, &xrow[ix * c..(ix + 1) * c], &dyr[ox * cm..(ox + 1) * cm], m);
+                }
+            }
+        }
+    };
+    if is_parallel(rows * g.ow * dw_len) {
+        (0..rows)
+            .into_par_iter()
+            .fold(
+                || vec![zero; dw_len],
+                |mut acc, r| {
+                    row(&mut acc, r);
+                    acc
+                },
+            )
+            .reduce(
+                || vec![zero; dw_len],
+                |mut a, b| {
+                    for (a, b) in a.iter_mut().zip(b) {
+                        *a += b;
+                    }
+                    a
+                },
+            )
+    } else {
+        let mut acc = vec![zero; dw_len];
+        (0..rows).for_each(|r| row(&mut acc, r));
+        acc
+    }
+}
+
+/// Number of in-bounds taps of each output column.
+fn col_counts(g: &Geom) -> Vec<usize> {
+    let mut cnt = vec![0usize; g.ow];
+    for kx in 0..g.kw {
+        g.cols_for_tap(kx).for_each(|ox| cnt[ox] += 1);
+    }
+    cnt
+}
+
+/// Max or average pooling (average over the in-bounds elements of each window).
+pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool) -> Vec<T> {
+    let (c, row_len) = (g.c, g.w * g.c);
+    let init = if max { T::from_f64(f64::NEG_INFINITY) } else { T::default() };
+    let mut out = filled(g.n * g.oh * g.ow * c, init);
+    let cnt_x = col_counts(g);
+    let par = is_parallel(out.len() * g.kh * g.kw);
+    for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
+        let (n, oy) = (r / g.oh, r % g.oh);
+        let mut cnt_y = 0;
+        for (_, iy) in g.taps_y(oy) {
+            cnt_y += 1;
+            let xrow = &x[(n * g.h + iy) * row_len..][..row_len];
+            for kx in 0..g.kw {
+                for ox in g.cols_for_tap(kx) {
+                    let ix = g.ix(ox, kx);
+                    let (o, xp) = (&mut orow[ox * c..(ox + 1) * c], &xrow[ix * c..(ix + 1) * c]);
+                    if max {
+                        for (o, &v) in o.iter_mut().zip(xp) {
+                            *o = if better(v, *o) { v } else { *o };
+                        }
+                    } else {
+                        for (o, &v) in o.iter_mut().zip(xp) {
+                            *o += v;
+                        }
+                    }
+                }
+            }
+        }
+        if !max {
+            for (opix, &cx) in orow.chunks_exact_mut(c).zip(&cnt_x) {
+                let cnt = T::from_f64((cnt_y * cx) as f64);
+                opix.iter_mut().for_each(|o| *o = *o / cnt);
+            }
+        }
+    });
+    out
+}
+
+/// Max-pool gradient: each `dy` element is added at the first maximal element of its window
+/// (row-major window order).
+pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Vec<T> {
+    let (c, img_len, ohw) = (g.c, g.h * g.w * g.c, g.oh * g.ow);
+    let mut dx = filled(x.len(), T::default());
+    let par = g.n > 1 && is_parallel(g.n * ohw * c * g.kh * g.kw);
+    for_each_chunk(&mut dx, img_len, par, |n, dimg| {
+        let img = &x[n * img_len..(n + 1) * img_len];
+        let dyi = &dy[n * ohw * c..(n + 1) * ohw * c];
+        let mut best_v = filled(c, T::default());
+        let mut best_i = vec![0usize; c];
+        for (p, dyp) in dyi.chunks_exact(c).enumerate() {
+            let (oy, ox) = (p / g.ow, p % g.ow);
+            let mut first = true;
+            for (_, iy) in g.taps_y(oy) {
+                for (_, ix) in g.taps_x(ox) {
+                    let pix = iy * g.w + ix;
+                    let xp = &img[pix * c..(pix + 1) * c];
+                    if first {
+                        best_v.copy_from_slice(xp);
+                        best_i.fill(pix);
+                        first = false;
+                        continue;
+                    }
+                    for ((bv, bi), &v) in best_v.iter_mut().zip(best_i.iter_mut()).zip(xp) {
+                        if better(v, *bv) {
+                            *bv = v;
+                            *bi = pix;
+                        }
+                    }
+                }
+            }
+            if !first {
+                for (ci, (&bi, &d)) in best_i.iter().zip(dyp).enumerate() {
+                    dimg[bi * c + ci] += d;
+                }
+            }
+        }
+    });
+    dx
+}
+
+/// Average-pool gradient, per input row: `dx[iy,ix] += dy[oy,ox] / count(oy,ox)` over the
+/// windows covering `(iy,ix)`.
+pub(super) fn avg_pool_grad<T: Float>(g: &Geom, dy: &[T]) -> Vec<T> {
+    let (c, dy_row) = (g.c, g.ow * g.c);
+    let cnt_y: Vec<usize> = (0..g.oh).map(|oy| g.taps_y(oy).count()).collect();
+    let cnt_x = col_counts(g);
+    let mut dx = filled(g.n * g.h * g.w * c, T::default());
+    let par = is_parallel(dx.len() * g.kh * g.kw);
+    for_each_chunk(&mut dx, g.w * c, par, |r, drow| {
+        let (n, iy) = (r / g.h, r % g.h);
+        for (_, oy) in g.rev_taps_y(iy) {
+            let dyr = &dy[(n * g.oh + oy) * dy_row..][..dy_row];
+            for kx in 0..g.kw {
+                for ox in g.cols_for_tap(kx) {
+                    let ix = g.ix(ox, kx);
+                    let cnt = T::from_f64((cnt_y[oy] * cnt_x[ox]) as f64);
+                    for (d, &v) in drow[ix * c..(ix + 1) * c].iter_mut().zip(&dyr[ox * c..(ox + 1) * c]) {
+                        *d += v / cnt;
+                    }
+                }
+            }
+        }
+    });
+    dx
+}

@@ -1,0 +1,218 @@
+//! `conv2d` and its gradients as im2col + GEMM.
+//!
+//! The patch matrix has one row per output pixel (`N*OH*OW` rows) and `KH*KW*C` columns
+//! (tap-major, channel-minor, matching the filter's `[KH,KW,C,O]` row-major layout, so the
+//! filter is the `[KH*KW*C, O]` right operand as is). Rows are processed in chunks bounded
+//! by [`IM2COL_BUDGET_BYTES`] in total across the threads working at once (see
+//! [`par_chunk_rows`] for how chunks and GEMM parallelism are chosen).
+
+use rayon::prelude::*;
+
+use super::{Float, Geom, filled};
+use crate::error::Result;
+use crate::kernels::gemm::{PAR_FLOPS, gemm};
+
+/// Bytes of patch matrices in flight at once (all threads together, at least one row each).
+const IM2COL_BUDGET_BYTES: usize = 64 << 20;
+/// Patch bytes per chunk when chunks run in order (each GEMM parallel inside faer).
+const SEQ_CHUNK_BYTES: usize = 16 << 20;
+/// Fewest rows worth a GEMM of its own.
+const MIN_GEMM_ROWS: usize = 32;
+
+/// Rows per chunk when chunks run in parallel: each chunk's GEMM stays below [`PAR_FLOPS`]
+/// (single-threaded, its patches cache resident). `None` for small problems (one chunk)
+/// and for wide layers (`K*O` so large a chunk would be under [`MIN_GEMM_ROWS`] rows);
+/// those run in order with faer's own parallel GEMM. Nesting faer's parallelism inside
+/// rayon tasks is avoided: it was measured 10-100x slower for the filter-gradient shapes.
+fn par_chunk_rows<T>(rows: usize, k: usize, o: usize) -> Option<usize> {
+    let (threads, kk) = (rayon::current_num_threads().max(1), k.max(1));
+    let gemm_rows = PAR_FLOPS / kk.saturating_mul(o).max(1);
+    if rows.saturating_mul(kk).saturating_mul(o) < PAR_FLOPS || gemm_rows < MIN_GEMM_ROWS {
+        return None;
+    }
+    let budget_rows = IM2COL_BUDGET_BYTES / threads / (kk * size_of::<T>());
+    Some(gemm_rows.min(budget_rows).min(rows.div_ceil(threads)).max(1))
+}
+
+/// Rows per chunk when chunks run in order.
+fn seq_chunk_rows<T>(rows: usize, k: usize) -> usize {
+    (SEQ_CHUNK_BYTES / (k.max(1) * size_of::<T>())).clamp(1, rows.max(1))
+}
+
+/// Fill `col` (`[rows, KH*KW*C]`) with the patches of output rows `r0..r0+rows`.
+fn im2col<T: Float>(g: &Geom, x: &[T], r0: usize, col: &mut [T]) {
+    let (c, k, ohw) = (g.c, g.kh * g.kw * g.c, g.oh * g.ow);
+    if k == 0 {
+        return;
+    }
+    let img_len = g.h * g.w * c;
+    let zero = T::default();
+    for (i, row) in col.chunks_exact_mut(k).enumerate() {
+        let r = r0 + i;
+        let (n, p) = (r / ohw, r % ohw);
+        let (oy, ox) = (p / g.ow, p % g.ow);
+        let img = &x[n * img_len..(n + 1) * img_len];
+        // All taps of the window row inside the image and contiguous: one copy per ky.
+        let x0 = (ox * g.sw).checked_sub(g.pl).filter(|&x0| g.dw == 1 && x0 + g.kw <= g.w);
+        for (ky, dst) in row.chunks_exact_mut(g.kw * c).enumerate() {
+            let Some(iy) = (oy * g.sh + ky * g.dh).checked_sub(g.pt).filter(|&iy| iy < g.h) else {
+                dst.fill(zero);
+                continue;
+            };
+            let src = &img[iy * g.w * c..(iy + 1) * g.w * c];
+            if let Some(x0) = x0 {
+                dst.copy_from_slice(&src[x0 * c..(x0 + g.kw) * c]);
+                continue;
+            }
+            dst.fill(zero);
+            for (kx, ix) in g.taps_x(ox) {
+                dst[kx * c..(kx + 1) * c].copy_from_slice(&src[ix * c..(ix + 1) * c]);
+            }
+        }
+    }
+}
+
+/// Scatter-add `dcol` (patch gradients of output rows `r0..`) into `dx`, which holds the
+/// images from `n0` on.
+fn col2im<T: Float>(g: &Geom, dcol: &[T], r0: usize, n0: usize, dx: &mut [T]) {
+    let (c, k, ohw) = (g.c, g.kh * g.kw * g.c, g.oh * g.ow);
+    if k == 0 {
+        return;
+    }
+    let img_len = g.h * g.w * c;
+    for (i, row) in dcol.chunks_exact(k).enumerate() {
+        let r = r0 + i;
+        let (n, p) = (r / ohw - n0, r % ohw);
+        let (oy, ox) = (p / g.ow, p % g.ow);
+        let img = &mut dx[n * img_len..(n + 1) * img_len];
+        let x0 = (ox * g.sw).checked_sub(g.pl).filter(|&x0| g.dw == 1 && x0 + g.kw <= g.w);
+        for (ky, iy) in g.taps_y(oy) {
+            let src = &row[ky * g.kw * c..(ky + 1) * g.kw * c];
+            let dst = &mut img[iy * g.w * c..(iy + 1) * g.w * c];
+            if let Some(x0) = x0 {
+                add_to(&mut dst[x0 * c..(x0 + g.kw) * c], src);
+                continue;
+            }
+            for (kx, ix) in g.taps_x(ox) {
+                add_to(&mut dst[ix * c..(ix + 1) * c], &src[kx * c..(kx + 1) * c]);
+            }
+        }
+    }
+}
+
+fn add_to<T: Float>(dst: &mut [T], src: &[T]) {
+    for (a, &b) in dst.iter_mut().zip(src) {
+        *a += b;
+    }
+}
+
+/// `out [N*OH*OW, O] = patches(x) · filter [KH*KW*C, O]`.
+pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Result<Vec<T>> {
+    let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
+    let mut out = filled(rows * o, T::default());
+    if out.is_empty() {
+        return Ok(out);
+    }
+    if g.pointwise() {
+        gemm(rows, k, o, x, false, w, false, &mut out, false)?;
+        return Ok(out);
+    }
+    let run = |col: &mut Vec<T>, r0: usize, oc: &mut [T]| -> Result<()> {
+        let nr = oc.len() / o;
+        col.resize(nr * k, T::default());
+        im2col(g, x, r0, &mut col[..nr * k]);
+        gemm(nr, k, o, &col[..nr * k], false, w, false, oc, false)
+    };
+    match par_chunk_rows::<T>(rows, k, o) {
+        Some(cr) => {
+            out.par_chunks_mut(cr * o).enumerate().try_for_each_init(Vec::new, |col, (i, oc)| run(col, i * cr, oc))?
+        }
+        None => {
+            let (cr, mut col) = (seq_chunk_rows::<T>(rows, k), Vec::new());
+            for (i, oc) in out.chunks_mut(cr * o).enumerate() {
+                run(&mut col, i * cr, oc)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `dx = col2im(dy [N*OH*OW, O] · filterᵀ)`; chunks are whole images (disjoint scatters).
+pub(super) fn conv2d_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T]) -> Result<Vec<T>> {
+    let (ohw, k, o) = (g.oh * g.ow, g.kh * g.kw * g.c, g.o);
+    let img_len = g.h * g.w * g.c;
+    let mut dx = filled(g.n * img_len, T::default());
+    if dx.is_empty() || ohw == 0 || o == 0 {
+        return Ok(dx);
+    }
+    if g.pointwise() {
+        gemm(g.n * ohw, o, k, dy, false, w, true, &mut dx, false)?;
+        return Ok(dx);
+    }
+    let rows = g.n * ohw;
+    // Scatters of different images never overlap: parallel chunks are whole images.
+    let run = |dcol: &mut Vec<T>, cr: usize, n0: usize, dxc: &mut [T]| -> Result<()> {
+        let (begin, end) = (n0 * ohw, (n0 + dxc.len() / img_len) * ohw);
+        let mut r = begin;
+        while r < end {
+            let nr = cr.min(end - r);
+            dcol.resize(nr * k, T::default());
+            gemm(nr, o, k, &dy[r * o..(r + nr) * o], false, w, true, &mut dcol[..nr * k], false)?;
+            col2im(g, &dcol[..nr * k], r, n0, dxc);
+            r += nr;
+        }
+        Ok(())
+    };
+    match par_chunk_rows::<T>(rows, k, o).map(|cr| (cr, (cr / ohw).max(1))) {
+        Some((cr, imgs)) if imgs < g.n => dx
+            .par_chunks_mut(imgs * img_len)
+            .enumerate()
+            .try_for_each_init(Vec::new, |dcol, (i, c)| run(dcol, cr, i * imgs, c))?,
+        _ => run(&mut Vec::new(), seq_chunk_rows::<T>(rows, k), 0, &mut dx)?,
+    }
+    Ok(dx)
+}
+
+/// `dfilter [KH*KW*C, O] = patches(x)ᵀ · dy [N*OH*OW, O]`, chunk partial sums reduced.
+pub(super) fn conv2d_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Result<Vec<T>> {
+    let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
+    let zero = T::default();
+    let mut dw = vec![zero; k * o];
+    if dw.is_empty() || rows == 0 {
+        return Ok(dw);
+    }
+    // 1x1 stride 1: the input is the patch matrix (no copy); still chunked, as one GEMM
+    // with a long reduction dim parallelizes poorly.
+    let chunk = |cr: usize, i: usize, col: &mut Vec<T>, acc: &mut [T]| -> Result<()> {
+        let (r0, nr) = (i * cr, cr.min(rows - i * cr));
+        let patches = if g.pointwise() {
+            &x[r0 * k..(r0 + nr) * k]
+        } else {
+            col.resize(nr * k, zero);
+            im2col(g, x, r0, &mut col[..nr * k]);
+            &col[..nr * k]
+        };
+        gemm(k, nr, o, patches, true, &dy[r0 * o..(r0 + nr) * o], false, acc, true)
+    };
+    let Some(cr) = par_chunk_rows::<T>(rows, k, o) else {
+        let (cr, mut col) = (seq_chunk_rows::<T>(rows, k), Vec::new());
+        for i in 0..rows.div_ceil(cr) {
+            chunk(cr, i, &mut col, &mut dw)?;
+        }
+        return Ok(dw);
+    };
+    (0..rows.div_ceil(cr))
+        .into_par_iter()
+        .try_fold(
+            || (Vec::new(), vec![zero; k * o]),
+            |(mut col, mut acc), i| chunk(cr, i, &mut col, &mut acc).map(|()| (col, acc)),
+        )
+        .map(|r| r.map(|(_, acc)| acc))
+        .try_reduce(
+            || vec![zero; k * o],
+            |mut a, b| {
+                add_to(&mut a, &b);
+                Ok(a)
+            },
+        )
+}
