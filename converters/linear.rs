@@ -8,10 +8,10 @@
 //!   the weight is never tiled;
 //! - both stacked: one batch_matmul over the loop axis.
 
+use crate::Result;
 use crate::ops::{LinearKind, LinearOp, Op, OpKind};
 use crate::tensor::Dim;
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::Result;
 
 fn fixed(d: &Dim) -> Option<i64> {
     d.value().map(|v| v as i64)
@@ -29,7 +29,10 @@ fn matmul(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         (true, false) if !ta => {
             let a2 = ctx.flatten_first_two(a.value)?;
             let y = ctx.graph().matmul_t(a2, b.value, false, tb)?;
-            ctx.unflatten_first(y)?
+            match m.value() {
+                Some(mv) => ctx.unflatten_first_known(y, mv)?,
+                None => ctx.unflatten_first(y)?,
+            }
         }
         (true, false) => ctx.graph().batch_matmul_t(a.value, b.value, true, tb)?,
         (false, true) => {

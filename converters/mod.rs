@@ -8,8 +8,11 @@
 //!   until then the per-op loop fallback runs them.
 
 pub mod binary;
+pub mod conv;
 pub mod elementwise;
 pub mod indexing;
+pub mod linalg;
+pub mod linear;
 pub mod nn;
 pub mod random;
 pub mod reduce;
@@ -30,6 +33,9 @@ pub fn register_all(r: &mut Registry) {
     shape::register(r);
     slicing::register(r);
     indexing::register(r);
+    linear::register(r);
+    linalg::register(r);
+    conv::register(r);
     state::register(r);
     random::register(r);
     nn::register(r);

@@ -36,7 +36,7 @@ pub mod prelude {
     pub use crate::error::{Error, Result};
     pub use crate::exec::{ExecOptions, Session, run_once};
     pub use crate::ir::{Function, Graph, NodeId, ValueId};
-    pub use crate::ops::{Op, OpKind, Padding};
+    pub use crate::ops::{Conv2dParams, Op, OpKind, Padding};
     pub use crate::reference::{LoopLen, for_loop};
     pub use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 }

@@ -42,7 +42,7 @@ use crate::tensor::{Tensor, TensorType};
 
 pub use binary::BinaryKind;
 pub use control::{ControlKind, ControlOp};
-pub use conv::{ConvKind, ConvOp, Padding};
+pub use conv::{Conv2dParams, ConvKind, ConvOp, Padding};
 pub use elementwise::{ElementwiseKind, ElementwiseOp};
 pub use indexing::{IndexKind, IndexOp};
 pub use linalg::{LinalgKind, LinalgOp};

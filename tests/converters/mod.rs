@@ -2,9 +2,12 @@
 //! and structural tests of the vectorizer.
 
 pub mod binary;
+pub mod conv;
 pub mod driver;
 pub mod elementwise;
 pub mod indexing;
+pub mod linalg;
+pub mod linear;
 pub mod nn;
 pub mod oracle;
 pub mod random;

@@ -1,0 +1,77 @@
+//! Oracle tests: convolutions and pools with every stacked/unstacked pattern.
+
+use super::oracle::{Spec, assert_oracle, check_case};
+use pfor::prelude::*;
+
+fn p(strides: [usize; 2], padding: Padding, dilations: [usize; 2]) -> Conv2dParams {
+    Conv2dParams { strides, padding, dilations }
+}
+
+#[test]
+fn conv2d_stride2_valid_and_same_with_dilation() {
+    for params in
+        [p([2, 2], Padding::Valid, [1, 1]), p([1, 1], Padding::Same, [1, 1]), p([1, 2], Padding::Same, [2, 1])]
+    {
+        let specs = [Spec::f64(&[2, 6, 5, 3]), Spec::f64(&[3, 2, 3, 4])];
+        for st in [[true, false], [false, true]] {
+            for n in [0, 1, 3] {
+                for dy in [false, true] {
+                    check_case(&specs, &st, n, dy, 5, &|g: &mut Graph, x: &[ValueId]| {
+                        Ok(vec![g.conv2d(x[0], x[1], params)?])
+                    })
+                    .unwrap();
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn conv_backprops_fold_into_batch_or_channels() {
+    let params = p([2, 1], Padding::Same, [1, 1]);
+    // forward shapes: x [2,5,4,3], f [3,2,3,4] -> dy [2,3,4,4]
+    let specs = [Spec::f64(&[3, 2, 3, 4]), Spec::f64(&[2, 3, 4, 4])];
+    for st in [[true, false], [false, true]] {
+        for n in [0, 1, 3] {
+            check_case(&specs, &st, n, false, 6, &|g: &mut Graph, x: &[ValueId]| {
+                Ok(vec![g.conv2d_backprop_input(x[0], x[1], params, [5, 4])?])
+            })
+            .unwrap();
+        }
+    }
+    let specs = [Spec::f64(&[2, 5, 4, 3]), Spec::f64(&[2, 3, 4, 4])];
+    for st in [[true, false], [false, true]] {
+        for n in [0, 1, 3] {
+            check_case(&specs, &st, n, true, 7, &|g: &mut Graph, x: &[ValueId]| {
+                Ok(vec![g.conv2d_backprop_filter(x[0], x[1], params, [3, 2])?])
+            })
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn depthwise_and_pools() {
+    let params = p([1, 1], Padding::Same, [1, 1]);
+    assert_oracle(&[Spec::f64(&[1, 4, 4, 2]), Spec::f64(&[3, 3, 2, 2])], &|g: &mut Graph, x: &[ValueId]| {
+        Ok(vec![g.depthwise_conv2d(x[0], x[1], params)?])
+    });
+    // (a dynamic loop length of 0 is a documented error for this op: skip dynamic n = 0)
+    let specs = [Spec::f64(&[1, 4, 4, 2]), Spec::f64(&[1, 4, 4, 4])];
+    for st in [[true, false], [false, true], [true, true]] {
+        for (n, dy) in [(0, false), (1, false), (1, true), (3, false), (3, true)] {
+            check_case(&specs, &st, n, dy, 8, &|g: &mut Graph, x: &[ValueId]| {
+                Ok(vec![g.depthwise_conv2d_backprop_filter(x[0], x[1], params, [3, 3])?])
+            })
+            .unwrap();
+        }
+    }
+    assert_oracle(&[Spec::f64(&[2, 5, 4, 3]), Spec::f64(&[2, 3, 2, 3])], &|g: &mut Graph, x: &[ValueId]| {
+        Ok(vec![
+            g.max_pool(x[0], [2, 2], [2, 2], Padding::Same)?,
+            g.avg_pool(x[0], [3, 2], [1, 2], Padding::Valid)?,
+            g.max_pool_grad(x[0], x[1], [2, 2], [2, 2], Padding::Same)?,
+            g.avg_pool_grad(x[1], [2, 2], [2, 2], Padding::Same, [5, 4])?,
+        ])
+    });
+}
