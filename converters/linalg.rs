@@ -12,8 +12,12 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         return ConvertCtx::unhandled("not a linalg op");
     };
     let two = matches!(op, LinalgOp::Solve { .. } | LinalgOp::TriangularSolve { .. });
-    if two && !ctx.is_stacked(0) && ctx.input_type(1).rank() == 2 {
-        if let Some(d) = ctx.input_type(1).shape.as_fixed() {
+    if two
+        && !ctx.is_stacked(0)
+        && ctx.input_type(1).rank() == 2
+        && let Some(d) = ctx.input_type(1).shape.as_fixed()
+    {
+        {
             // b_i [m, k] for all i -> [m, n*k]; one solve; back to [n, m, k]
             let (a, b) = (ctx.input(0).value, ctx.input(1).value);
             let g = ctx.graph();

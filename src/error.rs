@@ -100,7 +100,7 @@ pub enum Error {
         /// Input name.
         name: String,
         /// Declared type.
-        expected: TensorType,
+        expected: Box<TensorType>,
         /// Fed dtype.
         got_dtype: DType,
         /// Fed shape.
@@ -113,7 +113,7 @@ pub enum Error {
         /// Op name.
         op: String,
         /// Inferred type.
-        expected: TensorType,
+        expected: Box<TensorType>,
         /// Actual dtype.
         got_dtype: DType,
         /// Actual shape.

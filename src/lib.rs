@@ -8,9 +8,6 @@
 //! IR on petgraph), [`ops`] (the op set, one file per family), [`exec`] (compile-once
 //! sessions), [`reference`] (the per-iteration loop, the correctness oracle).
 #![warn(missing_docs)]
-// `Error` carries shapes and names so messages are self-explanatory; it is returned by
-// value on cold paths only, so its size is not a concern.
-#![allow(clippy::result_large_err)]
 
 pub mod api;
 pub mod error;

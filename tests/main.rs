@@ -1,5 +1,4 @@
 //! The one test binary: modules mirror `src/` (ops families, ir, exec, control flow...).
-#![allow(clippy::result_large_err)]
 
 mod common;
 mod converters;

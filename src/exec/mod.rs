@@ -177,7 +177,7 @@ impl Plan {
                 if ctx.options.check_types && (t.dtype() != ty.dtype || !ty.shape.matches(t.shape())) {
                     return Err(Error::RuntimeType {
                         op: step.op.name(),
-                        expected: ty.clone(),
+                        expected: Box::new(ty.clone()),
                         got_dtype: t.dtype(),
                         got_shape: t.shape().to_vec(),
                     }
@@ -294,7 +294,7 @@ impl Session {
                     if t.dtype() != is.ty.dtype || !is.ty.shape.matches(t.shape()) {
                         return Err(Error::FeedType {
                             name: is.name.clone(),
-                            expected: is.ty.clone(),
+                            expected: Box::new(is.ty.clone()),
                             got_dtype: t.dtype(),
                             got_shape: t.shape().to_vec(),
                         });

@@ -147,10 +147,10 @@ impl Library {
     /// Declare a function's signature (needed before a recursive body can call it).
     pub fn declare(&self, name: &str, sig: FunctionSignature) -> Result<()> {
         let mut l = self.inner.write().map_err(|_| poisoned())?;
-        if let Some(old) = l.sigs.get(name) {
-            if *old != sig {
-                return Err(Error::InvalidArgument(format!("function '{name}' redeclared with a different signature")));
-            }
+        if let Some(old) = l.sigs.get(name)
+            && *old != sig
+        {
+            return Err(Error::InvalidArgument(format!("function '{name}' redeclared with a different signature")));
         }
         l.sigs.insert(name.to_string(), sig);
         Ok(())

@@ -225,13 +225,10 @@ impl ControlOp {
                     if !go.transpose()?.unwrap_or(false) {
                         break;
                     }
-                    if let Some(m) = max_iterations {
-                        if trips >= *m {
-                            return Err(Error::Numerical {
-                                op: op.into(),
-                                msg: format!("exceeded max_iterations = {m}"),
-                            });
-                        }
+                    if let Some(m) = max_iterations
+                        && trips >= *m
+                    {
+                        return Err(Error::Numerical { op: op.into(), msg: format!("exceeded max_iterations = {m}") });
                     }
                     let mut args = carries;
                     args.extend(captures.iter().cloned());

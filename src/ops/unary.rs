@@ -127,9 +127,7 @@ fn f_f64(k: UnaryKind, x: f64) -> f64 {
         }
         LogSigmoid => -softplus(-x),
         Relu => {
-            if x > 0.0 {
-                x
-            } else if x.is_nan() {
+            if x > 0.0 || x.is_nan() {
                 x
             } else {
                 0.0

@@ -267,7 +267,7 @@ impl Tensor {
             return self.clone();
         }
         crate::dispatch!(self, a => {
-            crate::dispatch_dtype!(to, U => U::wrap(a.mapv(|x| cast_elem::<_, U>(x)).into_shared()))
+            crate::dispatch_dtype!(to, U => U::wrap(a.mapv(cast_elem::<_, U>).into_shared()))
         })
     }
     /// Reshape (row-major); errors if the element count differs.

@@ -200,10 +200,10 @@ pub(crate) fn merge_first_two(g: &mut Graph, v: ValueId) -> Result<ValueId> {
         let mut s = vec![-1i64];
         s.extend(r.iter().map(|&d| d as i64));
         // With a zero-sized rest, -1 is ambiguous: use the fixed leading dims if known.
-        if r.contains(&0) {
-            if let (Some(a), Some(b)) = (t.shape.dim(0).value(), t.shape.dim(1).value()) {
-                s[0] = (a * b) as i64;
-            }
+        if r.contains(&0)
+            && let (Some(a), Some(b)) = (t.shape.dim(0).value(), t.shape.dim(1).value())
+        {
+            s[0] = (a * b) as i64;
         }
         return g.reshape(v, &s);
     }
@@ -231,12 +231,13 @@ pub(crate) fn split_first(g: &mut Graph, info: &LoopInfo, v: ValueId, m: Option<
         s.extend(r.iter().map(|&d| d as i64));
         return g.reshape(v, &s);
     }
-    if let (Some(n), Some(r)) = (info.n_static, rest.as_fixed()) {
-        if n > 0 && !r.contains(&0) {
-            let mut s = vec![n as i64, -1];
-            s.extend(r.iter().map(|&d| d as i64));
-            return g.reshape(v, &s);
-        }
+    if let (Some(n), Some(r)) = (info.n_static, rest.as_fixed())
+        && n > 0
+        && !r.contains(&0)
+    {
+        let mut s = vec![n as i64, -1];
+        s.extend(r.iter().map(|&d| d as i64));
+        return g.reshape(v, &s);
     }
     split_dynamic(g, info, v, m)
 }

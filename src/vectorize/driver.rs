@@ -235,7 +235,7 @@ pub(crate) fn convert_graph(
         }
         let inputs: Vec<Wrapped> =
             node.inputs.iter().map(|v| map.get(v).copied().unwrap_or(Wrapped::unstacked(*v))).collect();
-        let outs_w = if !variant && !node.op.is_stateful() || !variant && matches!(node.op, Op::State(_)) {
+        let outs_w = if !variant && (!node.op.is_stateful() || matches!(node.op, Op::State(_))) {
             report.reused += 1;
             let vals: Vec<ValueId> = inputs.iter().map(|w| w.value).collect();
             let new = tgt.add_op_multi(node.op.clone(), &vals).map_err(|e| e.at_node(n, node.op.to_string()))?;

@@ -4,12 +4,10 @@ use crate::common::*;
 use pfor::prelude::*;
 use pfor::vectorize::{PforOptions, Randomness, pfor_with};
 
-fn run_both(
-    policy: Randomness,
-    n: usize,
-    vec_body: &dyn Fn(&mut Graph, ValueId, ValueId) -> Result<Vec<ValueId>>,
-    loop_body: &dyn Fn(&mut Graph, ValueId, ValueId) -> Result<Vec<ValueId>>,
-) -> (Vec<Tensor>, Vec<Tensor>) {
+/// A body taking the key and the loop index.
+type KeyBody<'a> = &'a dyn Fn(&mut Graph, ValueId, ValueId) -> Result<Vec<ValueId>>;
+
+fn run_both(policy: Randomness, n: usize, vec_body: KeyBody, loop_body: KeyBody) -> (Vec<Tensor>, Vec<Tensor>) {
     let mut g = Graph::new();
     let key = g.constant(Tensor::scalar(42i64));
     let opts = PforOptions::strict().with_randomness(policy);
