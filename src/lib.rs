@@ -37,3 +37,8 @@ pub mod prelude {
     pub use crate::reference::{LoopLen, for_loop};
     pub use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 }
+
+/// The README's examples, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
