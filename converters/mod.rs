@@ -4,10 +4,11 @@
 //! Op kinds without a converter, and why (checked by the coverage test):
 //! - `input`, `const`: no inputs, so never loop-variant;
 //! - `read_variable`: no inputs, so never loop-variant (reads are loop-invariant);
-//! - control flow (`cond`, `while`, `call`, `for`): converted by its own support module;
-//!   until then the per-op loop fallback runs them.
+//! - control flow: converted by `control.rs` (`for`, a reference loop nested in a pfor body,
+//!   and recursive `call`s are declined there and run through the per-op fallback).
 
 pub mod binary;
+pub mod control;
 pub mod conv;
 pub mod elementwise;
 pub mod indexing;
@@ -36,6 +37,7 @@ pub fn register_all(r: &mut Registry) {
     linear::register(r);
     linalg::register(r);
     conv::register(r);
+    control::register(r);
     state::register(r);
     random::register(r);
     nn::register(r);
@@ -43,13 +45,10 @@ pub fn register_all(r: &mut Registry) {
 
 /// Op kinds deliberately without a converter, with the reason.
 pub fn unconverted_kinds() -> Vec<(OpKind, &'static str)> {
-    let mut v = vec![
+    let v = vec![
         (OpKind::Input, "no inputs: never loop-variant"),
         (OpKind::Const, "no inputs: never loop-variant"),
         (OpKind::State(StateKind::Read), "no inputs: variable reads are loop-invariant"),
     ];
-    for k in crate::ops::ControlKind::ALL {
-        v.push((OpKind::Control(*k), "control flow: per-op loop fallback until its converters land"));
-    }
     v
 }

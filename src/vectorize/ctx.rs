@@ -160,7 +160,7 @@ impl<'a> ConvertCtx<'a> {
 }
 
 /// Tile a loop-invariant value to `[n] + shape`.
-pub(crate) fn tile(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<ValueId> {
+pub fn tile(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<ValueId> {
     let t = g.value_type(v)?.clone();
     if let (Some(n), Some(dims)) = (info.n_static, t.shape.as_fixed()) {
         let e = g.expand_dims(v, 0)?;

@@ -18,7 +18,7 @@ mod ctx;
 mod driver;
 mod registry;
 
-pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two};
+pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
 pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
 pub use registry::{Converted, Converter, OpKey, Registry};
 

@@ -1,0 +1,530 @@
+//! Converters for control flow inside pfor (paper §3.5–3.7).
+//!
+//! - `cond` with a loop-invariant predicate: ONE cond whose branches are converted
+//!   recursively (an output is stacked if either branch makes it stacked).
+//! - `cond` with a loop-variant predicate:
+//!   * `Subset`: partition the active iterations with `nonzero`, gather each stacked input
+//!     per side, convert each branch for its subset only (the loop index inside a branch is
+//!     the subset's iteration indices), and stitch the results back in iteration order with
+//!     `tensor_scatter_update`. An iteration never runs the branch it did not take.
+//!   * `Mask`: run both branches on all iterations and `select`.
+//!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes) and contain neither control
+//!     flow nor indexing ops (which may fail on untaken iterations); `Subset` otherwise.
+//! - `while`: carries reach a stackedness fixpoint (an invariant carry becomes stacked when
+//!   the body makes it so). With a loop-invariant predicate the loop stays one loop over
+//!   converted cond/body. With a loop-variant predicate:
+//!   * `Subset` (and `Auto`): the loop carries the set of active positions; each step
+//!     evaluates the converted condition on the active rows only, drops finished rows, runs
+//!     the converted body on the rest and scatters their new values into the full carries.
+//!     Finished rows are never touched again, so the body never runs past an iteration's
+//!     own trip count.
+//!   * `Mask`: run until no row is active, updating carries with `select`.
+//!   Carries the body passes through unchanged stay loop-invariant.
+//! - `call` of a non-recursive function: its body is converted in place. Recursive calls
+//!   are declined (per-op fallback) until the auto-batching hand-off lands.
+
+use std::sync::Arc;
+
+use crate::ops::{ControlKind, ControlOp, Op, OpKind};
+use crate::tensor::{DType, Shape, Tensor, TensorType};
+use crate::vectorize::{
+    ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function, tile,
+};
+use crate::{Error, Function, Graph, Result, ValueId};
+
+/// The type of a converted value in `g`.
+fn ty(g: &Graph, v: ValueId) -> Result<TensorType> {
+    g.value_type(v).cloned()
+}
+
+/// Loop-info parameters (`n`, `index`) followed by the given values, as function params.
+fn loop_params(g: &Graph, info: &LoopInfo, vals: &[ValueId]) -> Result<Vec<TensorType>> {
+    let mut t = vec![ty(g, info.n)?, ty(g, info.index)?];
+    for v in vals {
+        t.push(ty(g, *v)?);
+    }
+    Ok(t)
+}
+
+fn inner_info(outer: &LoopInfo, n: ValueId, index: ValueId) -> LoopInfo {
+    LoopInfo { n_static: outer.n_static, n, index, index_is_iota: outer.index_is_iota }
+}
+
+fn rewrap(params: &[ValueId], like: &[Wrapped]) -> Vec<Wrapped> {
+    params.iter().zip(like).map(|(p, w)| Wrapped { value: *p, stacked: w.stacked }).collect()
+}
+
+/// Stack `w` if `force` (tiling an invariant value).
+fn force_stacked(g: &mut Graph, info: &LoopInfo, w: Wrapped, force: bool) -> Result<Wrapped> {
+    if force && !w.stacked { Ok(Wrapped::stacked(tile(g, info, w.value)?)) } else { Ok(w) }
+}
+
+/// `pred [k]` reshaped to `[k, 1, ...]` for broadcasting against rank `1 + r` values.
+fn expand_pred(g: &mut Graph, pred: ValueId, r: usize) -> Result<ValueId> {
+    let mut shape = vec![-1i64];
+    shape.extend(std::iter::repeat_n(1, r));
+    g.reshape(pred, &shape)
+}
+
+fn positions(g: &mut Graph, mask: ValueId) -> Result<ValueId> {
+    let nz = g.nonzero(mask)?;
+    g.reshape(nz, &[-1])
+}
+
+fn subset_info(g: &mut Graph, info: &LoopInfo, pos: ValueId) -> Result<LoopInfo> {
+    let n = g.size_of(pos)?;
+    let index = g.gather(info.index, pos, 0)?;
+    Ok(LoopInfo { n_static: None, n, index, index_is_iota: false })
+}
+
+fn gather_rows(g: &mut Graph, ws: &[Wrapped], pos: ValueId) -> Result<Vec<Wrapped>> {
+    ws.iter()
+        .map(|w| Ok(if w.stacked { Wrapped::stacked(g.gather(w.value, pos, 0)?) } else { *w }))
+        .collect()
+}
+
+/// Zeros of `[n] + tail_of(like)` (per-iteration dims taken from `like`'s static type or
+/// its run-time shape).
+fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, like: ValueId) -> Result<ValueId> {
+    let n1 = g.reshape(info.n, &[1])?;
+    let tail = match per_iter.shape.as_fixed() {
+        Some(d) => g.constant(Tensor::vec1(&d.iter().map(|&x| x as i64).collect::<Vec<_>>())),
+        None => {
+            let s = g.shape_of(like)?;
+            g.slice(s, &[1], &[-1])?
+        }
+    };
+    let full = g.concat(&[n1, tail], 0)?;
+    let z = g.scalar(per_iter.dtype, 0.0);
+    g.fill_dyn(full, z)
+}
+
+fn small_and_safe(f: &Function) -> bool {
+    f.graph.num_nodes() <= 16
+        && f.graph.node_ids().into_iter().all(|n| {
+            f.graph.node(n).is_ok_and(|nd| !matches!(nd.op.kind(), OpKind::Control(_) | OpKind::Index(_)))
+        })
+}
+
+fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -> Result<Converted> {
+    let pred = ctx.input(0);
+    let args: Vec<Wrapped> = ctx.inputs()[1..].to_vec();
+    let info = ctx.loop_info().clone();
+    let options = ctx.options().clone();
+    let out_types: Vec<TensorType> = (0..then.results.len()).map(|k| ctx.output_type(k).clone()).collect();
+    let g = ctx.graph();
+    if !pred.stacked {
+        return cond_invariant(g, &info, &options, pred.value, &args, then, else_);
+    }
+    let mask = match options.control_flow {
+        ControlFlowMode::Mask => true,
+        ControlFlowMode::Subset => false,
+        ControlFlowMode::Auto => small_and_safe(then) && small_and_safe(else_),
+    };
+    if mask {
+        let t = convert_function(g, then, &args, &info, &options)?;
+        let e = convert_function(g, else_, &args, &info, &options)?;
+        let mut outs = Vec::with_capacity(t.len());
+        for ((tw, ew), ot) in t.iter().zip(&e).zip(&out_types) {
+            let p = expand_pred(g, pred.value, ot.rank())?;
+            let tv = force_stacked(g, &info, *tw, true)?;
+            outs.push(Wrapped::stacked(g.select(p, tv.value, ew.value)?));
+        }
+        return ConvertCtx::done(outs);
+    }
+    // Subset: partition, convert each branch on its rows, stitch.
+    let not_p = g.logical_not(pred.value)?;
+    let mut parts = Vec::with_capacity(2);
+    for (f, m) in [(then, pred.value), (else_, not_p)] {
+        let pos = positions(g, m)?;
+        let sinfo = subset_info(g, &info, pos)?;
+        let sargs = gather_rows(g, &args, pos)?;
+        let res = convert_function(g, f, &sargs, &sinfo, &options)?;
+        let mut stacked = Vec::with_capacity(res.len());
+        for w in res {
+            stacked.push(force_stacked(g, &sinfo, w, true)?.value);
+        }
+        parts.push((pos, stacked));
+    }
+    let mut outs = Vec::with_capacity(out_types.len());
+    for (k, ot) in out_types.iter().enumerate() {
+        let mut acc = stacked_zeros_like(g, &info, ot, parts[0].1[k])?;
+        for (pos, vals) in &parts {
+            let ix = g.reshape(*pos, &[-1, 1])?;
+            acc = g.tensor_scatter_update(acc, ix, vals[k])?;
+        }
+        outs.push(Wrapped::stacked(acc));
+    }
+    ConvertCtx::done(outs)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_branch(
+    g: &Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    param_types: &[TensorType],
+    args: &[Wrapped],
+    f: &Function,
+    force: &[bool],
+) -> Result<(Function, Vec<bool>)> {
+    let mut stackedness = Vec::new();
+    let func = Function::build(g, param_types, |sub, p| {
+        let i2 = inner_info(info, p[0], p[1]);
+        let res = convert_function(sub, f, &rewrap(&p[2..], args), &i2, options)?;
+        let mut vals = Vec::with_capacity(res.len());
+        for (k, w) in res.into_iter().enumerate() {
+            let w = force_stacked(sub, &i2, w, force.get(k).copied().unwrap_or(false))?;
+            stackedness.push(w.stacked);
+            vals.push(w.value);
+        }
+        Ok(vals)
+    })?;
+    Ok((func, stackedness))
+}
+
+fn cond_invariant(
+    g: &mut Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    pred: ValueId,
+    args: &[Wrapped],
+    then: &Function,
+    else_: &Function,
+) -> Result<Converted> {
+    let vals: Vec<ValueId> = args.iter().map(|w| w.value).collect();
+    let types = loop_params(g, info, &vals)?;
+    let (_, st) = build_branch(g, info, options, &types, args, then, &[])?;
+    let (_, se) = build_branch(g, info, options, &types, args, else_, &[])?;
+    let union: Vec<bool> = st.iter().zip(&se).map(|(a, b)| *a || *b).collect();
+    let (tf, _) = build_branch(g, info, options, &types, args, then, &union)?;
+    let (ef, _) = build_branch(g, info, options, &types, args, else_, &union)?;
+    let mut inputs = vec![pred, info.n, info.index];
+    inputs.extend(vals);
+    let outs = g.add_op_multi(Op::Control(ControlOp::Cond { then: Arc::new(tf), else_: Arc::new(ef) }), &inputs)?;
+    ConvertCtx::done(outs.into_iter().zip(union).map(|(v, s)| Wrapped { value: v, stacked: s }).collect())
+}
+
+/// Stackedness of the body's results given carries' stackedness, by converting into a
+/// scratch graph.
+fn body_stackedness(
+    g: &Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    f: &Function,
+    carries: &[(TensorType, bool)],
+    captures: &[Wrapped],
+) -> Result<Vec<bool>> {
+    let mut scratch = g.new_child();
+    let n = scratch.input("n", DType::I64, Shape::scalar());
+    let index = scratch.input("index", DType::I64, Shape::from_dims([info.dim()]));
+    let i2 = inner_info(info, n, index);
+    let mut args = Vec::new();
+    for (k, (t, s)) in carries.iter().enumerate() {
+        let shape = if *s { t.shape.prepend(info.dim()) } else { t.shape.clone() };
+        args.push(Wrapped { value: scratch.input(&format!("c{k}"), t.dtype, shape), stacked: *s });
+    }
+    for (k, w) in captures.iter().enumerate() {
+        let t = ty(g, w.value)?;
+        args.push(Wrapped { value: scratch.input(&format!("k{k}"), t.dtype, t.shape), stacked: w.stacked });
+    }
+    Ok(convert_function(&mut scratch, f, &args, &i2, options)?.into_iter().map(|w| w.stacked).collect())
+}
+
+fn while_loop(ctx: &mut ConvertCtx<'_>, cond_f: &Arc<Function>, body: &Arc<Function>, k: usize) -> Result<Converted> {
+    let info = ctx.loop_info().clone();
+    let options = ctx.options().clone();
+    let carries: Vec<Wrapped> = ctx.inputs()[..k].to_vec();
+    let captures: Vec<Wrapped> = ctx.inputs()[k..].to_vec();
+    let per_iter: Vec<TensorType> = (0..k).map(|j| ctx.input_type(j).clone()).collect();
+    // Pass-through carries (the body returns its own parameter) never change.
+    let pass: Vec<bool> = (0..k).map(|j| body.results[j] == body.params[j]).collect();
+    let g = ctx.graph();
+    // Stackedness fixpoint over the body.
+    let mut st: Vec<bool> = carries.iter().map(|w| w.stacked).collect();
+    loop {
+        let cs: Vec<(TensorType, bool)> = per_iter.iter().cloned().zip(st.iter().copied()).collect();
+        let out = body_stackedness(g, &info, &options, body, &cs, &captures)?;
+        let next: Vec<bool> = st.iter().zip(&out).map(|(a, b)| *a || *b).collect();
+        if next == st {
+            break;
+        }
+        st = next;
+    }
+    let cs: Vec<(TensorType, bool)> = per_iter.iter().cloned().zip(st.iter().copied()).collect();
+    let pred_stacked = body_stackedness(g, &info, &options, cond_f, &cs, &captures)?[0];
+    if pred_stacked {
+        // Diverging iterations: every carry the body updates must be per-iteration.
+        for j in 0..k {
+            st[j] = st[j] || !pass[j];
+        }
+    }
+    // Initial carries with their final stackedness.
+    let mut init = Vec::with_capacity(k);
+    for (w, s) in carries.iter().zip(&st) {
+        init.push(force_stacked(g, &info, *w, *s)?);
+    }
+    let cap_vals: Vec<ValueId> = captures.iter().map(|w| w.value).collect();
+    let outs = if !pred_stacked {
+        while_invariant(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &st)?
+    } else if options.control_flow == ControlFlowMode::Mask {
+        while_mask(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass)?
+    } else {
+        while_subset(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass)?
+    };
+    ConvertCtx::done(outs.into_iter().zip(st).map(|(v, s)| Wrapped { value: v, stacked: s }).collect())
+}
+
+/// Wrapped parameters: carries (with `st`), then `n`, `index`, then captures.
+fn split_params(p: &[ValueId], k: usize, carries: &[Wrapped], captures: &[Wrapped]) -> (Vec<Wrapped>, LoopParts) {
+    let c = rewrap(&p[..k], carries);
+    let caps = rewrap(&p[k + 2..], captures);
+    (c, LoopParts { n: p[k], index: p[k + 1], captures: caps })
+}
+
+struct LoopParts {
+    n: ValueId,
+    index: ValueId,
+    captures: Vec<Wrapped>,
+}
+
+fn while_inputs(g: &Graph, info: &LoopInfo, init: &[ValueId], cap_vals: &[ValueId]) -> Result<(Vec<ValueId>, Vec<TensorType>)> {
+    let mut inputs = init.to_vec();
+    inputs.push(info.n);
+    inputs.push(info.index);
+    inputs.extend_from_slice(cap_vals);
+    let types = inputs.iter().map(|v| ty(g, *v)).collect::<Result<Vec<_>>>()?;
+    Ok((inputs, types))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn while_invariant(
+    g: &mut Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    cond_f: &Function,
+    body: &Function,
+    init: &[Wrapped],
+    captures: &[Wrapped],
+    cap_vals: &[ValueId],
+    st: &[bool],
+) -> Result<Vec<ValueId>> {
+    let k = init.len();
+    let init_vals: Vec<ValueId> = init.iter().map(|w| w.value).collect();
+    let (inputs, types) = while_inputs(g, info, &init_vals, cap_vals)?;
+    let cf = Function::build(g, &types, |sub, p| {
+        let (c, lp) = split_params(p, k, init, captures);
+        let i2 = inner_info(info, lp.n, lp.index);
+        let mut args = c;
+        args.extend(lp.captures);
+        let r = convert_function(sub, cond_f, &args, &i2, options)?;
+        Ok(vec![r[0].value])
+    })?;
+    let bf = Function::build(g, &types, |sub, p| {
+        let (c, lp) = split_params(p, k, init, captures);
+        let i2 = inner_info(info, lp.n, lp.index);
+        let mut args = c;
+        args.extend(lp.captures);
+        let r = convert_function(sub, body, &args, &i2, options)?;
+        let mut vals = Vec::with_capacity(k);
+        for (w, s) in r.into_iter().zip(st) {
+            vals.push(force_stacked(sub, &i2, w, *s)?.value);
+        }
+        vals.extend_from_slice(&p[k..]);
+        Ok(vals)
+    })?;
+    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: inputs.len() - cap_vals.len(), max_iterations: None };
+    let mut outs = g.add_op_multi(Op::Control(op), &inputs)?;
+    outs.truncate(k);
+    Ok(outs)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn while_mask(
+    g: &mut Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    cond_f: &Function,
+    body: &Function,
+    init: &[Wrapped],
+    captures: &[Wrapped],
+    cap_vals: &[ValueId],
+    pass: &[bool],
+) -> Result<Vec<ValueId>> {
+    let k = init.len();
+    let init_vals: Vec<ValueId> = init.iter().map(|w| w.value).collect();
+    let (inputs, types) = while_inputs(g, info, &init_vals, cap_vals)?;
+    let cf = Function::build(g, &types, |sub, p| {
+        let (c, lp) = split_params(p, k, init, captures);
+        let i2 = inner_info(info, lp.n, lp.index);
+        let mut args = c;
+        args.extend(lp.captures);
+        let r = convert_function(sub, cond_f, &args, &i2, options)?;
+        let pr = force_stacked(sub, &i2, r[0], true)?.value;
+        Ok(vec![sub.reduce_any(pr, &[0], false)?])
+    })?;
+    let bf = Function::build(g, &types, |sub, p| {
+        let (c, lp) = split_params(p, k, init, captures);
+        let i2 = inner_info(info, lp.n, lp.index);
+        let mut args = c.clone();
+        args.extend(lp.captures);
+        let pr = convert_function(sub, cond_f, &args, &i2, options)?;
+        let pr = force_stacked(sub, &i2, pr[0], true)?.value;
+        let r = convert_function(sub, body, &args, &i2, options)?;
+        let mut vals = Vec::with_capacity(k);
+        for (j, w) in r.into_iter().enumerate() {
+            if pass[j] {
+                vals.push(c[j].value);
+                continue;
+            }
+            let rank = sub.value_type(c[j].value)?.rank() - 1;
+            let m = expand_pred(sub, pr, rank)?;
+            vals.push(sub.select(m, w.value, c[j].value)?);
+        }
+        vals.extend_from_slice(&p[k..]);
+        Ok(vals)
+    })?;
+    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: inputs.len() - cap_vals.len(), max_iterations: None };
+    let mut outs = g.add_op_multi(Op::Control(op), &inputs)?;
+    outs.truncate(k);
+    Ok(outs)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn while_subset(
+    g: &mut Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    cond_f: &Function,
+    body: &Function,
+    init: &[Wrapped],
+    captures: &[Wrapped],
+    cap_vals: &[ValueId],
+    pass: &[bool],
+) -> Result<Vec<ValueId>> {
+    let k = init.len();
+    // carries: [active positions, full carries...]
+    let zero = g.constant(Tensor::scalar(0i64));
+    let one = g.constant(Tensor::scalar(1i64));
+    let active0 = g.range(zero, info.n, one)?;
+    let mut init_vals = vec![active0];
+    init_vals.extend(init.iter().map(|w| w.value));
+    let (inputs, types) = while_inputs(g, info, &init_vals, cap_vals)?;
+    let kk = k + 1;
+    let cf = Function::build(g, &types, |sub, p| {
+        let sz = sub.size_of(p[0])?;
+        let z = sub.constant(Tensor::scalar(0i64));
+        Ok(vec![sub.greater(sz, z)?])
+    })?;
+    let bf = Function::build(g, &types, |sub, p| {
+        let active = p[0];
+        let full = rewrap(&p[1..kk], init);
+        let lp = LoopParts { n: p[kk], index: p[kk + 1], captures: rewrap(&p[kk + 2..], captures) };
+        let outer = inner_info(info, lp.n, lp.index);
+        // the condition, on the active rows only
+        let rows = gather_rows(sub, &full, active)?;
+        let ainfo = subset_info(sub, &outer, active)?;
+        let mut args = rows.clone();
+        args.extend(lp.captures.iter().copied());
+        let pr = convert_function(sub, cond_f, &args, &ainfo, options)?;
+        let pr = force_stacked(sub, &ainfo, pr[0], true)?.value;
+        let keep = positions(sub, pr)?;
+        let still = sub.gather(active, keep, 0)?;
+        // the body, on the rows still running
+        let rows2 = gather_rows(sub, &rows, keep)?;
+        let sinfo = subset_info(sub, &outer, still)?;
+        let mut args2 = rows2;
+        args2.extend(lp.captures.iter().copied());
+        let r = convert_function(sub, body, &args2, &sinfo, options)?;
+        let ix = sub.reshape(still, &[-1, 1])?;
+        let mut vals = vec![still];
+        for (j, w) in r.into_iter().enumerate() {
+            if pass[j] || !full[j].stacked {
+                vals.push(full[j].value);
+                continue;
+            }
+            let w = force_stacked(sub, &sinfo, w, true)?;
+            vals.push(sub.tensor_scatter_update(full[j].value, ix, w.value)?);
+        }
+        vals.extend_from_slice(&p[kk..]);
+        Ok(vals)
+    })?;
+    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: inputs.len() - cap_vals.len(), max_iterations: None };
+    let outs = g.add_op_multi(Op::Control(op), &inputs)?;
+    Ok(outs[1..kk].to_vec())
+}
+
+/// True if `name` can reach itself through calls.
+fn is_recursive(g: &Graph, name: &str) -> bool {
+    let lib = g.library();
+    let mut stack = vec![name.to_string()];
+    let mut seen = hashbrown::HashSet::new();
+    while let Some(f) = stack.pop() {
+        let Ok(func) = lib.get(&f) else { continue };
+        for n in all_calls(&func.graph) {
+            if n == name {
+                return true;
+            }
+            if seen.insert(n.clone()) {
+                stack.push(n);
+            }
+        }
+    }
+    false
+}
+
+fn all_calls(g: &Graph) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in g.node_ids() {
+        let Ok(nd) = g.node(n) else { continue };
+        match &nd.op {
+            Op::Control(ControlOp::Call { function, .. }) => out.push(function.clone()),
+            Op::Control(ControlOp::Cond { then, else_ }) => {
+                out.extend(all_calls(&then.graph));
+                out.extend(all_calls(&else_.graph));
+            }
+            Op::Control(ControlOp::While { cond, body, .. }) => {
+                out.extend(all_calls(&cond.graph));
+                out.extend(all_calls(&body.graph));
+            }
+            Op::Control(ControlOp::For { body, .. }) => out.extend(all_calls(&body.graph)),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
+    let Op::Control(op) = ctx.op().clone() else {
+        return ConvertCtx::unhandled("not a control-flow op");
+    };
+    match op {
+        ControlOp::Cond { then, else_ } => cond(ctx, &then, &else_),
+        ControlOp::While { cond, body, num_carries, max_iterations } => {
+            if max_iterations.is_some() {
+                return ConvertCtx::unhandled("while with max_iterations");
+            }
+            while_loop(ctx, &cond, &body, num_carries)
+        }
+        ControlOp::Call { function, .. } => {
+            if is_recursive(ctx.graph(), &function) {
+                return ConvertCtx::unhandled(format!("recursive function '{function}' (auto-batching hand-off pending)"));
+            }
+            let f = ctx.graph().library().get(&function)?;
+            let info = ctx.loop_info().clone();
+            let options = ctx.options().clone();
+            let args = ctx.inputs().to_vec();
+            let outs = convert_function(ctx.graph(), &f, &args, &info, &options)?;
+            ConvertCtx::done(outs)
+        }
+        ControlOp::For { .. } => ConvertCtx::unhandled("a reference loop inside pfor"),
+    }
+}
+
+/// Register the family's converters.
+pub fn register(r: &mut Registry) {
+    for k in ControlKind::ALL {
+        r.register(OpKey::Builtin(OpKind::Control(*k)), convert);
+    }
+    let _ = Error::Verify;
+}
