@@ -12,6 +12,7 @@
 // value on cold paths only, so its size is not a concern.
 #![allow(clippy::result_large_err)]
 
+pub mod autobatch;
 pub mod error;
 pub mod exec;
 pub mod ir;
