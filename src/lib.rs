@@ -10,6 +10,7 @@
 #![warn(missing_docs)]
 
 pub mod api;
+pub mod autobatch;
 pub mod error;
 pub mod exec;
 pub mod ir;

@@ -1,0 +1,117 @@
+//! The unbatched reference interpreter: one thread at a time, plain recursion.
+//!
+//! For each batch member it runs the (unlowered) program sequentially — every primop on a
+//! batch of one row, every call a recursive interpretation with its own environment,
+//! branches on the thread's own condition — and stacks the outputs. It shares nothing with
+//! the batched interpreters but [`PrimOp::run`](super::PrimOp::run) (no masks, layouts,
+//! allocation or stacks), which makes it their correctness oracle, and it is the
+//! "unbatched loop" baseline of the benchmarks. Calls deeper than `max_stack_depth` are
+//! `Error::RecursionLimit`.
+
+use super::program::{Instruction, Program, Terminator};
+use super::{ExecConfig, check_inputs, empty_outputs};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// Run `program` on `inputs` one batch member at a time, with default options.
+pub fn execute(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    execute_with(program, inputs, &ExecConfig::default())
+}
+
+/// Run one batch member at a time (only `config.max_stack_depth` is used).
+pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -> Result<Vec<Tensor>> {
+    super::lower::check_runnable(program, false)?;
+    let batch = check_inputs(program, inputs)?;
+    if batch == 0 {
+        return empty_outputs(program);
+    }
+    let mut per_out: Vec<Vec<Tensor>> = vec![Vec::with_capacity(batch); program.vars_out.len()];
+    for i in 0..batch {
+        let row: Vec<Tensor> = inputs.iter().map(|t| t.slice_axis0(i, i + 1)).collect::<Result<_>>()?;
+        for (acc, t) in per_out.iter_mut().zip(execute_one(program, &row, config.max_stack_depth)?) {
+            acc.push(t.index_axis0(0)?);
+        }
+    }
+    per_out
+        .into_iter()
+        .zip(&program.vars_out)
+        .map(|(rows, v)| {
+            let ty = program.var_type(*v)?;
+            Tensor::stack(&rows, ty.dtype, &ty.shape)
+        })
+        .collect()
+}
+
+/// Run one thread: `inputs` are `[1] + event shape`; so are the outputs.
+pub fn execute_one(program: &Program, inputs: &[Tensor], max_depth: usize) -> Result<Vec<Tensor>> {
+    let mut env: Vec<Option<Tensor>> = vec![None; program.var_defs.len()];
+    for (v, t) in program.vars_in.iter().zip(inputs) {
+        env[v.0] = Some(t.clone());
+    }
+    interpret(program, 0, &mut env, 0, max_depth)?;
+    program
+        .vars_out
+        .iter()
+        .map(|v| {
+            env[v.0].clone().ok_or_else(|| {
+                Error::InvalidArgument(format!("autobatch: output '{}' was never written", program.var_name(*v)))
+            })
+        })
+        .collect()
+}
+
+fn read(p: &Program, env: &[Option<Tensor>], v: super::Var) -> Result<Tensor> {
+    env.get(v.0).cloned().flatten().ok_or_else(|| {
+        Error::InvalidArgument(format!("autobatch: variable '{}' is read before it is written", p.var_name(v)))
+    })
+}
+
+fn interpret(p: &Program, gi: usize, env: &mut [Option<Tensor>], depth: usize, max_depth: usize) -> Result<()> {
+    let g = if gi == 0 { &p.graph } else { &p.function(super::FuncId(gi - 1))?.graph };
+    if depth > max_depth {
+        let function = p.functions.get(gi.wrapping_sub(1)).map(|f| f.name.clone()).unwrap_or_default();
+        return Err(Error::RecursionLimit { function, limit: max_depth });
+    }
+    let mut pc = 0;
+    loop {
+        let b = g.blocks.get(pc).ok_or_else(|| Error::InvalidArgument(format!("autobatch: no block {pc}")))?;
+        for op in &b.ops {
+            match op {
+                Instruction::Prim(o) => {
+                    let ins = o.inputs.iter().map(|v| read(p, env, *v)).collect::<Result<Vec<_>>>()?;
+                    let types = o.outputs.iter().map(|v| p.var_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
+                    for (v, t) in o.outputs.iter().zip(o.run(ins, 1, &types)?) {
+                        env[v.0] = Some(t);
+                    }
+                }
+                Instruction::Call(c) => {
+                    let f = p.function(c.function)?;
+                    let args = c.inputs.iter().map(|v| read(p, env, *v)).collect::<Result<Vec<_>>>()?;
+                    let mut callee: Vec<Option<Tensor>> = vec![None; p.var_defs.len()];
+                    for (prm, a) in f.params.iter().zip(args) {
+                        callee[prm.0] = Some(a);
+                    }
+                    interpret(p, c.function.0 + 1, &mut callee, depth + 1, max_depth)?;
+                    for (o, r) in c.outputs.iter().zip(&f.results) {
+                        env[o.0] = Some(read(p, &callee, *r)?);
+                    }
+                }
+                Instruction::Push(_) | Instruction::Pop(_) => {
+                    return Err(Error::InvalidArgument("autobatch reference: the program is lowered".into()));
+                }
+            }
+        }
+        pc = match &b.terminator {
+            Terminator::Goto(t) => t.0,
+            Terminator::Branch { cond, if_true, if_false } => {
+                let c = read(p, env, *cond)?;
+                let v = c.to_vec::<bool>()?;
+                if v.first().copied().unwrap_or(false) { if_true.0 } else { if_false.0 }
+            }
+            Terminator::Return => return Ok(()),
+            other => {
+                return Err(Error::InvalidArgument(format!("autobatch reference: lowered terminator {other:?}")));
+            }
+        };
+    }
+}

@@ -1,0 +1,259 @@
+//! The full auto-batching VM: runs a [lowered](super::lower) program with one register per
+//! variable, one per-thread stack per Full variable, and a per-thread stack of return
+//! addresses (the Full `pc`).
+//!
+//! Scheduling is "lowest pc first": a wait queue maps each pc to the threads waiting
+//! there (OR-coalesced); each step dequeues the smallest pc and runs its block for all
+//! those threads at once, whatever their recursion depth. So threads at different depths
+//! of the same recursion share every primop run — what the stackless executor cannot do.
+//!
+//! Storage: a Full variable's top of stack is its register (the "cached top"); `push`
+//! copies the register rows of the active threads to `stack[sp[t], t]` and increments their
+//! stack pointers, `pop` does the reverse. A stack is `[depth, batch] + event shape`,
+//! allocated lazily and grown by doubling up to `max_stack_depth`; a push beyond it (or a
+//! `PushGoto` beyond it on the pc stack) is `Error::RecursionLimit` naming the function —
+//! never a panic or an out-of-bounds write. Per-thread correctness: every instruction
+//! touches only the rows of the threads running it, and lowering keeps every call
+//! stack-neutral, so each thread sees exactly its sequential semantics.
+
+use super::lower::{check_runnable, lower_with_entries};
+use super::mask::{Mask, WaitQueue};
+use super::primop::{BlockRun, Locals};
+use super::program::{Program, Terminator, Var};
+use super::segment::{PlanCache, Step};
+use super::{ExecConfig, Execution, RunCounters, check_inputs, collect_outputs, empty_outputs, rows};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+
+/// The per-thread stack of one Full variable.
+struct VarStack {
+    store: Tensor,
+    depth: usize,
+    sp: Vec<usize>,
+}
+
+/// Machine state of one run.
+struct State<'a> {
+    prog: &'a Program,
+    batch: usize,
+    max_depth: usize,
+    regs: Vec<Option<Tensor>>,
+    stacks: Vec<Option<VarStack>>,
+    ret: Vec<usize>,
+    ret_sp: Vec<usize>,
+}
+
+impl State<'_> {
+    fn overflow(&self, what: String) -> Error {
+        Error::RecursionLimit { function: what, limit: self.max_depth }
+    }
+
+    fn push(&mut self, v: Var, idx: &[usize]) -> Result<()> {
+        let ty = self.prog.var_type(v)?.clone();
+        let reg = self.regs[v.0].as_ref().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "autobatch vm: saving variable '{}' before it is written",
+                self.prog.var_name(v)
+            ))
+        })?;
+        let batch = self.batch;
+        let st = self.stacks[v.0].get_or_insert_with(|| VarStack {
+            store: Tensor::zeros(ty.dtype, &[0]),
+            depth: 0,
+            sp: vec![0; batch],
+        });
+        let need = idx.iter().map(|&t| st.sp[t] + 1).max().unwrap_or(0);
+        if need > self.max_depth {
+            let name = self.prog.var_name(v);
+            return Err(Error::RecursionLimit {
+                function: format!("(saving variable '{name}': its per-thread stack is full)"),
+                limit: self.max_depth,
+            });
+        }
+        if need > st.depth {
+            let new_depth = (st.depth * 2).max(need).max(4).min(self.max_depth);
+            st.store = if st.depth == 0 {
+                let mut shape = vec![new_depth];
+                shape.extend(ty.batched_shape(batch));
+                Tensor::zeros(ty.dtype, &shape)
+            } else {
+                rows::stack_grow(&st.store, &ty, batch, new_depth)?
+            };
+            st.depth = new_depth;
+        }
+        let moves: Vec<(usize, usize)> = idx.iter().map(|&t| (t, st.sp[t])).collect();
+        rows::stack_push(&mut st.store, reg, &moves)?;
+        for &t in idx {
+            st.sp[t] += 1;
+        }
+        Ok(())
+    }
+
+    fn pop(&mut self, v: Var, idx: &[usize]) -> Result<()> {
+        let name = self.prog.var_name(v);
+        let underflow = || Error::InvalidArgument(format!("autobatch vm: stack of '{name}' underflows"));
+        let st = self.stacks[v.0].as_mut().ok_or_else(underflow)?;
+        let reg = self.regs[v.0].as_mut().ok_or_else(underflow)?;
+        let mut moves = Vec::with_capacity(idx.len());
+        for &t in idx {
+            let d = st.sp[t].checked_sub(1).ok_or_else(underflow)?;
+            moves.push((t, d));
+        }
+        rows::stack_pop(reg, &st.store, &moves)?;
+        for (t, d) in moves {
+            st.sp[t] = d;
+        }
+        Ok(())
+    }
+
+    fn push_return(&mut self, idx: &[usize], return_to: usize, callee: &str) -> Result<usize> {
+        let batch = self.batch;
+        let mut deepest = 0;
+        for &t in idx {
+            let sp = self.ret_sp[t];
+            if sp >= self.max_depth {
+                return Err(self.overflow(callee.to_string()));
+            }
+            let at = sp * batch + t;
+            if at >= self.ret.len() {
+                let new_depth = ((self.ret.len() / batch.max(1)) * 2).max(sp + 1).max(4).min(self.max_depth);
+                self.ret.resize(new_depth * batch, 0);
+            }
+            self.ret[at] = return_to;
+            self.ret_sp[t] = sp + 1;
+            deepest = deepest.max(sp + 1);
+        }
+        Ok(deepest)
+    }
+
+    fn pop_returns(&mut self, idx: &[usize], queue: &mut WaitQueue) -> Result<()> {
+        let mut groups: Vec<(usize, Mask)> = Vec::new();
+        for &t in idx {
+            let sp = self.ret_sp[t]
+                .checked_sub(1)
+                .ok_or_else(|| Error::InvalidArgument("autobatch vm: return with an empty pc stack".into()))?;
+            self.ret_sp[t] = sp;
+            let to = self.ret[sp * self.batch + t];
+            match groups.iter_mut().find(|(pc, _)| *pc == to) {
+                Some((_, m)) => m.set(t),
+                None => {
+                    let mut m = Mask::none(self.batch);
+                    m.set(t);
+                    groups.push((to, m));
+                }
+            }
+        }
+        for (pc, m) in groups {
+            queue.enqueue(pc, m);
+        }
+        Ok(())
+    }
+}
+
+/// The full VM for one program: the lowered program and its block-plan cache.
+pub struct Vm {
+    lowered: Program,
+    entries: Vec<Option<String>>,
+    cache: PlanCache,
+}
+
+impl Vm {
+    /// Lower a built program and prepare to run it.
+    pub fn new(program: &Program) -> Result<Vm> {
+        let (lowered, entries) = lower_with_entries(program)?;
+        check_runnable(&lowered, true)?;
+        let cache = PlanCache::new(&lowered, false);
+        Ok(Vm { lowered, entries, cache })
+    }
+
+    /// The lowered program this VM runs.
+    pub fn lowered(&self) -> &Program {
+        &self.lowered
+    }
+
+    /// Run on inputs of shape `[batch] + event shape` each.
+    pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
+        let p = &self.lowered;
+        let batch = check_inputs(p, inputs)?;
+        let mut counters = RunCounters::new(self.cache.names().len());
+        if batch == 0 {
+            return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
+        }
+        let nv = p.var_defs.len();
+        let mut st = State {
+            prog: p,
+            batch,
+            max_depth: config.max_stack_depth,
+            regs: vec![None; nv],
+            stacks: (0..nv).map(|_| None).collect(),
+            ret: vec![],
+            ret_sp: vec![0; batch],
+        };
+        for (v, t) in p.vars_in.iter().zip(inputs) {
+            st.regs[v.0] = Some(t.clone());
+        }
+        let mut queue = WaitQueue::default();
+        let mut locals = Locals::default();
+        queue.enqueue(0, Mask::all(batch));
+        while let Some((pc, active)) = queue.pop_min() {
+            let plan = self.cache.get(p, 0, pc, &mut counters.plans_compiled)?;
+            let mut run = BlockRun::new(p, &active, config, &mut locals);
+            counters.count_layout(run.layout());
+            for step in &plan.steps {
+                match step {
+                    Step::Prim { op, out_types, counter } => {
+                        run.run_prim(&mut st.regs, op, out_types, *counter, &mut counters)?
+                    }
+                    Step::Push(vars) => {
+                        for v in vars {
+                            run.flush_var(&mut st.regs, *v)?;
+                            st.push(*v, run.indices())?;
+                        }
+                    }
+                    Step::Pop(vars) => {
+                        for v in vars {
+                            run.flush_var(&mut st.regs, *v)?;
+                            st.pop(*v, run.indices())?;
+                        }
+                    }
+                    Step::Call { .. } => {
+                        return Err(Error::InvalidArgument("autobatch vm: unlowered call found".into()));
+                    }
+                }
+            }
+            let idx = run.finish(&mut st.regs)?;
+            match &plan.terminator {
+                Terminator::Goto(t) => queue.enqueue(t.0, active),
+                Terminator::Branch { cond, if_true, if_false } => {
+                    let c = st.regs.get(cond.0).and_then(|c| c.as_ref()).ok_or_else(|| {
+                        Error::InvalidArgument(format!("autobatch: branch condition '{}' is unset", p.var_name(*cond)))
+                    })?;
+                    let bools = rows::bools(c)?;
+                    let (yes, no) = Mask::split(batch, &idx, &bools);
+                    queue.enqueue(if_true.0, yes);
+                    queue.enqueue(if_false.0, no);
+                }
+                Terminator::Return => {}
+                Terminator::PushGoto { return_to, target } => {
+                    let callee = self.entries.get(target.0).cloned().flatten().unwrap_or_default();
+                    let d = st.push_return(&idx, return_to.0, &callee)?;
+                    counters.max_depth = counters.max_depth.max(d);
+                    queue.enqueue(target.0, active);
+                }
+                Terminator::IndirectGoto => st.pop_returns(&idx, &mut queue)?,
+            }
+        }
+        let outputs = collect_outputs(p, &st.regs)?;
+        Ok(Execution { outputs, stats: counters.into_stats(self.cache.names()) })
+    }
+}
+
+/// Lower and run `program` on `inputs` (each `[batch] + event shape`) with default options.
+pub fn execute(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+    Ok(execute_with(program, inputs, &ExecConfig::default())?.outputs)
+}
+
+/// Lower and run with options, returning outputs and statistics.
+pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
+    Vm::new(program)?.run(inputs, config)
+}
