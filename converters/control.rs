@@ -19,6 +19,7 @@
 //!     Finished rows are never touched again, so the body never runs past an iteration's
 //!     own trip count.
 //!   * `Mask`: run until no row is active, updating carries with `select`.
+//!
 //!   Carries the body passes through unchanged stay loop-invariant.
 //! - `call` of a non-recursive function: its body is converted in place. Recursive calls
 //!   are declined (per-op fallback) until the auto-batching hand-off lands.
@@ -78,9 +79,7 @@ fn subset_info(g: &mut Graph, info: &LoopInfo, pos: ValueId) -> Result<LoopInfo>
 }
 
 fn gather_rows(g: &mut Graph, ws: &[Wrapped], pos: ValueId) -> Result<Vec<Wrapped>> {
-    ws.iter()
-        .map(|w| Ok(if w.stacked { Wrapped::stacked(g.gather(w.value, pos, 0)?) } else { *w }))
-        .collect()
+    ws.iter().map(|w| Ok(if w.stacked { Wrapped::stacked(g.gather(w.value, pos, 0)?) } else { *w })).collect()
 }
 
 /// Zeros of `[n] + tail_of(like)` (per-iteration dims taken from `like`'s static type or
@@ -101,9 +100,10 @@ fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, lik
 
 fn small_and_safe(f: &Function) -> bool {
     f.graph.num_nodes() <= 16
-        && f.graph.node_ids().into_iter().all(|n| {
-            f.graph.node(n).is_ok_and(|nd| !matches!(nd.op.kind(), OpKind::Control(_) | OpKind::Index(_)))
-        })
+        && f.graph
+            .node_ids()
+            .into_iter()
+            .all(|n| f.graph.node(n).is_ok_and(|nd| !matches!(nd.op.kind(), OpKind::Control(_) | OpKind::Index(_))))
 }
 
 fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -> Result<Converted> {
@@ -288,7 +288,12 @@ struct LoopParts {
     captures: Vec<Wrapped>,
 }
 
-fn while_inputs(g: &Graph, info: &LoopInfo, init: &[ValueId], cap_vals: &[ValueId]) -> Result<(Vec<ValueId>, Vec<TensorType>)> {
+fn while_inputs(
+    g: &Graph,
+    info: &LoopInfo,
+    init: &[ValueId],
+    cap_vals: &[ValueId],
+) -> Result<(Vec<ValueId>, Vec<TensorType>)> {
     let mut inputs = init.to_vec();
     inputs.push(info.n);
     inputs.push(info.index);
@@ -330,13 +335,11 @@ fn while_invariant(
         for (w, s) in r.into_iter().zip(st) {
             vals.push(force_stacked(sub, &i2, w, *s)?.value);
         }
-        vals.extend_from_slice(&p[k..]);
         Ok(vals)
     })?;
-    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: inputs.len() - cap_vals.len(), max_iterations: None };
-    let mut outs = g.add_op_multi(Op::Control(op), &inputs)?;
-    outs.truncate(k);
-    Ok(outs)
+    let op =
+        ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
+    g.add_op_multi(Op::Control(op), &inputs)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -381,13 +384,11 @@ fn while_mask(
             let m = expand_pred(sub, pr, rank)?;
             vals.push(sub.select(m, w.value, c[j].value)?);
         }
-        vals.extend_from_slice(&p[k..]);
         Ok(vals)
     })?;
-    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: inputs.len() - cap_vals.len(), max_iterations: None };
-    let mut outs = g.add_op_multi(Op::Control(op), &inputs)?;
-    outs.truncate(k);
-    Ok(outs)
+    let op =
+        ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
+    g.add_op_multi(Op::Control(op), &inputs)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -423,9 +424,10 @@ fn while_subset(
         let outer = inner_info(info, lp.n, lp.index);
         // the condition, on the active rows only
         let rows = gather_rows(sub, &full, active)?;
+        let caps = gather_rows(sub, &lp.captures, active)?;
         let ainfo = subset_info(sub, &outer, active)?;
         let mut args = rows.clone();
-        args.extend(lp.captures.iter().copied());
+        args.extend(caps.iter().copied());
         let pr = convert_function(sub, cond_f, &args, &ainfo, options)?;
         let pr = force_stacked(sub, &ainfo, pr[0], true)?.value;
         let keep = positions(sub, pr)?;
@@ -434,7 +436,7 @@ fn while_subset(
         let rows2 = gather_rows(sub, &rows, keep)?;
         let sinfo = subset_info(sub, &outer, still)?;
         let mut args2 = rows2;
-        args2.extend(lp.captures.iter().copied());
+        args2.extend(gather_rows(sub, &caps, keep)?);
         let r = convert_function(sub, body, &args2, &sinfo, options)?;
         let ix = sub.reshape(still, &[-1, 1])?;
         let mut vals = vec![still];
@@ -446,10 +448,10 @@ fn while_subset(
             let w = force_stacked(sub, &sinfo, w, true)?;
             vals.push(sub.tensor_scatter_update(full[j].value, ix, w.value)?);
         }
-        vals.extend_from_slice(&p[kk..]);
         Ok(vals)
     })?;
-    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: inputs.len() - cap_vals.len(), max_iterations: None };
+    let op =
+        ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
     let outs = g.add_op_multi(Op::Control(op), &inputs)?;
     Ok(outs[1..kk].to_vec())
 }
@@ -508,7 +510,9 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         }
         ControlOp::Call { function, .. } => {
             if is_recursive(ctx.graph(), &function) {
-                return ConvertCtx::unhandled(format!("recursive function '{function}' (auto-batching hand-off pending)"));
+                return ConvertCtx::unhandled(format!(
+                    "recursive function '{function}' (auto-batching hand-off pending)"
+                ));
             }
             let f = ctx.graph().library().get(&function)?;
             let info = ctx.loop_info().clone();

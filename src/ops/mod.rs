@@ -261,9 +261,13 @@ impl Op {
     /// Shape and dtype inference.
     pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
         match self {
-            Op::Input { .. } | Op::Const { .. } => {
-                // Types of sources are fixed when they are created.
-                Err(crate::Error::unsupported(&self.name(), "sources are created with Graph::input / Graph::constant"))
+            Op::Const { value } => {
+                expect_arity("const", inputs, 0)?;
+                Ok(vec![value.tensor_type()])
+            }
+            Op::Input { .. } => {
+                // An input's type is declared when it is created.
+                Err(crate::Error::unsupported(&self.name(), "inputs are created with Graph::input"))
             }
             Op::Unary(k) => unary::infer(*k, inputs),
             Op::Binary(k) => binary::infer(*k, inputs),

@@ -2,6 +2,7 @@
 //! and structural tests of the vectorizer.
 
 pub mod binary;
+pub mod control;
 pub mod conv;
 pub mod driver;
 pub mod elementwise;
