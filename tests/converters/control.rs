@@ -224,7 +224,7 @@ fn cond_with_invariant_predicate_and_stacked_args() {
     check(f64t(&[4], &[1.0, -2.0, 0.5, 3.0]), BOTH, &|g, xi| {
         let t = g.constant(Tensor::scalar(true));
         let k = scalar_f(g, 5.0);
-        g.cond(t, &[xi, k], |g, a| Ok(vec![g.mul(a[0], a[1])?, a[1]]), |g, a| Ok(vec![a[1], a[0]]))
+        g.cond(t, &[xi, k], |g, a| Ok(vec![g.mul(a[0], a[1])?, a[1]]), |_, a| Ok(vec![a[1], a[0]]))
     });
 }
 
