@@ -177,3 +177,71 @@ fn for_loop_stacks_iterations() {
     let out = for_loop(&mut g, 0, |g, i| Ok(vec![g.gather(a, i, 0)?])).unwrap();
     assert_eq!(eval1(&g, out[0]).shape(), &[0, 2]);
 }
+
+/// A plain-Rust LSTM cell (gates i, f, g, o from one fused projection) — the oracle.
+fn lstm_ref(x: &[Vec<f64>], w: &[f64], b: &[f64], d_in: usize, d_h: usize) -> Vec<f64> {
+    let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
+    let (mut h, mut c) = (vec![0.0; d_h], vec![0.0; d_h]);
+    for xt in x {
+        let inp: Vec<f64> = xt.iter().chain(h.iter()).copied().collect();
+        let z: Vec<f64> = (0..4 * d_h).map(|j| b[j] + (0..d_in + d_h).map(|k| inp[k] * w[k * 4 * d_h + j]).sum::<f64>()).collect();
+        for u in 0..d_h {
+            let (i, f, g, o) = (sig(z[u]), sig(z[d_h + u]), z[2 * d_h + u].tanh(), sig(z[3 * d_h + u]));
+            c[u] = f * c[u] + i * g;
+            h[u] = o * c[u].tanh();
+        }
+    }
+    h
+}
+
+#[test]
+fn lstm_cell_in_a_while_loop_to_a_per_example_length() {
+    let (d_in, d_h, t_max) = (3usize, 2usize, 6usize);
+    let xs = Tensor::randn_f64(&[t_max, d_in], 1);
+    let w = Tensor::randn_f64(&[d_in + d_h, 4 * d_h], 2);
+    let b = Tensor::randn_f64(&[4 * d_h], 3);
+    let mut g = Graph::new();
+    let xc = g.constant(xs.clone());
+    let wc = g.constant(w.clone());
+    let bc = g.constant(b.clone());
+    let len = g.input("len", DType::I64, Shape::scalar());
+    let t0 = g.constant(Tensor::scalar(0i64));
+    let h0 = g.constant(Tensor::zeros(DType::F64, &[1, d_h]));
+    let c0 = g.constant(Tensor::zeros(DType::F64, &[1, d_h]));
+    let out = g
+        .while_loop(
+            &[t0, h0, c0],
+            &[len, xc, wc, bc],
+            |g, a| g.less(a[0], a[3]),
+            |g, a| {
+                let (t, h, c, x, w, b) = (a[0], a[1], a[2], a[4], a[5], a[6]);
+                let xt = g.gather(x, t, 0)?;
+                let xt = g.expand_dims(xt, 0)?;
+                let inp = g.concat(&[xt, h], 1)?;
+                let z = g.matmul(inp, w)?;
+                let z = g.bias_add(z, b)?;
+                let gates = g.split(z, 1, &[2, 2, 2, 2])?;
+                let i = g.sigmoid(gates[0])?;
+                let f = g.sigmoid(gates[1])?;
+                let gg = g.tanh(gates[2])?;
+                let o = g.sigmoid(gates[3])?;
+                let fc = g.mul(f, c)?;
+                let ig = g.mul(i, gg)?;
+                let c2 = g.add(fc, ig)?;
+                let tc = g.tanh(c2)?;
+                let h2 = g.mul(o, tc)?;
+                let one = g.constant(Tensor::scalar(1i64));
+                Ok(vec![g.add(t, one)?, h2, c2])
+            },
+        )
+        .unwrap();
+    g.verify().unwrap();
+    let mut s = Session::new(&g, &[out[1]]).unwrap();
+    let xv = xs.to_vec::<f64>().unwrap();
+    let rows: Vec<Vec<f64>> = xv.chunks(d_in).map(|r| r.to_vec()).collect();
+    for l in [0usize, 1, 4, 6] {
+        let h = s.run(&[(len, Tensor::scalar(l as i64))]).unwrap().remove(0);
+        let want = lstm_ref(&rows[..l], &w.to_vec::<f64>().unwrap(), &b.to_vec::<f64>().unwrap(), d_in, d_h);
+        assert_close(&h, &f64t(&[1, d_h], &want), 1e-12);
+    }
+}
