@@ -21,11 +21,14 @@
 //!   * `Mask`: run until no row is active, updating carries with `select`.
 //!
 //!   Carries the body passes through unchanged stay loop-invariant.
-//! - `call` of a non-recursive function: its body is converted in place. Recursive calls
-//!   are declined (per-op fallback) until the auto-batching hand-off lands.
+//! - `call` of a non-recursive function: its body is converted in place. A recursive call
+//!   is handed off to the auto-batching VM: the function (and everything it calls) is
+//!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
+//!   stacked arguments (batch = n); declined (per-op fallback) if translation fails.
 
 use std::sync::Arc;
 
+use crate::autobatch::from_graph;
 use crate::ops::{ControlKind, ControlOp, Op, OpKind};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 use crate::vectorize::{
@@ -496,6 +499,31 @@ fn all_calls(g: &Graph) -> Vec<String> {
     out
 }
 
+/// A recursive call: hand the whole call off to the auto-batching VM (one node running
+/// every iteration's recursion at once); declined if the function cannot be translated.
+fn recursive_call(ctx: &mut ConvertCtx<'_>, function: &str) -> Result<Converted> {
+    let k = ctx.num_inputs();
+    if k == 0 {
+        return ConvertCtx::unhandled(format!("recursive function '{function}' without arguments"));
+    }
+    let in_types: Vec<TensorType> = (0..k).map(|j| ctx.input_type(j).clone()).collect();
+    let out_types: Vec<TensorType> = ctx.out_types.clone();
+    let options = ctx.options().clone();
+    let call = from_graph::translate(ctx.graph(), function, &in_types, &options)
+        .and_then(|p| from_graph::AutobatchCall::new(p, function, out_types));
+    let call = match call {
+        Ok(c) => c,
+        Err(e) => {
+            return ConvertCtx::unhandled(format!(
+                "recursive function '{function}': auto-batching hand-off failed: {e}"
+            ));
+        }
+    };
+    let inputs = (0..k).map(|j| ctx.stacked(j)).collect::<Result<Vec<_>>>()?;
+    let outs = ctx.add_multi(Op::Custom(Arc::new(call)), &inputs)?;
+    ConvertCtx::done(outs.into_iter().map(Wrapped::stacked).collect())
+}
+
 fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let Op::Control(op) = ctx.op().clone() else {
         return ConvertCtx::unhandled("not a control-flow op");
@@ -510,9 +538,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         }
         ControlOp::Call { function, .. } => {
             if is_recursive(ctx.graph(), &function) {
-                return ConvertCtx::unhandled(format!(
-                    "recursive function '{function}' (auto-batching hand-off pending)"
-                ));
+                return recursive_call(ctx, &function);
             }
             let f = ctx.graph().library().get(&function)?;
             let info = ctx.loop_info().clone();

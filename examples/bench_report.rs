@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
-use workloads::{Mode, Workload, w1, w2};
+use workloads::{Mode, W3Mode, Workload, w1, w2, w3};
 
 fn time_it(w: &mut Workload, budget: Duration) -> f64 {
     w.run(); // warm-up
@@ -84,6 +84,25 @@ fn main() -> pfor::Result<()> {
             rate[2],
             rate[0] / rate[1],
             rate[0] / rate[2]
+        );
+    }
+    println!("\n### W3 LSTM, per-example length U{{1..100}}, in 128, state 256 (tokens/s)\n");
+    println!("| n | subset | mask | loop | padded | subset/loop | subset/padded |");
+    println!("|---|---|---|---|---|---|---|");
+    for n in [1usize, 16, 128, 512] {
+        let mut rate = [0.0f64; 4];
+        for (k, mode) in W3Mode::ALL.iter().enumerate() {
+            let mut w = w3(n, *mode)?;
+            rate[k] = w.units / time_it(&mut w, budget);
+        }
+        println!(
+            "| {n} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1}× | {:.2} |",
+            rate[0],
+            rate[1],
+            rate[2],
+            rate[3],
+            rate[0] / rate[2],
+            rate[0] / rate[3]
         );
     }
     Ok(())

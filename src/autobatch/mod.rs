@@ -31,6 +31,7 @@
 
 mod alloc;
 pub mod builder;
+pub mod from_graph;
 pub mod lower;
 mod mask;
 pub mod primop;

@@ -6,6 +6,7 @@ mod allocation;
 mod counts;
 mod equivalence;
 mod errors;
+mod handoff;
 mod lowering;
 mod programs;
 mod values;

@@ -267,7 +267,7 @@ fn subset_mode_never_evaluates_an_untaken_branch() {
 }
 
 #[test]
-fn non_recursive_call_is_converted_and_recursive_call_falls_back() {
+fn non_recursive_call_is_converted_and_recursive_call_is_auto_batched() {
     let x = i64t(&[4], &[3, 5, 0, 7]);
     let mut g = Graph::new();
     g.function("sq_plus", &[TensorType::scalar(DType::I64)], |g, p| {
@@ -284,17 +284,12 @@ fn non_recursive_call_is_converted_and_recursive_call_falls_back() {
     })
     .unwrap();
     assert_eq!(eval1(&g, v[0]), i64t(&[4], &[10, 26, 1, 50]));
-    let e = pfor_with(&mut g, 4, &PforOptions::strict(), |g, i| {
-        let xi = g.gather(xc, i, 0)?;
-        g.call("fib", &[xi])
-    })
-    .unwrap_err();
-    assert!(e.to_string().contains("recursive function 'fib'"), "{e}");
-    let opts = PforOptions::default().with_fallback(pfor::vectorize::Fallback::Silent);
-    let f = pfor_with(&mut g, 4, &opts, |g, i| {
+    // Strict mode: the recursive call is handed off to the auto-batching VM (no fallback).
+    let (f, report) = pfor::vectorize::pfor_with_report(&mut g, 4, &PforOptions::strict(), |g, i| {
         let xi = g.gather(xc, i, 0)?;
         g.call("fib", &[xi])
     })
     .unwrap();
+    assert!(report.fallbacks.is_empty(), "{:?}", report.fallbacks);
     assert_eq!(eval1(&g, f[0]), i64t(&[4], &[2, 5, 0, 13]));
 }

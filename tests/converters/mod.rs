@@ -9,6 +9,7 @@ pub mod elementwise;
 pub mod indexing;
 pub mod linalg;
 pub mod linear;
+pub mod lstm;
 pub mod nn;
 pub mod oracle;
 pub mod random;

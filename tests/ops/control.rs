@@ -184,7 +184,8 @@ fn lstm_ref(x: &[Vec<f64>], w: &[f64], b: &[f64], d_in: usize, d_h: usize) -> Ve
     let (mut h, mut c) = (vec![0.0; d_h], vec![0.0; d_h]);
     for xt in x {
         let inp: Vec<f64> = xt.iter().chain(h.iter()).copied().collect();
-        let z: Vec<f64> = (0..4 * d_h).map(|j| b[j] + (0..d_in + d_h).map(|k| inp[k] * w[k * 4 * d_h + j]).sum::<f64>()).collect();
+        let z: Vec<f64> =
+            (0..4 * d_h).map(|j| b[j] + (0..d_in + d_h).map(|k| inp[k] * w[k * 4 * d_h + j]).sum::<f64>()).collect();
         for u in 0..d_h {
             let (i, f, g, o) = (sig(z[u]), sig(z[d_h + u]), z[2 * d_h + u].tanh(), sig(z[3 * d_h + u]));
             c[u] = f * c[u] + i * g;
