@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod autobatch;
+pub mod autodiff;
 pub mod error;
 pub mod exec;
 pub mod ir;

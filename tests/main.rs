@@ -1,6 +1,7 @@
 //! The one test binary: modules mirror `src/` (ops families, ir, exec, control flow...).
 
 mod autobatch;
+mod autodiff;
 mod common;
 mod converters;
 mod core;

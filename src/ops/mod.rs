@@ -67,6 +67,15 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     fn is_stateful(&self) -> bool {
         false
     }
+    /// Reverse-mode rule: one cotangent per input (`None` = zero). The default is an
+    /// error naming the op, so gradients through an op without a rule fail loudly.
+    fn vjp(&self, cx: &mut crate::autodiff::VjpCtx<'_>) -> Result<Vec<Option<crate::ir::ValueId>>> {
+        Err(cx.unsupported(format!("custom op {} has no vjp rule", self.name())))
+    }
+    /// Forward-mode rule: one tangent per output (`None` = zero). Defaults to an error.
+    fn jvp(&self, cx: &mut crate::autodiff::JvpCtx<'_>) -> Result<Vec<Option<crate::ir::ValueId>>> {
+        Err(cx.unsupported(format!("custom op {} has no jvp rule", self.name())))
+    }
 }
 
 /// Every operation a graph node can perform.

@@ -1,0 +1,77 @@
+//! Forward mode: push tangents from `xs` through the nodes that depend on them, in
+//! topological order, with each node's JVP rule.
+//!
+//! Invariants: a tangent has its primal's dtype and shape; nodes that no x reaches are not
+//! visited; integer and bool outputs never carry tangents.
+
+use hashbrown::{HashMap, HashSet};
+
+use super::JvpCtx;
+use super::rules;
+use crate::error::{Error, Result};
+use crate::ir::{Graph, NodeId, ValueId};
+
+/// Directional derivatives `d ys[k] / d xs · tangents` as new nodes of `g` (zeros for a
+/// `y` that does not depend on any `x`).
+pub fn jvp(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], tangents: &[ValueId]) -> Result<Vec<ValueId>> {
+    if xs.len() != tangents.len() {
+        return Err(Error::InvalidArgument(format!("jvp: {} tangents for {} xs", tangents.len(), xs.len())));
+    }
+    for v in ys.iter().chain(xs).chain(tangents) {
+        g.check_value(*v)?;
+    }
+    let mut tan: HashMap<ValueId, ValueId> = HashMap::new();
+    for (k, (x, t)) in xs.iter().zip(tangents).enumerate() {
+        let (tx, tt) = (g.value_type(*x)?.clone(), g.value_type(*t)?.clone());
+        if !tx.dtype.is_float() {
+            return Err(Error::InvalidArgument(format!(
+                "jvp: xs[{k}] has dtype {}; only floats have tangents",
+                tx.dtype
+            )));
+        }
+        if tx.dtype != tt.dtype || tx.rank() != tt.rank() {
+            return Err(Error::InvalidArgument(format!("jvp: tangents[{k}] has type {tt}, but xs[{k}] has type {tx}")));
+        }
+        tan.insert(*x, *t);
+    }
+    let anc: HashSet<NodeId> = g.ancestors(ys)?.into_iter().collect();
+    for n in g.topo_order()? {
+        if !anc.contains(&n) {
+            continue;
+        }
+        let node = g.node(n)?.clone();
+        let tangents: Vec<Option<ValueId>> = node.inputs.iter().map(|v| tan.get(v).copied()).collect();
+        if tangents.iter().all(Option::is_none) {
+            continue;
+        }
+        let outputs = g.outputs_of(n);
+        // Values listed in xs keep the tangent given for them.
+        if outputs.iter().all(|o| tan.contains_key(o)) {
+            continue;
+        }
+        let name = node.op.name();
+        let mut cx = JvpCtx { g, node: n, inputs: node.inputs.clone(), outputs: outputs.clone(), tangents };
+        let touts = rules::jvp(&node.op, &mut cx).map_err(|e| e.at_node(n, name.clone()))?;
+        if touts.len() != outputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "jvp rule of {name} returned {} tangents for {} outputs",
+                touts.len(),
+                outputs.len()
+            ))
+            .at_node(n, name));
+        }
+        for (o, t) in outputs.iter().zip(touts) {
+            if let Some(t) = t
+                && g.dtype(*o)?.is_float()
+            {
+                tan.entry(*o).or_insert(t);
+            }
+        }
+    }
+    ys.iter()
+        .map(|y| match tan.get(y) {
+            Some(t) => Ok(*t),
+            None => g.zeros_like(*y),
+        })
+        .collect()
+}

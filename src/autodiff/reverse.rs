@@ -1,0 +1,166 @@
+//! Reverse mode: walk the nodes between `xs` and `ys` in reverse topological order, call
+//! each node's VJP rule with the summed cotangents of its outputs, and accumulate the
+//! cotangents of its inputs.
+//!
+//! Invariants: only nodes that are both ancestors of `ys` and descendants of `xs` are
+//! visited; a value's cotangent is summed (in consumer order) before its producer is
+//! visited; the forward graph is never modified, only extended.
+
+use hashbrown::{HashMap, HashSet};
+
+use super::VjpCtx;
+use super::rules;
+use crate::error::{Error, Result};
+use crate::ir::{Graph, NodeId, ValueId};
+
+/// `d(sum_k <grad_ys[k], ys[k]>) / d xs` as new nodes of `g`. `grad_ys` defaults to ones
+/// (each `y` is then usually a scalar loss). A `x` that no `y` depends on gets zeros.
+///
+/// Errors name the node and op of any op without a gradient rule, and reject non-float
+/// `xs` and `grad_ys` whose types differ from their `ys`.
+pub fn gradients(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], grad_ys: Option<&[ValueId]>) -> Result<Vec<ValueId>> {
+    let out = gradients_with(g, ys, xs, grad_ys)?;
+    out.into_iter()
+        .zip(xs)
+        .map(|(d, x)| match d {
+            Some(d) => Ok(d),
+            None => g.zeros_like(*x),
+        })
+        .collect()
+}
+
+/// Like [`gradients`], but `None` for an `x` that no `y` depends on (no zeros are built).
+pub fn gradients_with(
+    g: &mut Graph,
+    ys: &[ValueId],
+    xs: &[ValueId],
+    grad_ys: Option<&[ValueId]>,
+) -> Result<Vec<Option<ValueId>>> {
+    for v in ys.iter().chain(xs) {
+        g.check_value(*v)?;
+    }
+    for x in xs {
+        let dt = g.dtype(*x)?;
+        if !dt.is_float() {
+            return Err(Error::InvalidArgument(format!(
+                "gradients: x {x} has dtype {dt}; only float values have gradients"
+            )));
+        }
+    }
+    if let Some(gy) = grad_ys
+        && gy.len() != ys.len()
+    {
+        return Err(Error::InvalidArgument(format!("gradients: {} grad_ys for {} ys", gy.len(), ys.len())));
+    }
+
+    // Nodes on a path xs -> ys, in topological order.
+    let anc: HashSet<NodeId> = g.ancestors(ys)?.into_iter().collect();
+    let xset: HashSet<ValueId> = xs.iter().copied().collect();
+    let mut on_path_values: HashSet<ValueId> = xset.clone();
+    let mut path: Vec<NodeId> = Vec::new();
+    for n in g.topo_order()? {
+        if !anc.contains(&n) {
+            continue;
+        }
+        let node = g.node(n)?;
+        if node.inputs.iter().any(|v| on_path_values.contains(v)) {
+            path.push(n);
+            for v in g.outputs_of(n) {
+                // A value that is itself an x keeps its own entry.
+                on_path_values.insert(v);
+            }
+        }
+    }
+
+    // Seed cotangents.
+    let mut pending: HashMap<ValueId, Vec<ValueId>> = HashMap::new();
+    for (k, y) in ys.iter().enumerate() {
+        if !on_path_values.contains(y) {
+            continue;
+        }
+        let dt = g.dtype(*y)?;
+        if !dt.is_float() {
+            continue;
+        }
+        let seed = match grad_ys {
+            Some(gy) => {
+                let (ty, tg) = (g.value_type(*y)?.clone(), g.value_type(gy[k])?.clone());
+                if ty.dtype != tg.dtype || ty.rank() != tg.rank() {
+                    return Err(Error::InvalidArgument(format!(
+                        "gradients: grad_ys[{k}] has type {tg}, but ys[{k}] has type {ty}"
+                    )));
+                }
+                gy[k]
+            }
+            None => g.ones_like(*y)?,
+        };
+        pending.entry(*y).or_default().push(seed);
+    }
+
+    let mut done: HashMap<ValueId, ValueId> = HashMap::new();
+    for &n in path.iter().rev() {
+        let outputs = g.outputs_of(n);
+        let mut dys = Vec::with_capacity(outputs.len());
+        let mut any = false;
+        for o in &outputs {
+            let d = take_sum(g, &mut pending, *o)?;
+            if let Some(d) = d {
+                // An x that is also an intermediate value: record its total cotangent.
+                if xset.contains(o) {
+                    done.insert(*o, d);
+                }
+                any = true;
+            }
+            dys.push(d);
+        }
+        if !any {
+            continue;
+        }
+        let node = g.node(n)?.clone();
+        let needs: Vec<bool> = node
+            .inputs
+            .iter()
+            .map(|v| on_path_values.contains(v) && g.dtype(*v).map(|d| d.is_float()).unwrap_or(false))
+            .collect();
+        if !needs.iter().any(|b| *b) {
+            continue;
+        }
+        let name = node.op.name();
+        let mut cx = VjpCtx { g, node: n, inputs: node.inputs.clone(), outputs, dys, needs: needs.clone() };
+        let dxs = rules::vjp(&node.op, &mut cx).map_err(|e| e.at_node(n, name.clone()))?;
+        if dxs.len() != node.inputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "vjp rule of {name} returned {} cotangents for {} inputs",
+                dxs.len(),
+                node.inputs.len()
+            ))
+            .at_node(n, name));
+        }
+        for ((v, d), need) in node.inputs.iter().zip(dxs).zip(needs) {
+            if let (Some(d), true) = (d, need) {
+                pending.entry(*v).or_default().push(d);
+            }
+        }
+    }
+
+    let mut out = Vec::with_capacity(xs.len());
+    for x in xs {
+        if let Some(d) = done.get(x) {
+            out.push(Some(*d));
+        } else {
+            out.push(take_sum(g, &mut pending, *x)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Sum the pending cotangents of `v` (removing them).
+fn take_sum(g: &mut Graph, pending: &mut HashMap<ValueId, Vec<ValueId>>, v: ValueId) -> Result<Option<ValueId>> {
+    let Some(parts) = pending.remove(&v) else { return Ok(None) };
+    let mut it = parts.into_iter();
+    let Some(mut acc) = it.next() else { return Ok(None) };
+    for p in it {
+        acc = g.add(acc, p)?;
+    }
+    Ok(Some(acc))
+}

@@ -1,0 +1,21 @@
+//! Derivative rules of the `linear` family (`src/ops/linear.rs`).
+
+use crate::autodiff::{JvpCtx, VjpCtx};
+use crate::error::Result;
+use crate::ir::ValueId;
+use crate::ops::{LinearKind, LinearOp};
+
+/// Cotangents of the inputs.
+pub fn vjp(op: &LinearOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    Err(cx.unsupported(format!("no VJP rule yet for {}", op.kind().name())))
+}
+
+/// Tangents of the outputs.
+pub fn jvp(op: &LinearOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    Err(cx.unsupported(format!("no JVP rule yet for {}", op.kind().name())))
+}
+
+/// Whether derivatives flow through this kind.
+pub fn differentiable(_k: LinearKind) -> bool {
+    true
+}

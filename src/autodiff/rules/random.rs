@@ -1,0 +1,21 @@
+//! Derivative rules of the `random` family (`src/ops/random.rs`).
+
+use crate::autodiff::{JvpCtx, VjpCtx};
+use crate::error::Result;
+use crate::ir::ValueId;
+use crate::ops::{RandomKind, RandomOp};
+
+/// Cotangents of the inputs.
+pub fn vjp(op: &RandomOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    Err(cx.unsupported(format!("no VJP rule yet for {}", op.kind().name())))
+}
+
+/// Tangents of the outputs.
+pub fn jvp(op: &RandomOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    Err(cx.unsupported(format!("no JVP rule yet for {}", op.kind().name())))
+}
+
+/// Whether derivatives flow through this kind.
+pub fn differentiable(_k: RandomKind) -> bool {
+    true
+}

@@ -1,0 +1,121 @@
+//! Derivative rules of the shape family (`src/ops/shape.rs`).
+//!
+//! Shape ops move elements without arithmetic, so each rule applies the adjoint movement:
+//! reshape back, transpose by the inverse permutation, sum over broadcast / tiled copies,
+//! unstack what was stacked. Ops that produce shapes, ranges, one-hots or constants of a
+//! shape are non-differentiable; `stop_gradient` stops by definition. Forward mode applies
+//! the same op to the tangent.
+
+use crate::autodiff::util::{inverse_perm, reshape_like, sum_to};
+use crate::autodiff::{JvpCtx, VjpCtx};
+use crate::error::Result;
+use crate::ir::ValueId;
+use crate::ops::{Op, ShapeKind, ShapeOp};
+
+/// Cotangents of the inputs.
+pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    let n_in = cx.inputs.len();
+    if !differentiable(op.kind()) || !cx.need(0) {
+        return Ok(vec![None; n_in]);
+    }
+    let x = cx.x(0);
+    let mut out = vec![None; n_in];
+    let d = match op {
+        ShapeOp::Reshape { .. } | ShapeOp::ReshapeDyn | ShapeOp::ExpandDims { .. } | ShapeOp::Squeeze { .. } => {
+            let dy = cx.dy(0)?;
+            reshape_like(cx.g, dy, x)?
+        }
+        ShapeOp::Identity => cx.dy(0)?,
+        ShapeOp::Transpose { perm } => {
+            let dy = cx.dy(0)?;
+            cx.g.transpose(dy, &inverse_perm(perm))?
+        }
+        ShapeOp::BroadcastTo { .. } | ShapeOp::BroadcastToDyn => {
+            let dy = cx.dy(0)?;
+            sum_to(cx.g, dy, x)?
+        }
+        ShapeOp::Fill { .. } | ShapeOp::FillDyn => {
+            // The fill value (input 0 for Fill, input 1 for FillDyn) receives the sum.
+            let dy = cx.dy(0)?;
+            let s = cx.g.sum_all(dy)?;
+            let pos = if matches!(op, ShapeOp::FillDyn) { 1 } else { 0 };
+            out[pos] = Some(s);
+            return Ok(out);
+        }
+        ShapeOp::Tile { multiples } => {
+            // [m0*x0, m1*x1, ...] -> [m0, x0, m1, x1, ...] -> sum over the m axes.
+            let dy = cx.dy(0)?;
+            let xs = cx.g.shape(x)?.as_fixed().ok_or_else(|| cx.unsupported("tile gradient needs a static shape"))?;
+            let mut split = Vec::with_capacity(2 * xs.len());
+            for (m, s) in multiples.iter().zip(&xs) {
+                split.push(*m as i64);
+                split.push(*s as i64);
+            }
+            let r = cx.g.reshape(dy, &split)?;
+            let axes: Vec<i64> = (0..xs.len()).map(|i| 2 * i as i64).collect();
+            cx.g.reduce_sum(r, &axes, false)?
+        }
+        ShapeOp::Stack { axis } => {
+            let dy = cx.dy(0)?;
+            let parts = cx.g.unstack(dy, *axis)?;
+            return Ok(parts.into_iter().zip(&cx.needs).map(|(p, n)| n.then_some(p)).collect());
+        }
+        ShapeOp::Unstack { axis, .. } => {
+            let mut parts = Vec::with_capacity(cx.outputs.len());
+            for i in 0..cx.outputs.len() {
+                parts.push(cx.dy(i)?);
+            }
+            cx.g.stack(&parts, *axis)?
+        }
+        ShapeOp::StopGradient
+        | ShapeOp::ZerosLike
+        | ShapeOp::OnesLike
+        | ShapeOp::ShapeOf
+        | ShapeOp::Size
+        | ShapeOp::Rank
+        | ShapeOp::OneHot { .. }
+        | ShapeOp::Range => return Ok(out),
+    };
+    out[0] = Some(d);
+    Ok(out)
+}
+
+/// Tangents of the outputs.
+pub fn jvp(op: &ShapeOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    let n_out = cx.outputs.len();
+    if !differentiable(op.kind()) {
+        return Ok(vec![None; n_out]);
+    }
+    match op {
+        ShapeOp::Stack { .. } => {
+            if cx.tangents.iter().all(Option::is_none) {
+                return Ok(vec![None]);
+            }
+            let ts: Vec<ValueId> = (0..cx.inputs.len()).map(|i| cx.t_or_zero(i)).collect::<Result<_>>()?;
+            Ok(vec![Some(cx.g.add_op(Op::Shape(op.clone()), &ts)?)])
+        }
+        ShapeOp::Fill { .. } => {
+            let Some(t) = cx.t(0) else { return Ok(vec![None]) };
+            Ok(vec![Some(cx.g.add_op(Op::Shape(op.clone()), &[t])?)])
+        }
+        ShapeOp::FillDyn => {
+            let Some(t) = cx.t(1) else { return Ok(vec![None]) };
+            let s = cx.x(0);
+            Ok(vec![Some(cx.g.add_op(Op::Shape(op.clone()), &[s, t])?)])
+        }
+        _ => {
+            // The op applied to the tangent of input 0 (other inputs — shapes — unchanged).
+            let Some(t) = cx.t(0) else { return Ok(vec![None; n_out]) };
+            let mut ins = cx.inputs.clone();
+            ins[0] = t;
+            let outs = cx.g.add_op_multi(Op::Shape(op.clone()), &ins)?;
+            Ok(outs.into_iter().map(Some).collect())
+        }
+    }
+}
+
+/// Whether derivatives flow through this kind.
+pub fn differentiable(k: ShapeKind) -> bool {
+    use ShapeKind::*;
+    !matches!(k, StopGradient | ZerosLike | OnesLike | ShapeOf | Size | Rank | OneHot | Range)
+}

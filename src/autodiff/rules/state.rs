@@ -1,0 +1,21 @@
+//! Derivative rules of the `state` family (`src/ops/state.rs`).
+
+use crate::autodiff::{JvpCtx, VjpCtx};
+use crate::error::Result;
+use crate::ir::ValueId;
+use crate::ops::{StateKind, StateOp};
+
+/// Cotangents of the inputs.
+pub fn vjp(op: &StateOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    Err(cx.unsupported(format!("no VJP rule yet for {}", op.kind().name())))
+}
+
+/// Tangents of the outputs.
+pub fn jvp(op: &StateOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    Err(cx.unsupported(format!("no JVP rule yet for {}", op.kind().name())))
+}
+
+/// Whether derivatives flow through this kind.
+pub fn differentiable(_k: StateKind) -> bool {
+    true
+}

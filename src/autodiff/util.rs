@@ -1,0 +1,107 @@
+//! Helpers shared by the derivative rules.
+
+use crate::error::Result;
+use crate::ir::{Graph, ValueId};
+use crate::tensor::Dim;
+
+/// Reduce `d` (the cotangent of a broadcast result) back to the shape of `x`: sum the
+/// leading axes `x` lacks and the axes where `x` has a fixed 1 but `d` does not.
+/// Decided from static shapes, so it also works inside loops with dynamic dims.
+pub fn sum_to(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
+    let sx = g.shape(x)?;
+    let sd = g.shape(d)?;
+    if sd.rank() < sx.rank() {
+        return Err(crate::Error::shape("sum_to", format!("cotangent rank {} < primal rank {}", sd.rank(), sx.rank())));
+    }
+    let lead = sd.rank() - sx.rank();
+    let mut d = d;
+    if lead > 0 {
+        let axes: Vec<i64> = (0..lead as i64).collect();
+        d = g.reduce_sum(d, &axes, false)?;
+    }
+    let axes: Vec<i64> = sx
+        .dims()
+        .iter()
+        .zip(sd.dims()[lead..].iter())
+        .enumerate()
+        .filter(|(_, (a, b))| **a == Dim::Fixed(1) && **b != Dim::Fixed(1))
+        .map(|(i, _)| i as i64)
+        .collect();
+    if !axes.is_empty() {
+        d = g.reduce_sum(d, &axes, true)?;
+    }
+    Ok(d)
+}
+
+/// `a + b` where either may be absent (zero).
+pub fn add_opt(g: &mut Graph, a: Option<ValueId>, b: Option<ValueId>) -> Result<Option<ValueId>> {
+    Ok(match (a, b) {
+        (Some(a), Some(b)) => Some(g.add(a, b)?),
+        (a, None) => a,
+        (None, b) => b,
+    })
+}
+
+/// `-a` where `a` may be absent.
+pub fn neg_opt(g: &mut Graph, a: Option<ValueId>) -> Result<Option<ValueId>> {
+    a.map(|a| g.neg(a)).transpose()
+}
+
+/// Positive axis indices for possibly negative `axes` of a rank-`rank` value.
+pub fn norm_axes(axes: &[i64], rank: usize) -> Vec<usize> {
+    let mut v: Vec<usize> =
+        axes.iter().map(|&a| if a < 0 { (a + rank as i64).max(0) as usize } else { a as usize }).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+/// The inverse of a permutation.
+pub fn inverse_perm(perm: &[usize]) -> Vec<usize> {
+    let mut inv = vec![0; perm.len()];
+    for (i, &p) in perm.iter().enumerate() {
+        inv[p] = i;
+    }
+    inv
+}
+
+/// Broadcast `d` (a reduction's cotangent, reduced `axes` removed unless `keep_dims`) back
+/// to the shape of `x` (every reduced axis re-inserted, then broadcast).
+pub fn unreduce(g: &mut Graph, d: ValueId, x: ValueId, axes: &[i64], keep_dims: bool) -> Result<ValueId> {
+    let rank = g.shape(x)?.rank();
+    let axes = norm_axes(axes, rank);
+    let mut d = d;
+    if !keep_dims {
+        for &a in &axes {
+            d = g.expand_dims(d, a as i64)?;
+        }
+    }
+    broadcast_like(g, d, x)
+}
+
+/// Broadcast `d` to the (run-time) shape of `x`.
+pub fn broadcast_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
+    let sx = g.shape(x)?;
+    if let Some(fixed) = sx.as_fixed() {
+        if g.shape(d)?.as_fixed().as_deref() == Some(&fixed[..]) {
+            return Ok(d);
+        }
+        return g.broadcast_to(d, &fixed);
+    }
+    let s = g.shape_of(x)?;
+    g.broadcast_to_dyn(d, s)
+}
+
+/// Reshape `d` to the (run-time) shape of `x`.
+pub fn reshape_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
+    let sx = g.shape(x)?;
+    if let Some(fixed) = sx.as_fixed() {
+        if g.shape(d)?.as_fixed().as_deref() == Some(&fixed[..]) {
+            return Ok(d);
+        }
+        let dims: Vec<i64> = fixed.iter().map(|&v| v as i64).collect();
+        return g.reshape(d, &dims);
+    }
+    let s = g.shape_of(x)?;
+    g.reshape_dyn(d, s)
+}

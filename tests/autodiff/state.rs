@@ -1,0 +1,8 @@
+//! Derivative tests of the `state` family.
+
+use super::fd::FdCase;
+
+/// Finite-difference cases covering every differentiable kind of the family.
+pub fn cases() -> Vec<FdCase> {
+    vec![]
+}
