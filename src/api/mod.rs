@@ -1,8 +1,13 @@
-//! User-facing entry points built on the vectorizer: `vectorized_map`, `map_fn` and the
-//! `pipeline` batching adaptor.
+//! User-facing entry points built on the vectorizer: `vectorized_map`, `map_fn`, the
+//! `pipeline` batching adaptor, and jacobians / hessians / per-example gradients.
 
+pub mod autodiff;
 mod map;
 mod pipeline;
 
+pub use autodiff::{
+    batch_jacobian, batch_jacobian_with, hessian, hessian_with, jacobian, jacobian_fwd, jacobian_fwd_with,
+    jacobian_loop, jacobian_with, per_example_gradients, per_example_gradients_loop, per_example_gradients_with,
+};
 pub use map::{map_fn, vectorized_map, vectorized_map_with};
 pub use pipeline::{BatchedMap, pipeline};

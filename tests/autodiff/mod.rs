@@ -3,6 +3,8 @@
 
 mod fd;
 
+mod api;
+
 mod binary;
 mod control;
 mod conv;
