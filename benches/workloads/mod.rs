@@ -7,6 +7,10 @@ use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
 
+mod grad;
+#[allow(unused_imports)]
+pub use grad::{w4, w5};
+
 /// How a workload is batched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {

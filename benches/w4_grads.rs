@@ -1,0 +1,22 @@
+//! W4: per-example gradients of the MNIST CNN, pfor vs loop (and the summed-loss gradient).
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+
+#[path = "workloads/mod.rs"]
+mod workloads;
+use workloads::{Mode, w4};
+
+fn bench(c: &mut Criterion) {
+    let mut group = c.benchmark_group("w4_per_example_grads");
+    group.sample_size(10);
+    for n in [1usize, 8, 32, 128] {
+        group.throughput(Throughput::Elements(n as u64));
+        for mode in Mode::ALL {
+            let mut w = w4(n, mode).expect("build");
+            group.bench_function(format!("{}/{n}", mode.name()), |b| b.iter(|| w.run()));
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
