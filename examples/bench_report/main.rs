@@ -1,0 +1,295 @@
+//! Runs the benchmark workloads W1–W7 of DESIGN.md §8 in pfor / loop / hand modes in ONE
+//! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
+//! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
+//! auto-batching) read from the CSVs `../shared/peers/run_peers.sh` writes.
+//!
+//! ```text
+//! cargo run --release --example bench_report [-- --quick] [--only W1,W6] [--peers DIR]
+//! ```
+//! `--peers` defaults to `/tmp/pfor-peers` (where `run_peers.sh` writes) when it holds
+//! results, else `../shared/peers/reference` (medians measured earlier on this machine kind).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[path = "../../benches/autobatch/mod.rs"]
+mod autobatch_workloads;
+mod peers;
+#[path = "../../benches/workloads/mod.rs"]
+mod workloads;
+
+use autobatch_workloads::{NUTS_DIM, fib_inputs, fib_program, nuts_inputs, nuts_program};
+use peers::{Peers, best, cell, ratio};
+use pfor::autobatch::{ExecConfig, reference, stackless, vm};
+use workloads::{Mode, W3Mode, Workload, w1, w2, w3, w4, w5};
+
+/// Best wall time of `f` over at least 3 runs (after a warm-up) within `budget`.
+fn best_time(budget: Duration, mut f: impl FnMut()) -> f64 {
+    f();
+    let mut best = f64::INFINITY;
+    let start = Instant::now();
+    let mut reps = 0;
+    while reps < 3 || (start.elapsed() < budget && reps < 50) {
+        let t = Instant::now();
+        f();
+        best = best.min(t.elapsed().as_secs_f64());
+        reps += 1;
+    }
+    best
+}
+
+fn rate(w: &mut Workload, budget: Duration) -> f64 {
+    let units = w.units;
+    units
+        / best_time(budget, || {
+            w.run();
+        })
+}
+
+fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
+    let d = 768;
+    let a = faer::Mat::<f32>::from_fn(n, d, |i, j| ((i + j) % 7) as f32);
+    let w = faer::Mat::<f32>::from_fn(d, d, |i, j| ((i * j) % 5) as f32);
+    let mut out = faer::Mat::<f32>::zeros(n, d);
+    let par = if n * d * d >= pfor::kernels::gemm::PAR_FLOPS { faer::Par::rayon(0) } else { faer::Par::Seq };
+    let t = best_time(budget, || {
+        faer::linalg::matmul::matmul(out.as_mut(), faer::Accum::Replace, a.as_ref(), w.as_ref(), 1.0, par)
+    });
+    2.0 * (n * d * d) as f64 / t / 1e9
+}
+
+struct Args {
+    budget: Duration,
+    only: Option<Vec<String>>,
+    peers: Peers,
+}
+
+fn args() -> Args {
+    let argv: Vec<String> = std::env::args().collect();
+    let quick = argv.iter().any(|a| a == "--quick");
+    let value = |flag: &str| argv.iter().position(|a| a == flag).and_then(|i| argv.get(i + 1)).cloned();
+    let only = value("--only").map(|s| s.split(',').map(|w| w.trim().to_uppercase()).collect());
+    let dir = value("--peers").map(PathBuf::from).unwrap_or_else(|| {
+        let run = PathBuf::from("/tmp/pfor-peers");
+        let has = |d: &PathBuf| d.join("results_jax.csv").exists() || d.join("results_tf.csv").exists();
+        if has(&run) { run } else { PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/peers/reference")) }
+    });
+    Args { budget: Duration::from_millis(if quick { 300 } else { 1500 }), only, peers: Peers::load(&dir) }
+}
+
+impl Args {
+    fn wants(&self, w: &str) -> bool {
+        self.only.as_ref().is_none_or(|o| o.iter().any(|x| x == w))
+    }
+}
+
+fn main() -> pfor::Result<()> {
+    let a = args();
+    println!("machine: {} logical cores (rayon), {}", rayon::current_num_threads(), std::env::consts::ARCH);
+    match &a.peers.source {
+        Some(d) => println!("peers: {}", d.display()),
+        None => println!("peers: none found (run ../shared/peers/run_peers.sh)"),
+    }
+    if a.wants("W1") {
+        w1_table(&a)?;
+    }
+    if a.wants("W2") {
+        dense_table(&a, "W2 MNIST CNN inference (images/s)", "W2_mnist_cnn", &[1, 16, 128, 512], 0, &|n, m| w2(n, m))?;
+    }
+    if a.wants("W3") {
+        w3_table(&a)?;
+    }
+    if a.wants("W4") {
+        dense_table(
+            &a,
+            "W4 per-example gradients, MNIST CNN (examples/s; hand = gradient of the summed loss, a cost floor)",
+            "W4_per_example_grad",
+            &[1, 8, 32, 128],
+            1,
+            &|n, m| w4(n, m),
+        )?;
+    }
+    if a.wants("W5") {
+        dense_table(
+            &a,
+            "W5 jacobian of a 10-step LSTM + dense `out` (rows/s; no hand mode)",
+            "W5_lstm_jacobian",
+            &[1, 8, 32, 128],
+            0,
+            &|n, m| w5(n, m),
+        )?;
+    }
+    if a.wants("W6") {
+        w6_table(&a)?;
+    }
+    if a.wants("W7") {
+        w7_table(&a)?;
+    }
+    Ok(())
+}
+
+fn w1_table(a: &Args) -> pfor::Result<()> {
+    println!("\n### W1 linear projection x_i[1,768] @ W[768,768] (GFLOP/s)\n");
+    println!(
+        "| n | pfor | loop | hand | faer GEMM | TF | JAX | torch | pfor/loop | pfor/hand | pfor/faer | pfor/best peer |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for n in [1usize, 8, 64, 512, 4096] {
+        let mut r = [None; 3];
+        for (k, mode) in Mode::ALL.iter().enumerate() {
+            if *mode == Mode::Loop && n > 512 {
+                continue;
+            }
+            r[k] = Some(rate(&mut w1(n, *mode)?, a.budget) / 1e9);
+        }
+        let f = Some(faer_gemm_rate(n, a.budget));
+        let p = a.peers.vectorized("W1_linear", n);
+        println!(
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r[0], 1),
+            cell(r[1], 1),
+            cell(r[2], 1),
+            cell(f, 1),
+            cell(p[0], 1),
+            cell(p[1], 1),
+            cell(p[2], 1),
+            ratio(r[0], r[1]),
+            ratio(r[0], r[2]),
+            ratio(r[0], f),
+            ratio(r[0], best(&p))
+        );
+    }
+    Ok(())
+}
+
+type Build<'a> = &'a dyn Fn(usize, Mode) -> pfor::Result<Workload>;
+
+/// A pfor / loop / hand table with the three peers' vectorized rates.
+fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usize, build: Build) -> pfor::Result<()> {
+    println!("\n### {title}\n");
+    println!("| n | pfor | loop | hand | TF | JAX | torch | pfor/loop | pfor/hand | pfor/best peer |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for &n in sizes {
+        let mut r = [None; 3];
+        for (k, mode) in Mode::ALL.iter().enumerate() {
+            match build(n, *mode) {
+                Ok(mut w) => r[k] = Some(rate(&mut w, a.budget)),
+                Err(pfor::Error::InvalidArgument(_)) if *mode == Mode::Hand => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let p = a.peers.vectorized(peer_wl, n);
+        println!(
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r[0], prec),
+            cell(r[1], prec),
+            cell(r[2], prec),
+            cell(p[0], prec),
+            cell(p[1], prec),
+            cell(p[2], prec),
+            ratio(r[0], r[1]),
+            ratio(r[0], r[2]),
+            ratio(r[0], best(&p))
+        );
+    }
+    Ok(())
+}
+
+fn w3_table(a: &Args) -> pfor::Result<()> {
+    println!("\n### W3 LSTM, per-example length U{{1..100}}, in 128, state 256 (tokens/s)\n");
+    println!("| n | subset | mask | loop | padded | TF | JAX | subset/loop | subset/padded | subset/best peer |");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    for n in [1usize, 16, 128, 512] {
+        let mut r = [None; 4];
+        for (k, mode) in W3Mode::ALL.iter().enumerate() {
+            r[k] = Some(rate(&mut w3(n, *mode)?, a.budget));
+        }
+        let p = a.peers.vectorized("W3_lstm_varlen", n);
+        println!(
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r[0], 0),
+            cell(r[1], 0),
+            cell(r[2], 0),
+            cell(r[3], 0),
+            cell(p[0], 0),
+            cell(p[1], 0),
+            ratio(r[0], r[2]),
+            ratio(r[0], r[3]),
+            ratio(r[0], best(&p))
+        );
+    }
+    Ok(())
+}
+
+fn w6_table(a: &Args) -> pfor::Result<()> {
+    let program = fib_program()?;
+    let cfg = ExecConfig::default();
+    let sl = stackless::Executor::new(&program)?;
+    let machine = vm::Vm::new(&program)?;
+    let wl = "fib_n3..12";
+    // TFP's best batched rate on numpy (its fastest backend), at any batch size it ran.
+    let tfp_best = best(&[1, 16, 128, 1024].map(|b| a.peers.get("tfp_autobatch", wl, "numpy_stackless", b)));
+    println!("\n### W6 recursive fibonacci, n ~ U{{3..12}} (fib calls/s)\n");
+    println!("TFP auto_batching numpy stackless, best batch: {} calls/s\n", cell(tfp_best, 0));
+    println!("| batch | vm | stackless | loop | TFP numpy stackless | TFP tf.function VM | vm/loop | vm/TFP best |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for batch in [1usize, 16, 128, 1024] {
+        let (n, calls) = fib_inputs(batch);
+        let inputs = [n];
+        let mut t = [0.0; 3];
+        t[0] = best_time(a.budget, || {
+            machine.run(&inputs, &cfg).expect("vm runs");
+        });
+        t[1] = best_time(a.budget, || {
+            sl.run(&inputs, &cfg).expect("stackless runs");
+        });
+        t[2] = best_time(a.budget, || {
+            reference::execute(&program, &inputs).expect("loop runs");
+        });
+        let r = t.map(|s| Some(calls as f64 / s));
+        println!(
+            "| {batch} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r[0], 0),
+            cell(r[1], 0),
+            cell(r[2], 0),
+            cell(a.peers.get("tfp_autobatch", wl, "numpy_stackless", batch), 0),
+            cell(a.peers.get("tfp_autobatch", wl, "tf_function_stack", batch), 0),
+            ratio(r[0], r[2]),
+            ratio(r[0], tfp_best)
+        );
+    }
+    Ok(())
+}
+
+fn w7_table(a: &Args) -> pfor::Result<()> {
+    let program = nuts_program(NUTS_DIM)?;
+    let cfg = ExecConfig::default();
+    let sl = stackless::Executor::new(&program)?;
+    let machine = vm::Vm::new(&program)?;
+    println!("\n### W7 NUTS-like doubling to depth U{{1..6}}, 100-dim leapfrog leaf (leaf steps/s)\n");
+    println!("| batch | vm | stackless | loop | vm/loop | stackless/loop |");
+    println!("|---|---|---|---|---|---|");
+    for batch in [1usize, 16, 128, 512] {
+        let (inputs, steps) = nuts_inputs(batch, NUTS_DIM);
+        let mut t = [0.0; 3];
+        t[0] = best_time(a.budget, || {
+            machine.run(&inputs, &cfg).expect("vm runs");
+        });
+        t[1] = best_time(a.budget, || {
+            sl.run(&inputs, &cfg).expect("stackless runs");
+        });
+        t[2] = best_time(a.budget, || {
+            reference::execute(&program, &inputs).expect("loop runs");
+        });
+        let r = t.map(|s| Some(steps as f64 / s));
+        println!(
+            "| {batch} | {} | {} | {} | {} | {} |",
+            cell(r[0], 0),
+            cell(r[1], 0),
+            cell(r[2], 0),
+            ratio(r[0], r[2]),
+            ratio(r[1], r[2])
+        );
+    }
+    Ok(())
+}
