@@ -9,12 +9,14 @@
 //!   independent), which also gives the per-example filter gradient of a depthwise layer;
 //! - `depthwise_conv2d_backprop_filter` with a loop length of 0 known only at run time is an
 //!   error (zero folded channels cannot express the channel multiplier);
-//! - `conv2d` / `conv2d_backprop_filter` with BOTH operands stacked (a grouped convolution)
-//!   are declined for now and run through the per-op loop fallback.
+//! - `conv2d` and its two backprops with BOTH operands stacked (a grouped convolution) are
+//!   a batched im2col GEMM (`grouped.rs`).
 
 use crate::ops::{ConvKind, ConvOp, Op, OpKind};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
 use crate::{Graph, Result, ValueId};
+
+mod grouped;
 
 fn done1(y: ValueId) -> Result<Converted> {
     ConvertCtx::done(vec![Wrapped::stacked(y)])
@@ -173,6 +175,9 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         }
         ConvOp::MaxPool { .. } | ConvOp::AvgPool { .. } | ConvOp::AvgPoolGrad { .. } => fold_batch(ctx, op, &[0], &[]),
         ConvOp::MaxPoolGrad { .. } => fold_batch(ctx, op, &[0, 1], &[]),
+        ConvOp::Conv2D { params } => grouped::conv2d(ctx, params),
+        ConvOp::Conv2DBackpropFilter { params, filter_hw } => grouped::backprop_filter(ctx, params, filter_hw),
+        ConvOp::Conv2DBackpropInput { params, .. } => grouped::backprop_input(ctx, params),
         _ => ConvertCtx::unhandled("both the activation and the filter are loop-variant (grouped convolution)"),
     }
 }

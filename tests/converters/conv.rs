@@ -75,3 +75,33 @@ fn depthwise_and_pools() {
         ])
     });
 }
+
+#[test]
+fn grouped_convolutions_with_both_operands_stacked() {
+    // conv2d and both backprops with every pattern, including both operands loop-variant
+    // (the batched im2col GEMM of converters/conv/grouped.rs), strided, dilated, SAME/VALID.
+    for (params, hw, khw) in [
+        (p([1, 1], Padding::Same, [1, 1]), [5, 4], [3, 2]),
+        (p([2, 1], Padding::Same, [1, 1]), [5, 4], [3, 2]),
+        (p([2, 2], Padding::Valid, [1, 1]), [6, 5], [3, 3]),
+        (p([1, 2], Padding::Same, [2, 1]), [6, 5], [2, 3]),
+        (p([3, 2], Padding::Valid, [2, 2]), [7, 6], [2, 2]),
+    ] {
+        let (b, c, o) = (2, 3, 2);
+        let x = Spec::f64(&[b, hw[0], hw[1], c]);
+        let f = Spec::f64(&[khw[0], khw[1], c, o]);
+        // the forward output shape gives dy's shape
+        let mut g = Graph::new();
+        let (xv, fv) =
+            (g.input("x", DType::F64, [b, hw[0], hw[1], c]), g.input("f", DType::F64, [khw[0], khw[1], c, o]));
+        let y = g.conv2d(xv, fv, params).unwrap();
+        let dy = Spec::f64(&g.shape(y).unwrap().as_fixed().unwrap());
+        assert_oracle(&[x.clone(), f.clone()], &|g: &mut Graph, v: &[ValueId]| Ok(vec![g.conv2d(v[0], v[1], params)?]));
+        assert_oracle(&[x, dy.clone()], &|g: &mut Graph, v: &[ValueId]| {
+            Ok(vec![g.conv2d_backprop_filter(v[0], v[1], params, khw)?])
+        });
+        assert_oracle(&[f, dy], &|g: &mut Graph, v: &[ValueId]| {
+            Ok(vec![g.conv2d_backprop_input(v[0], v[1], params, hw)?])
+        });
+    }
+}

@@ -12,6 +12,7 @@ pub mod linear;
 pub mod lstm;
 pub mod nn;
 pub mod oracle;
+pub mod props;
 pub mod random;
 pub mod reduce;
 pub mod shape;
