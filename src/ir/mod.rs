@@ -85,6 +85,10 @@ struct Edge {
 pub struct Graph {
     g: StableDiGraph<Node, Edge, u32>,
     library: Library,
+    /// Creation time of each node slot (`births[index]`), from `clock`: petgraph reuses the
+    /// slots of removed nodes, so node ids alone do not tell which nodes are newer.
+    births: Vec<u64>,
+    clock: u64,
 }
 
 impl Default for Graph {
@@ -96,13 +100,13 @@ impl Default for Graph {
 impl Graph {
     /// An empty graph with a new, empty function library.
     pub fn new() -> Graph {
-        Graph { g: StableDiGraph::default(), library: Library::default() }
+        Graph { g: StableDiGraph::default(), library: Library::default(), births: Vec::new(), clock: 0 }
     }
 
     /// An empty graph sharing this graph's function library and variables (for function
     /// bodies and control-flow branches).
     pub fn new_child(&self) -> Graph {
-        Graph { g: StableDiGraph::default(), library: self.library.clone() }
+        Graph { g: StableDiGraph::default(), library: self.library.clone(), births: Vec::new(), clock: 0 }
     }
 
     /// The shared function library and variable table.
@@ -164,10 +168,31 @@ impl Graph {
 
     fn push_node(&mut self, op: Op, inputs: Vec<ValueId>, outputs: Vec<TensorType>) -> ValueId {
         let idx = self.g.add_node(Node { op, inputs: inputs.clone(), outputs });
+        if self.births.len() <= idx.index() {
+            self.births.resize(idx.index() + 1, 0);
+        }
+        self.births[idx.index()] = self.clock;
+        self.clock += 1;
         for (pos, v) in inputs.iter().enumerate() {
             self.g.add_edge(v.node.nx(), idx, Edge { src_slot: v.slot, dst_pos: pos as u32 });
         }
         ValueId { node: NodeId(idx.index() as u32), slot: 0 }
+    }
+
+    /// The graph's creation clock: nodes added from now on are [`Graph::added_since`] it.
+    pub fn mark(&self) -> u64 {
+        self.clock
+    }
+
+    /// Whether node `n` was added at or after `mark` (robust to the reuse of the ids of
+    /// nodes removed by [`Graph::prune`]).
+    pub fn added_since(&self, n: NodeId, mark: u64) -> bool {
+        self.g.contains_node(n.nx()) && self.births.get(n.index()).is_some_and(|&b| b >= mark)
+    }
+
+    /// The creation time of node `n` on the clock of [`Graph::mark`].
+    pub fn birth(&self, n: NodeId) -> Option<u64> {
+        if self.g.contains_node(n.nx()) { self.births.get(n.index()).copied() } else { None }
     }
 
     /// The node, if it exists.

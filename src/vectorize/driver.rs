@@ -63,7 +63,7 @@ pub fn pfor_with_report(
     let n = n.into();
     let n_val = n.to_value(g)?;
     let i = g.input("__pfor_index", DType::I64, Shape::scalar());
-    let body_start = i.node;
+    let body_start = g.mark();
     let outs = body(g, i)?;
     for o in &outs {
         g.check_value(*o)?;
@@ -103,7 +103,7 @@ pub(crate) fn stack_output(g: &mut Graph, info: &LoopInfo, w: Wrapped) -> Result
 fn convert_chunked(
     g: &mut Graph,
     i: ValueId,
-    body_start: NodeId,
+    body_start: u64,
     outs: &[ValueId],
     n: LoopLen,
     n_val: ValueId,
@@ -164,7 +164,8 @@ pub fn convert_body(
     options: &PforOptions,
     outs: &[ValueId],
 ) -> Result<Vec<Wrapped>> {
-    convert_body_report(g, index_placeholder, index_placeholder.node, info, options, outs, &mut PforReport::default())
+    let start = g.birth(index_placeholder.node).map_or(u64::MAX, |b| b + 1);
+    convert_body_report(g, index_placeholder, start, info, options, outs, &mut PforReport::default())
 }
 
 /// Stateful body ops that are per-iteration even without reading the index: random
@@ -182,7 +183,7 @@ fn per_iteration_effect(op: &Op) -> bool {
 pub(crate) fn convert_body_report(
     g: &mut Graph,
     index_placeholder: ValueId,
-    body_start: NodeId,
+    body_start: u64,
     info: &LoopInfo,
     options: &PforOptions,
     outs: &[ValueId],
@@ -203,8 +204,9 @@ pub(crate) struct Scope {
     /// Copy nodes that do not depend on the seeds (a function body converted into another
     /// graph) instead of referring to them (the traced body inside the target graph itself).
     pub(crate) copy_invariant: bool,
-    /// Nodes after this one are the traced body (for per-iteration side effects).
-    pub(crate) body_start: Option<NodeId>,
+    /// Nodes added at or after this mark of the graph's clock ([`Graph::mark`]) are the
+    /// traced body (for per-iteration side effects).
+    pub(crate) body_start: Option<u64>,
 }
 
 /// Convert the ancestors of `outs` in `src` into `tgt`, starting from `map` (source value →
@@ -227,7 +229,7 @@ pub(crate) fn convert_graph(
             continue; // a seed (loop index or function parameter)
         }
         let node = src.node(n)?;
-        let in_body = scope.body_start.is_some_and(|b| n > b) || scope.copy_invariant;
+        let in_body = scope.body_start.is_some_and(|b| src.added_since(n, b)) || scope.copy_invariant;
         let variant = node.inputs.iter().any(|v| map.get(v).is_some_and(|w| w.stacked))
             || (in_body && per_iteration_effect(&node.op));
         if !variant && !scope.copy_invariant && !node.inputs.iter().any(|v| map.contains_key(v)) {

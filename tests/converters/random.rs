@@ -88,3 +88,29 @@ fn stacked_keys_and_error_policy() {
     .unwrap_err();
     assert!(matches!(e.root(), Error::Unsupported { .. }), "{e}");
 }
+
+#[test]
+fn body_random_ops_are_per_iteration_even_after_prune_reuses_node_ids() {
+    // `prune` frees node slots that petgraph reuses for the traced body: the driver must
+    // still see the body's generators as new (per iteration), not as pre-existing values.
+    let mut g = Graph::new();
+    let junk: Vec<ValueId> = (0..3).map(|k| g.constant(Tensor::scalar(k as f64))).collect();
+    let key = g.constant(Tensor::scalar(7i64));
+    // free the slots lowest first, so they are handed out again highest first: the loop
+    // index placeholder then gets a HIGHER id than the body's generator.
+    for k in 0..junk.len() {
+        let mut keep = junk[k + 1..].to_vec();
+        keep.push(key);
+        assert_eq!(g.prune(&keep).unwrap(), 1);
+    }
+    let opts = PforOptions::strict().with_randomness(Randomness::Different);
+    let out = pfor_with(&mut g, 4, &opts, |g, _i| Ok(vec![g.random_normal(key, &[3], DType::F64, 0.0, 1.0)?])).unwrap();
+    let loop_out = for_loop(&mut g, 4, |g, i| {
+        let k2 = g.fold_in(key, i)?;
+        Ok(vec![g.random_normal(k2, &[3], DType::F64, 0.0, 1.0)?])
+    })
+    .unwrap();
+    let (v, l) = (eval(&g, &out), eval(&g, &loop_out));
+    assert_eq!(v[0], l[0]);
+    assert_ne!(v[0].index_axis0(0).unwrap(), v[0].index_axis0(1).unwrap());
+}
