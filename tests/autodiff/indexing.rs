@@ -52,14 +52,10 @@ pub fn cases() -> Vec<FdCase> {
             Ok(vec![sq(g, y)?])
         })
         .second(),
-        case(
-            "tensor_scatter_add",
-            vec![randn(&[4, 3], 8), i64t(&[3, 1], &[0, 2, 0]), randn(&[3, 3], 9)],
-            |g, x| {
-                let y = g.tensor_scatter_add(x[0], x[1], x[2])?;
-                Ok(vec![sq(g, y)?])
-            },
-        )
+        case("tensor_scatter_add", vec![randn(&[4, 3], 8), i64t(&[3, 1], &[0, 2, 0]), randn(&[3, 3], 9)], |g, x| {
+            let y = g.tensor_scatter_add(x[0], x[1], x[2])?;
+            Ok(vec![sq(g, y)?])
+        })
         .second(),
         case(
             "tensor_scatter_update, duplicates: last wins",
@@ -89,9 +85,11 @@ pub fn cases() -> Vec<FdCase> {
             Ok(vec![sq(g, y)?])
         })
         .second(),
-        case("unsorted_segment_min, 2-d ids", vec![randn(&[2, 3, 2], 16), i64t(&[2, 3], &[0, 1, 0, 1, 1, -1])], |g, x| {
-            Ok(vec![g.unsorted_segment_min(x[0], x[1], 2)?])
-        }),
+        case(
+            "unsorted_segment_min, 2-d ids",
+            vec![randn(&[2, 3, 2], 16), i64t(&[2, 3], &[0, 1, 0, 1, 1, -1])],
+            |g, x| Ok(vec![g.unsorted_segment_min(x[0], x[1], 2)?]),
+        ),
         case("unsorted_segment_prod", vec![randn(&[5, 2], 17), i64t(&[5], &[0, 1, 0, -1, 0])], |g, x| {
             let y = g.unsorted_segment_prod(x[0], x[1], 2)?;
             Ok(vec![sq(g, y)?])
@@ -102,14 +100,10 @@ pub fn cases() -> Vec<FdCase> {
             vec![f64t(&[7], &[2.0, 0.0, 0.0, 3.0, 0.0, 0.5, 1.5]), i64t(&[7], &[0, 0, 1, 1, 1, 2, 2])],
             |g, x| Ok(vec![g.unsorted_segment_prod(x[0], x[1], 3)?]),
         ),
-        case(
-            "dynamic_update_slice",
-            vec![randn(&[4, 5], 18), randn(&[2, 3], 19), i64t(&[2], &[1, 2])],
-            |g, x| {
-                let y = g.dynamic_update_slice(x[0], x[1], x[2])?;
-                Ok(vec![sq(g, y)?])
-            },
-        )
+        case("dynamic_update_slice", vec![randn(&[4, 5], 18), randn(&[2, 3], 19), i64t(&[2], &[1, 2])], |g, x| {
+            let y = g.dynamic_update_slice(x[0], x[1], x[2])?;
+            Ok(vec![sq(g, y)?])
+        })
         .second(),
         case("top_k values", vec![randn(&[2, 5], 20)], |g, x| {
             let (v, i) = g.top_k(x[0], 3)?;

@@ -193,7 +193,14 @@ fn static_dims(g: &Graph, v: ValueId, op: &str) -> Result<Vec<usize>> {
 /// The adjoint of `gather(params, indices, axis = ax, batch_dims = b)` applied to `dy`:
 /// move the index dims of `dy` first, segment-sum them into the `n` rows of the gathered
 /// axis (batch rows get their own block of `n` segments), move the axis back.
-fn gather_adjoint(g: &mut Graph, params: ValueId, indices: ValueId, dy: ValueId, ax: usize, b: usize) -> Result<ValueId> {
+fn gather_adjoint(
+    g: &mut Graph,
+    params: ValueId,
+    indices: ValueId,
+    dy: ValueId,
+    ax: usize,
+    b: usize,
+) -> Result<ValueId> {
     let sp = g.shape(params)?;
     let (rp, ri) = (sp.rank(), g.shape(indices)?.rank());
     let Some(n) = sp.dim(ax).value() else {

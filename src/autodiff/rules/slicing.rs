@@ -20,12 +20,12 @@
 //! error naming the op when a dim they need is dynamic, never a wrong answer.
 
 use crate::autodiff::{JvpCtx, VjpCtx};
+use crate::error::Error;
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
-use crate::tensor::Tensor;
-use crate::error::Error;
 use crate::ops::slicing::{AxisSelect, PadMode, StridedSliceSpec};
 use crate::ops::{Op, SlicingKind, SlicingOp};
+use crate::tensor::Tensor;
 
 /// Cotangents of the inputs.
 pub fn vjp(op: &SlicingOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
