@@ -1,8 +1,146 @@
-//! Derivative tests of the `indexing` family.
+//! Derivative tests of the `indexing` family: gathers (axis, batch dims, duplicate indices),
+//! scatters, segment reductions (dropped rows, ties, zeros in products),
+//! `dynamic_update_slice` and `top_k`, first and (for gather and friends) second order.
 
-use super::fd::FdCase;
+use super::fd::{FdCase, case, check, randn};
+use pfor::autodiff::gradients;
+use pfor::prelude::*;
 
-/// Finite-difference cases covering every differentiable kind of the family.
+fn i64t(shape: &[usize], v: &[i64]) -> Tensor {
+    Tensor::from_vec(shape, v.to_vec()).unwrap()
+}
+
+fn f64t(shape: &[usize], v: &[f64]) -> Tensor {
+    Tensor::from_vec(shape, v.to_vec()).unwrap()
+}
+
+/// `y * y` so that second derivatives are not identically zero.
+fn sq(g: &mut Graph, y: ValueId) -> Result<ValueId> {
+    g.mul(y, y)
+}
+
 pub fn cases() -> Vec<FdCase> {
-    vec![]
+    vec![
+        case("gather axis 0, duplicate indices", vec![randn(&[4, 3], 1), i64t(&[2, 2], &[0, 2, 2, 3])], |g, x| {
+            let y = g.gather(x[0], x[1], 0)?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case("gather middle axis", vec![randn(&[2, 5, 3], 2), i64t(&[3], &[4, 0, 4])], |g, x| {
+            let y = g.gather(x[0], x[1], -2)?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case("gather batch_dims 1", vec![randn(&[2, 4, 3], 3), i64t(&[2, 3], &[0, 3, 3, 1, 1, 2])], |g, x| {
+            let y = g.gather_batched(x[0], x[1], 1, 1)?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case("gather batch_dims 1, axis 2", vec![randn(&[2, 3, 4], 4), i64t(&[2, 2], &[3, 0, 1, 1])], |g, x| {
+            Ok(vec![g.gather_batched(x[0], x[1], 2, 1)?])
+        }),
+        case("gather_nd", vec![randn(&[3, 4, 2], 5), i64t(&[3, 2], &[0, 1, 2, 3, 0, 1])], |g, x| {
+            let y = g.gather_nd(x[0], x[1], 0)?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case("gather_nd batch_dims 1", vec![randn(&[2, 3, 4], 6), i64t(&[2, 2, 1], &[2, 2, 0, 1])], |g, x| {
+            Ok(vec![g.gather_nd(x[0], x[1], 1)?])
+        }),
+        case("scatter_nd, duplicates add", vec![i64t(&[3, 1], &[1, 3, 1]), randn(&[3, 2], 7)], |g, x| {
+            let y = g.scatter_nd(x[0], x[1], &[5, 2])?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case("tensor_scatter_add", vec![randn(&[4, 3], 8), i64t(&[3, 1], &[0, 2, 0]), randn(&[3, 3], 9)], |g, x| {
+            let y = g.tensor_scatter_add(x[0], x[1], x[2])?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case(
+            "tensor_scatter_update, duplicates: last wins",
+            vec![randn(&[4, 3], 10), i64t(&[3, 1], &[1, 3, 1]), randn(&[3, 3], 11)],
+            |g, x| {
+                let y = g.tensor_scatter_update(x[0], x[1], x[2])?;
+                Ok(vec![sq(g, y)?])
+            },
+        )
+        .second(),
+        case(
+            "tensor_scatter_update, element indices",
+            vec![randn(&[3, 3], 12), i64t(&[2, 2], &[0, 1, 2, 2]), randn(&[2], 13)],
+            |g, x| Ok(vec![g.tensor_scatter_update(x[0], x[1], x[2])?]),
+        ),
+        case(
+            "unsorted_segment_sum, dropped row, empty segment",
+            vec![randn(&[5, 2], 14), i64t(&[5], &[0, 2, -1, 2, 0])],
+            |g, x| {
+                let y = g.unsorted_segment_sum(x[0], x[1], 3)?;
+                Ok(vec![sq(g, y)?])
+            },
+        )
+        .second(),
+        case("unsorted_segment_max", vec![randn(&[6, 2], 15), i64t(&[6], &[1, 0, 1, -1, 1, 0])], |g, x| {
+            let y = g.unsorted_segment_max(x[0], x[1], 2)?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case(
+            "unsorted_segment_min, 2-d ids",
+            vec![randn(&[2, 3, 2], 16), i64t(&[2, 3], &[0, 1, 0, 1, 1, -1])],
+            |g, x| Ok(vec![g.unsorted_segment_min(x[0], x[1], 2)?]),
+        ),
+        case("unsorted_segment_prod", vec![randn(&[5, 2], 17), i64t(&[5], &[0, 1, 0, -1, 0])], |g, x| {
+            let y = g.unsorted_segment_prod(x[0], x[1], 2)?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case(
+            "unsorted_segment_prod with zeros (one, two)",
+            vec![f64t(&[7], &[2.0, 0.0, 0.0, 3.0, 0.0, 0.5, 1.5]), i64t(&[7], &[0, 0, 1, 1, 1, 2, 2])],
+            |g, x| Ok(vec![g.unsorted_segment_prod(x[0], x[1], 3)?]),
+        ),
+        case("dynamic_update_slice", vec![randn(&[4, 5], 18), randn(&[2, 3], 19), i64t(&[2], &[1, 2])], |g, x| {
+            let y = g.dynamic_update_slice(x[0], x[1], x[2])?;
+            Ok(vec![sq(g, y)?])
+        })
+        .second(),
+        case("top_k values", vec![randn(&[2, 5], 20)], |g, x| {
+            let (v, i) = g.top_k(x[0], 3)?;
+            Ok(vec![sq(g, v)?, i])
+        })
+        .second(),
+    ]
+}
+
+#[test]
+fn indexing_derivatives_match_finite_differences() {
+    for c in cases() {
+        check(&c);
+    }
+}
+
+#[test]
+fn segment_max_splits_ties_equally() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [4]);
+    let ids = g.constant(i64t(&[4], &[0, 0, 0, 1]));
+    let y = g.unsorted_segment_max(x, ids, 2).unwrap();
+    let l = g.sum_all(y).unwrap();
+    let d = gradients(&mut g, &[l], &[x], None).unwrap();
+    let v = run_once(&g, &d, &[(x, f64t(&[4], &[3.0, 1.0, 3.0, -2.0]))]).unwrap();
+    assert_eq!(v[0].to_f64_vec(), vec![0.5, 0.0, 0.5, 1.0]);
+}
+
+#[test]
+fn index_inputs_and_nonzero_get_no_gradient() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [3]);
+    let nz = g.nonzero(x).unwrap();
+    let nzf = g.cast(nz, DType::F64).unwrap();
+    let l = g.sum_all(nzf).unwrap();
+    let d = gradients(&mut g, &[l], &[x], None).unwrap();
+    let v = run_once(&g, &d, &[(x, f64t(&[3], &[1.0, 0.0, 2.0]))]).unwrap();
+    assert_eq!(v[0].to_f64_vec(), vec![0.0; 3]);
+    assert!(!pfor::autodiff::is_differentiable(OpKind::Index(pfor::ops::IndexKind::NonZero)));
 }
