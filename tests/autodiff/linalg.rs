@@ -158,3 +158,52 @@ fn gradient_of_log_abs_det_is_the_inverse_transpose() {
         assert!((x - w).abs() < 1e-12, "{x} vs {w}");
     }
 }
+
+#[test]
+fn dynamic_matrix_dims_give_the_same_derivatives() {
+    // The masks of the triangular / diagonal rules are constants for static dims and are
+    // built from cumulative sums for dynamic ones: both must agree.
+    let av = spd(&[2], 3, 70);
+    let bv = randn(&[2, 3, 2], 71);
+    let tv = randn(&[2, 3, 3], 72);
+    let run = |dynamic: bool| -> Vec<Vec<f64>> {
+        let mut g = Graph::new();
+        let (sa, sb) = if dynamic {
+            let (b, n) = (Dim::dynamic("b"), Dim::dynamic("n"));
+            (
+                Shape::from_dims([b.clone(), n.clone(), n.clone()]),
+                Shape::from_dims([b, n, Dim::fixed(2)]),
+            )
+        } else {
+            (Shape::from([2usize, 3, 3]), Shape::from([2usize, 3, 2]))
+        };
+        let a = g.input("a", DType::F64, sa.clone());
+        let b = g.input("b", DType::F64, sb);
+        let t = g.input("t", DType::F64, sa);
+        let l = g.cholesky(a).unwrap();
+        let x = g.triangular_solve(a, b, false, true).unwrap();
+        let d = g.matrix_diag_part(a).unwrap();
+        let tr = g.trace(a).unwrap();
+        let mut terms = Vec::new();
+        for v in [l, x, d, tr] {
+            let s = g.sin(v).unwrap();
+            terms.push(g.sum_all(s).unwrap());
+        }
+        let mut loss = terms[0];
+        for s in &terms[1..] {
+            loss = g.add(loss, *s).unwrap();
+        }
+        let mut fetches = pfor::autodiff::gradients(&mut g, &[loss], &[a, b], None).unwrap();
+        fetches.extend(pfor::autodiff::jvp(&mut g, &[l, x], &[a], &[t]).unwrap());
+        let feeds = [(a, av.clone()), (b, bv.clone()), (t, tv.clone())];
+        run_once(&g, &fetches, &feeds).unwrap().iter().map(|v| v.to_f64_vec()).collect()
+    };
+    let (s, d) = (run(false), run(true));
+    assert_eq!(s.len(), 4);
+    for (k, (x, y)) in s.iter().zip(&d).enumerate() {
+        assert_eq!(x.len(), y.len(), "fetch {k}");
+        for (p, q) in x.iter().zip(y) {
+            assert!((p - q).abs() <= 1e-12 * (1.0 + p.abs()), "fetch {k}: static {p} vs dynamic {q}");
+        }
+    }
+}

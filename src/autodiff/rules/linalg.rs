@@ -251,7 +251,10 @@ fn diag_part_adjoint(g: &mut Graph, dy: ValueId, a: ValueId) -> Result<ValueId> 
             let axis = if m < n { -1 } else { -2 };
             g.expand_dims(dy, axis)?
         }
-        _ if dm == dn => return g.matrix_diag(dy),
+        // Square for sure: equal fixed sizes, or one named dynamic dim.
+        (Dim::Fixed(_), Dim::Fixed(_)) | (Dim::Dynamic(Some(_)), Dim::Dynamic(Some(_))) if dm == dn => {
+            return g.matrix_diag(dy);
+        }
         _ => {
             return Err(Error::unsupported(
                 "matrix_diag_part",
