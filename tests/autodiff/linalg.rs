@@ -114,10 +114,12 @@ pub fn cases() -> Vec<FdCase> {
             .second(),
         );
     }
-    v.push(case("solve rank 2 wrt b only", vec![well_conditioned(&[], 3, 2.0, 50), randn(&[3, 1], 51)], |g, x| {
-        Ok(vec![g.solve(x[0], x[1])?])
-    })
-    .wrt(&[1]));
+    v.push(
+        case("solve rank 2 wrt b only", vec![well_conditioned(&[], 3, 2.0, 50), randn(&[3, 1], 51)], |g, x| {
+            Ok(vec![g.solve(x[0], x[1])?])
+        })
+        .wrt(&[1]),
+    );
     v
 }
 
@@ -170,10 +172,7 @@ fn dynamic_matrix_dims_give_the_same_derivatives() {
         let mut g = Graph::new();
         let (sa, sb) = if dynamic {
             let (b, n) = (Dim::dynamic("b"), Dim::dynamic("n"));
-            (
-                Shape::from_dims([b.clone(), n.clone(), n.clone()]),
-                Shape::from_dims([b, n, Dim::fixed(2)]),
-            )
+            (Shape::from_dims([b.clone(), n.clone(), n.clone()]), Shape::from_dims([b, n, Dim::fixed(2)]))
         } else {
             (Shape::from([2usize, 3, 3]), Shape::from([2usize, 3, 2]))
         };

@@ -68,6 +68,38 @@ pub fn cases() -> Vec<FdCase> {
     // A product containing an exact zero (the rule must not divide by it).
     let with_zero = map(&input_for(ReduceKind::Prod, 7), |x| if x.abs() < 0.7 { 0.0 } else { x });
     v.push(case("reduce_prod with zeros", vec![with_zero], |g, x| Ok(vec![g.reduce_prod(x[0], &[2], false)?])));
+    // Scans through exact zeros: one zero, two zeros, a zero first, a zero last (per line,
+    // in both scan directions); first and second order.
+    let zeros = Tensor::from_vec(
+        &[4, 5],
+        vec![
+            0.9, -1.2, 0.0, 1.1, 0.7, //
+            1.3, 0.0, 0.8, 0.0, -0.6, //
+            0.0, 1.4, -0.9, 1.2, 0.8, //
+            -0.7, 1.1, 0.9, 1.3, 0.0,
+        ],
+    )
+    .unwrap();
+    for exclusive in [false, true] {
+        for reverse in [false, true] {
+            v.push(
+                case(
+                    &format!("cumprod with zeros exclusive={exclusive} reverse={reverse}"),
+                    vec![zeros.clone()],
+                    move |g, x| Ok(vec![g.cumprod(x[0], 1, exclusive, reverse)?]),
+                )
+                .second(),
+            );
+        }
+    }
+    v.push(
+        case("cumprod with zeros axis 0", vec![zeros.clone()], |g, x| Ok(vec![g.cumprod(x[0], 0, false, false)?]))
+            .second(),
+    );
+    v.push(
+        case("reduce_prod with zeros, second order", vec![zeros], |g, x| Ok(vec![g.reduce_prod(x[0], &[1], false)?]))
+            .second(),
+    );
     // Reductions feeding non-linear ops, so second derivatives see non-constant cotangents.
     v.push(
         case("softmax-like chain", vec![randn(&[3, 4], 8)], |g, x| {

@@ -72,7 +72,11 @@ pub fn vjp(op: &LinalgOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
                 _ => g.solve_t(a, dy, !*adjoint)?,
             };
             let da = if need_a {
-                let p = if *adjoint { g.batch_matmul_t(y, db, false, true)? } else { g.batch_matmul_t(db, y, false, true)? };
+                let p = if *adjoint {
+                    g.batch_matmul_t(y, db, false, true)?
+                } else {
+                    g.batch_matmul_t(db, y, false, true)?
+                };
                 let p = g.neg(p)?;
                 Some(match op {
                     LinalgOp::TriangularSolve { lower, .. } => mask_triangle(g, p, *lower)?,

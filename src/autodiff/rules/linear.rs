@@ -73,13 +73,7 @@ fn flags(op: &LinearOp) -> (bool, bool) {
 /// | `Aᵀ B`    | `B C̄ᵀ`    | `A C̄`     |
 /// | `Aᵀ Bᵀ`   | `Bᵀ C̄ᵀ`   | `C̄ᵀ Aᵀ`   |
 #[allow(clippy::type_complexity)]
-fn vjp_operands(
-    ta: bool,
-    tb: bool,
-    a: ValueId,
-    b: ValueId,
-    dc: ValueId,
-) -> [(ValueId, ValueId, (bool, bool)); 2] {
+fn vjp_operands(ta: bool, tb: bool, a: ValueId, b: ValueId, dc: ValueId) -> [(ValueId, ValueId, (bool, bool)); 2] {
     match (ta, tb) {
         (false, false) => [(dc, b, (false, true)), (a, dc, (true, false))],
         (false, true) => [(dc, b, (false, false)), (dc, a, (true, false))],
