@@ -14,7 +14,7 @@ fn well_conditioned(batch: &[usize], n: usize, shift: f64, seed: u64) -> Tensor 
         .to_f64_vec()
         .into_iter()
         .enumerate()
-        .map(|(i, x)| 0.3 * x + if (i % (n * n)) % (n + 1) == 0 { shift } else { 0.0 })
+        .map(|(i, x)| 0.3 * x + if (i % (n * n)).is_multiple_of(n + 1) { shift } else { 0.0 })
         .collect();
     Tensor::from_vec(&shape, v).unwrap()
 }
