@@ -26,7 +26,9 @@ use pfor::prelude::*;
 
 /// Families whose rules are complete; the coverage test checks every differentiable kind of
 /// these families is exercised by some finite-difference case.
-const FAMILIES: &[&str] = &["unary", "binary", "elementwise", "slicing", "indexing", "random", "state"];
+const FAMILIES: &[&str] = &[
+    "unary", "binary", "elementwise", "slicing", "indexing", "random", "state", "linear", "linalg", "reduce", "shape",
+];
 
 fn all_cases() -> Vec<fd::FdCase> {
     let mut v = Vec::new();

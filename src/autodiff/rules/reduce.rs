@@ -4,8 +4,10 @@
 //! divides by the count; `max`/`min` share it equally among the tied maxima (like TF);
 //! `prod` multiplies by the product of the OTHER elements (exclusive cumulative products
 //! from both ends, so zeros are handled exactly); `logsumexp` weights by the softmax;
-//! scans run the adjoint scan in the opposite direction. `all`, `any`, `argmax`, `argmin`
-//! are non-differentiable.
+//! scans run the adjoint scan in the opposite direction. `cumprod` splits each scanned line
+//! at its first zero ([`ZeroSplit`]) so its derivatives never divide by zero and are exact
+//! with zeros (also those of `prod`, whose rule uses exclusive `cumprod`s). `all`, `any`,
+//! `argmax`, `argmin` are non-differentiable.
 
 use crate::autodiff::util::{inverse_perm, norm_axes, reshape_like, unreduce};
 use crate::autodiff::{JvpCtx, VjpCtx};
@@ -45,10 +47,18 @@ pub fn vjp(op: &ReduceOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         }
         ReduceOp::CumSum { axis, exclusive, reverse } => g.cumsum(dy, *axis, *exclusive, !*reverse)?,
         ReduceOp::CumProd { axis, exclusive, reverse } => {
-            // d x_j = Σ_{i ≥ j} dy_i y_i / x_j (exact for nonzero x).
-            let p = g.mul(dy, y)?;
-            let s = g.cumsum(p, *axis, *exclusive, !*reverse)?;
-            g.div(s, x)?
+            let (axis, exclusive, reverse) = (*axis, *exclusive, *reverse);
+            let z = ZeroSplit::new(g, x, axis, exclusive, reverse)?;
+            let d = z.vjp_value(g, y, dy, axis, exclusive, reverse)?;
+            // j > z: d x_j = x_z · (the same gradient for x with x_z replaced by 1). Zero in
+            // value, but it carries the derivative with respect to x_z (second order).
+            let z1 = ZeroSplit::new(g, z.x1, axis, exclusive, reverse)?;
+            let d1 = z1.vjp_value(g, z.y1, dy, axis, exclusive, reverse)?;
+            let xz = g.mul(x, z.first)?;
+            let xz = g.reduce_sum(xz, &[axis], true)?;
+            let after = g.mul(d1, z.after)?;
+            let after = g.mul(after, xz)?;
+            g.add(d, after)?
         }
         ReduceOp::All { .. } | ReduceOp::Any { .. } | ReduceOp::ArgMax { .. } | ReduceOp::ArgMin { .. } => {
             return Ok(vec![None]);
@@ -85,9 +95,19 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         }
         ReduceOp::CumSum { axis, exclusive, reverse } => g.cumsum(t, *axis, *exclusive, *reverse)?,
         ReduceOp::CumProd { axis, exclusive, reverse } => {
-            let r = g.div(t, x)?;
+            let z = ZeroSplit::new(g, x, *axis, *exclusive, *reverse)?;
+            // Before the first zero (tm): y Σ t_k / x_k; after it: t_z y'.
+            let r = g.div(t, z.x_safe)?;
+            let r = g.mul(r, z.bm)?;
             let s = g.cumsum(r, *axis, *exclusive, *reverse)?;
-            g.mul(y, s)?
+            let s = g.mul(s, z.tm)?;
+            let tz = g.mul(t, z.first)?;
+            let tz = g.reduce_sum(tz, &[*axis], true)?;
+            let one = g.scalar_like(z.tm, 1.0)?;
+            let after = g.sub(one, z.tm)?;
+            let tz = g.mul(tz, after)?;
+            let s = g.add(s, tz)?;
+            g.mul(z.y1, s)?
         }
         ReduceOp::All { .. } | ReduceOp::Any { .. } | ReduceOp::ArgMax { .. } | ReduceOp::ArgMin { .. } => {
             return Ok(vec![None]);
@@ -153,4 +173,64 @@ fn prod_of_others(g: &mut Graph, x: ValueId, y: ValueId, axes: &[i64], keep_dims
     let o = g.mul(left, right)?;
     let o = reshape_like(g, o, xt)?;
     g.transpose(o, &inverse_perm(&perm))
+}
+
+/// The split of every `cumprod` line at its first zero `z` (in scan order), as float masks
+/// of `x`'s shape (locally constant):
+/// - `bm`: `[j < z]` (the positions whose `x_j` may be divided by);
+/// - `first`: `[j == z]`; `after`: `[j > z]`;
+/// - `tm`: the outputs still free of the zero: `[i < z]` (inclusive scan), `[i <= z]`
+///   (exclusive scan);
+/// - `x_safe`: `x` where `bm`, else 1;
+/// - `x1`: `x` with its first zero replaced by 1, and `y1` the op's scan of it.
+///
+/// Then `∂y_i/∂x_j = y_i / x_j` for `j < z`, `∂y_i/∂x_z = y1_i` for `i` after `z`, and
+/// `∂y_i/∂x_j = x_z · (∂y1_i/∂x1_j)` for `j > z` (zero in value) — no division by zero
+/// anywhere. The VJP keeps the last term for its derivative with respect to `x_z`, so
+/// gradients and hessians are exact with zeros; the JVP is exact to first order.
+struct ZeroSplit {
+    bm: ValueId,
+    first: ValueId,
+    after: ValueId,
+    tm: ValueId,
+    x_safe: ValueId,
+    x1: ValueId,
+    y1: ValueId,
+}
+
+impl ZeroSplit {
+    fn new(g: &mut Graph, x: ValueId, axis: i64, exclusive: bool, reverse: bool) -> Result<ZeroSplit> {
+        let dt = g.dtype(x)?;
+        let zero = g.scalar_like(x, 0.0)?;
+        let nz = g.not_equal(x, zero)?;
+        let nz = g.cast(nz, dt)?;
+        let bm = g.cumprod(nz, axis, false, reverse)?;
+        let le = g.cumprod(nz, axis, true, reverse)?;
+        let first = g.sub(le, bm)?;
+        let one = g.scalar_like(x, 1.0)?;
+        let after = g.sub(one, le)?;
+        let tm = if exclusive { le } else { bm };
+        let xb = g.mul(x, bm)?;
+        let not_b = g.sub(one, bm)?;
+        let x_safe = g.add(xb, not_b)?;
+        // x1 = x (1 - first) + first: its z entry is the constant 1, not x_z + 1.
+        let not_first = g.sub(one, first)?;
+        let x1 = g.mul(x, not_first)?;
+        let x1 = g.add(x1, first)?;
+        let y1 = g.cumprod(x1, axis, exclusive, reverse)?;
+        Ok(ZeroSplit { bm, first, after, tm, x_safe, x1, y1 })
+    }
+
+    /// The exact VALUE of the cumprod cotangent of `x` (`y` its scan), without the
+    /// zero-valued `j > z` terms: `bm · Σ dy y / x_safe + first · Σ dy y1`.
+    fn vjp_value(&self, g: &mut Graph, y: ValueId, dy: ValueId, axis: i64, excl: bool, rev: bool) -> Result<ValueId> {
+        let w = g.mul(dy, y)?;
+        let s1 = g.cumsum(w, axis, excl, !rev)?;
+        let s1 = g.div(s1, self.x_safe)?;
+        let s1 = g.mul(s1, self.bm)?;
+        let w1 = g.mul(dy, self.y1)?;
+        let s2 = g.cumsum(w1, axis, excl, !rev)?;
+        let s2 = g.mul(s2, self.first)?;
+        g.add(s1, s2)
+    }
 }

@@ -15,7 +15,8 @@ use crate::ops::{Op, ShapeKind, ShapeOp};
 /// Cotangents of the inputs.
 pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
     let n_in = cx.inputs.len();
-    if !differentiable(op.kind()) || !cx.need(0) {
+    // Any input may be the differentiable one (`fill_dyn`: input 1; `stack`: all of them).
+    if !differentiable(op.kind()) || !(0..n_in).any(|i| cx.need(i)) {
         return Ok(vec![None; n_in]);
     }
     let x = cx.x(0);
