@@ -167,7 +167,8 @@ fn control_derivatives_match_finite_differences() {
 fn gradient_of_a_recursive_call_is_a_clear_error() {
     let mut g = Graph::new();
     let ty = TensorType::scalar(DType::F64);
-    g.declare_function("r", &[ty.clone()], &[ty]).unwrap();
+    let tys = std::slice::from_ref(&ty);
+    g.declare_function("r", tys, tys).unwrap();
     g.define_function("r", |g, p| {
         let z = g.scalar(DType::F64, 0.0);
         let pos = g.greater(p[0], z)?;

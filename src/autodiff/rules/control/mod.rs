@@ -83,7 +83,9 @@ pub(crate) fn inline(g: &mut Graph, f: &Function, args: &[ValueId]) -> Result<Ve
             continue; // a parameter
         }
         if matches!(node.op, Op::Input { .. }) {
-            return Err(Error::InvalidArgument(format!("inline: input {n} of a function is not one of its parameters")));
+            return Err(Error::InvalidArgument(format!(
+                "inline: input {n} of a function is not one of its parameters"
+            )));
         }
         let ins = node
             .inputs
@@ -106,7 +108,9 @@ pub(crate) fn vjp_function(parent: &Graph, f: &Function, dres: &[usize], wrt: &[
     let rtypes = f.result_types();
     let mut types = ptypes.clone();
     for &r in dres {
-        types.push(rtypes.get(r).cloned().ok_or_else(|| Error::InvalidArgument(format!("vjp_function: no result {r}")))?);
+        types.push(
+            rtypes.get(r).cloned().ok_or_else(|| Error::InvalidArgument(format!("vjp_function: no result {r}")))?,
+        );
     }
     let np = ptypes.len();
     let (dres, wrt) = (dres.to_vec(), wrt.to_vec());
