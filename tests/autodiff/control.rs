@@ -410,3 +410,133 @@ fn per_example_gradients_through_a_cond_with_a_loop_variant_predicate() {
         assert!(rows[..3] != rows[3..6]);
     }
 }
+
+// ------------------------------------------------------------------ LSTM in a while loop
+
+const IN: usize = 2;
+const HID: usize = 2;
+
+/// `v[K] @ w[K, H]` as broadcast-multiply and reduce (no matmul rule is needed).
+fn vecmat(g: &mut Graph, v: ValueId, w: ValueId) -> Result<ValueId> {
+    let e = g.expand_dims(v, -1)?;
+    let p = g.mul(e, w)?;
+    g.reduce_sum(p, &[0], false)
+}
+
+/// One LSTM step; gate `k` uses `wx[k]`, `wh[k]`, `b[k]` (order i, f, o, u).
+fn lstm_cell(g: &mut Graph, xt: ValueId, h: ValueId, c: ValueId, p: [ValueId; 3]) -> Result<(ValueId, ValueId)> {
+    let mut gates = Vec::new();
+    for k in 0..4 {
+        let kk = g.constant(Tensor::scalar(k as i64));
+        let (wx, wh, b) = (g.gather(p[0], kk, 0)?, g.gather(p[1], kk, 0)?, g.gather(p[2], kk, 0)?);
+        let zx = vecmat(g, xt, wx)?;
+        let zh = vecmat(g, h, wh)?;
+        let z = g.add(zx, zh)?;
+        gates.push(g.add(z, b)?);
+    }
+    let (i, f, o) = (g.sigmoid(gates[0])?, g.sigmoid(gates[1])?, g.sigmoid(gates[2])?);
+    let u = g.tanh(gates[3])?;
+    let fc = g.mul(f, c)?;
+    let iu = g.mul(i, u)?;
+    let c2 = g.add(fc, iu)?;
+    let tc = g.tanh(c2)?;
+    Ok((g.mul(o, tc)?, c2))
+}
+
+/// Final `h` of every sequence `x[b]` run to its own length `lens[b]`: `[B, HID]`.
+fn lstm(g: &mut Graph, x: ValueId, lens: &[i64], p: [ValueId; 3]) -> Result<ValueId> {
+    let mut hs = Vec::new();
+    for (b, &len) in lens.iter().enumerate() {
+        let bb = g.constant(Tensor::scalar(b as i64));
+        let xb = g.gather(x, bb, 0)?;
+        let l = g.constant(Tensor::scalar(len));
+        let t0 = g.constant(Tensor::scalar(0i64));
+        let h0 = g.zeros(DType::F64, &[HID]);
+        let c0 = g.zeros(DType::F64, &[HID]);
+        let out = g.while_loop(
+            &[t0, h0, c0],
+            &[l, xb, p[0], p[1], p[2]],
+            |g, a| g.less(a[0], a[3]),
+            |g, a| {
+                let xt = g.gather(a[4], a[0], 0)?;
+                let (h, c) = lstm_cell(g, xt, a[1], a[2], [a[5], a[6], a[7]])?;
+                let one = g.constant(Tensor::scalar(1i64));
+                Ok(vec![g.add(a[0], one)?, h, c])
+            },
+        )?;
+        hs.push(out[1]);
+    }
+    g.stack(&hs, 0)
+}
+
+#[test]
+fn jacobian_of_an_lstm_run_to_per_example_lengths_under_strict_pfor() {
+    use pfor::api::jacobian_with;
+    use pfor::vectorize::PforOptions;
+    let (b, l) = (3, 4);
+    let lens = [3i64, 1, 4];
+    let x0 = super::fd::randn(&[b, l, IN], 11);
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [b, l, IN]);
+    let wx = g.constant(super::fd::randn(&[4, IN, HID], 12));
+    let wh = g.constant(super::fd::randn(&[4, HID, HID], 13));
+    let bias = g.constant(super::fd::randn(&[4, HID], 14));
+    let y = lstm(&mut g, x, &lens, [wx, wh, bias]).unwrap();
+    let j = jacobian_with(&mut g, y, x, &PforOptions::strict()).unwrap();
+    assert_eq!(g.shape(j).unwrap(), Shape::fixed(&[b, HID, b, l, IN]));
+    let v = run_once(&g, &[j], &[(x, x0.clone())]).unwrap();
+    let mut sess = Session::new(&g, &[y]).unwrap();
+    let want = fd_jacobian(|xv| sess.run(&[(x, t(&[b, l, IN], xv))]).unwrap()[0].to_f64_vec(), &x0.to_f64_vec());
+    close(&v[0], &want, 1e-6);
+    // Steps past an example's length do not influence it: example 1 (length 1) depends on
+    // x[1, 0] only.
+    let jv = v[0].to_f64_vec();
+    let at = |r: usize, hh: usize, bb: usize, tt: usize, k: usize| jv[(((r * HID + hh) * b + bb) * l + tt) * IN + k];
+    assert!((0..HID).all(|hh| (1..l).all(|tt| (0..IN).all(|k| at(1, hh, 1, tt, k) == 0.0))));
+    assert!((0..HID).any(|hh| (0..IN).any(|k| at(1, hh, 1, 0, k) != 0.0)));
+}
+
+/// Per-example gradients of a while loop whose trip count differs per example: the
+/// recording buffers would be ragged inside pfor, so strict pfor refuses with a clear
+/// error naming the op (pfor's per-op fallback fails at run time stacking ragged buffers);
+/// the reference loop computes them, checked by finite differences.
+#[test]
+fn per_example_gradients_of_a_while_loop_with_per_example_trip_counts() {
+    use pfor::api::{per_example_gradients_loop, per_example_gradients_with};
+    use pfor::vectorize::PforOptions;
+    let xs0 = t(&[3, 3], &[0.3, -0.2, 0.5, 0.1, 0.1, 0.1, 0.9, -0.8, 0.7]);
+    let mut g = Graph::new();
+    let xs = g.input("x", DType::F64, [3, 3]);
+    let c = g.input("c", DType::F64, [3]);
+    let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| -> Result<ValueId> {
+        let out = while_loop(g, rows[0], p[0], 6.0)?;
+        g.sum_all(out[0])
+    };
+    let err = per_example_gradients_with(&mut g, &PforOptions::strict(), loss, &[xs], &[c]).unwrap_err().to_string();
+    assert!(err.contains("fill_dyn") && err.contains("loop-variant"), "{err}");
+    let pl = per_example_gradients_loop(&mut g, loss, &[xs], &[c]).unwrap();
+    let fetch = vec![pl[0]];
+    let v = run_once(&g, &fetch, &[(xs, xs0.clone()), (c, c0())]).unwrap();
+    // Finite differences of the summed per-example losses w.r.t. c.
+    let mut sess = {
+        let mut h = Graph::new();
+        let (x, cc) = (h.input("x", DType::F64, [3, 3]), h.input("c", DType::F64, [3]));
+        let mut total: Option<ValueId> = None;
+        for b in 0..3 {
+            let bb = h.constant(Tensor::scalar(b as i64));
+            let row = h.gather(x, bb, 0).unwrap();
+            let l = loss(&mut h, &[row], &[cc]).unwrap();
+            total = Some(match total {
+                None => l,
+                Some(s) => h.add(s, l).unwrap(),
+            });
+        }
+        (Session::new(&h, &[total.unwrap()]).unwrap(), x, cc)
+    };
+    let want = fd_jacobian(
+        |cv| sess.0.run(&[(sess.1, xs0.clone()), (sess.2, t(&[3], cv))]).unwrap()[0].to_f64_vec(),
+        &c0().to_f64_vec(),
+    );
+    let summed: Vec<f64> = (0..3).map(|k| (0..3).map(|b| v[0].to_f64_vec()[b * 3 + k]).sum()).collect();
+    close(&t(&[3], &summed), &want, 1e-6);
+}
