@@ -279,7 +279,8 @@ fn while_gradient_records_each_step_in_place() {
     assert!(nested.iter().all(|(h, m)| h.node(*m).unwrap().op.kind().name() != "concat"));
 
     // Run time: 8× the steps must cost about 8× (O(T²) copying would cost 64×). Each step
-    // carries 4 KiB, so quadratic copying at T = 4000 would move ~32 GB.
+    // carries 4 KiB, so quadratic copying at T = 4000 would move ~32 GB. The bound is loose
+    // (best of 3, ratio < 32) because the suite runs tests in parallel on shared cores.
     let mut g = Graph::new();
     let x = g.input("x", DType::F64, [512]);
     let n = g.input("n", DType::I64, Shape::scalar());
@@ -289,7 +290,7 @@ fn while_gradient_records_each_step_in_place() {
     let x0 = super::fd::randn(&[512], 3);
     let mut time = |steps: i64| {
         let mut best = f64::INFINITY;
-        for _ in 0..2 {
+        for _ in 0..3 {
             let t0 = std::time::Instant::now();
             let v = sess.run(&[(x, x0.clone()), (n, Tensor::scalar(steps))]).unwrap();
             best = best.min(t0.elapsed().as_secs_f64());
@@ -300,7 +301,7 @@ fn while_gradient_records_each_step_in_place() {
     };
     let (t1, t8) = (time(500), time(4000));
     eprintln!("while gradient: T=500 {t1:.4}s, T=4000 {t8:.4}s (ratio {:.1})", t8 / t1);
-    assert!(t8 / t1 < 24.0, "T=500: {t1:.4}s, T=4000: {t8:.4}s (ratio {:.1})", t8 / t1);
+    assert!(t8 / t1 < 32.0, "T=500: {t1:.4}s, T=4000: {t8:.4}s (ratio {:.1})", t8 / t1);
     let _ = dx;
 }
 
