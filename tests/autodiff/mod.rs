@@ -27,7 +27,18 @@ use pfor::prelude::*;
 /// Families whose rules are complete; the coverage test checks every differentiable kind of
 /// these families is exercised by some finite-difference case.
 const FAMILIES: &[&str] = &[
-    "unary", "binary", "elementwise", "slicing", "indexing", "random", "state", "linear", "linalg", "reduce", "shape",
+    "unary",
+    "binary",
+    "elementwise",
+    "slicing",
+    "indexing",
+    "random",
+    "state",
+    "linear",
+    "linalg",
+    "reduce",
+    "shape",
+    "control",
 ];
 
 fn all_cases() -> Vec<fd::FdCase> {

@@ -203,13 +203,27 @@ fn gather_adjoint(
 ) -> Result<ValueId> {
     let sp = g.shape(params)?;
     let (rp, ri) = (sp.rank(), g.shape(indices)?.rank());
-    let Some(n) = sp.dim(ax).value() else {
-        return Err(Error::unsupported("gather", "gradient needs a static size of the gathered axis"));
-    };
     let (o, ii, j) = (ax - b, ri - b, rp - ax - 1);
     // dy: [B | O | I | J] -> [B | I | O | J]
     let perm1: Vec<usize> = (0..b).chain(b + o..b + o + ii).chain(b..b + o).chain(b + o + ii..b + o + ii + j).collect();
     let dyt = transpose_if(g, dy, &perm1)?;
+    let Some(n) = sp.dim(ax).value() else {
+        if b > 0 {
+            return Err(Error::unsupported(
+                "gather",
+                "gradient with batch_dims needs a static size of the gathered axis",
+            ));
+        }
+        // A gathered axis known only at run time (e.g. a loop's recorded history):
+        // scatter-add into zeros of the params' (run-time) shape, gathered axis first.
+        let perm0: Vec<usize> = [ax].into_iter().chain(0..ax).chain(ax + 1..rp).collect();
+        let pt = transpose_if(g, params, &perm0)?; // [n | O | J]
+        let z = g.zeros_like(pt)?;
+        let idx = g.expand_dims(indices, -1)?;
+        let s = g.tensor_scatter_add(z, idx, dyt)?;
+        let perm2: Vec<usize> = (1..1 + o).chain([0]).chain(1 + o..1 + o + j).collect();
+        return transpose_if(g, s, &perm2);
+    };
     if b == 0 {
         let s = g.unsorted_segment_sum(dyt, indices, n)?; // [n | O | J]
         let perm2: Vec<usize> = (1..1 + o).chain([0]).chain(1 + o..1 + o + j).collect();

@@ -1,0 +1,115 @@
+//! `call` derivatives: the callee's VJP / JVP is built as a function and inlined at the
+//! call site (it recomputes the callee's forward values it needs). Calls inside the callee
+//! are differentiated the same way, recursively.
+//!
+//! A recursive callee (a cycle in the call graph) has no finite inlined derivative: its
+//! rules return a clear `Unsupported` error naming the function. (Differentiating it would
+//! need a recursive derivative function with a tape; not built.)
+
+use hashbrown::HashSet;
+
+use super::{floats, inline, jvp_function, vjp_function};
+use crate::autodiff::{JvpCtx, VjpCtx};
+use crate::error::{Error, Result};
+use crate::ir::{Function, Graph, ValueId};
+use crate::ops::{ControlOp, Op};
+
+/// Names of the library functions `f` calls directly (inside nested control flow too).
+fn calls_in(f: &Function, out: &mut Vec<String>) {
+    fn walk(g: &Graph, out: &mut Vec<String>) {
+        for n in g.node_ids() {
+            let Ok(node) = g.node(n) else { continue };
+            match &node.op {
+                Op::Control(ControlOp::Call { function, .. }) => out.push(function.clone()),
+                Op::Control(ControlOp::Cond { then, else_ }) => {
+                    walk(&then.graph, out);
+                    walk(&else_.graph, out);
+                }
+                Op::Control(ControlOp::While { cond, body, .. }) => {
+                    walk(&cond.graph, out);
+                    walk(&body.graph, out);
+                }
+                Op::Control(ControlOp::For { body, .. }) => walk(&body.graph, out),
+                _ => {}
+            }
+        }
+    }
+    walk(&f.graph, out);
+}
+
+/// Error if `name` can reach itself through calls.
+fn check_not_recursive(g: &Graph, name: &str) -> Result<()> {
+    let lib = g.library();
+    let mut seen: HashSet<String> = HashSet::new();
+    let mut stack = vec![name.to_string()];
+    while let Some(fname) = stack.pop() {
+        let f = lib.get(&fname)?;
+        let mut callees = Vec::new();
+        calls_in(&f, &mut callees);
+        for c in callees {
+            if c == name {
+                return Err(Error::unsupported(
+                    "call",
+                    format!(
+                        "derivatives of the recursive function '{name}' (it calls itself via '{fname}'); \
+                         only non-recursive calls are differentiated"
+                    ),
+                ));
+            }
+            if seen.insert(c.clone()) {
+                stack.push(c);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Cotangents of the call's arguments: the callee's VJP, inlined.
+pub fn vjp(function: &str, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    let n_in = cx.inputs.len();
+    let f = cx.g.library().get(function)?;
+    let ptypes = f.param_types();
+    let wrt: Vec<usize> = floats(&ptypes).into_iter().filter(|&p| cx.need(p)).collect();
+    let dres: Vec<usize> = (0..cx.outputs.len())
+        .filter(|&r| cx.dys.get(r).copied().flatten().is_some() && cx.g.dtype(cx.y(r)).is_ok_and(|d| d.is_float()))
+        .collect();
+    let mut out = vec![None; n_in];
+    if wrt.is_empty() || dres.is_empty() {
+        return Ok(out);
+    }
+    check_not_recursive(cx.g, function)?;
+    let vf = vjp_function(cx.g, &f, &dres, &wrt)?;
+    let mut args = cx.inputs.clone();
+    for &r in &dres {
+        args.push(cx.dy(r)?);
+    }
+    let ds = inline(cx.g, &vf, &args)?;
+    for (&p, d) in wrt.iter().zip(ds) {
+        out[p] = Some(d);
+    }
+    Ok(out)
+}
+
+/// Tangents of the call's results: the callee's JVP, inlined.
+pub fn jvp(function: &str, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    let n_out = cx.outputs.len();
+    let f = cx.g.library().get(function)?;
+    let ptypes = f.param_types();
+    let tan: Vec<usize> = floats(&ptypes).into_iter().filter(|&p| cx.t(p).is_some()).collect();
+    let out_f = floats(&f.result_types());
+    let mut out = vec![None; n_out];
+    if tan.is_empty() || out_f.is_empty() {
+        return Ok(out);
+    }
+    check_not_recursive(cx.g, function)?;
+    let jf = jvp_function(cx.g, &f, &tan, &out_f, false)?;
+    let mut args = cx.inputs.clone();
+    for &p in &tan {
+        args.push(cx.t_or_zero(p)?);
+    }
+    let ts = inline(cx.g, &jf, &args)?;
+    for (&r, t) in out_f.iter().zip(ts) {
+        out[r] = Some(t);
+    }
+    Ok(out)
+}

@@ -1,0 +1,176 @@
+//! Derivative rules of the `control` family (`src/ops/control.rs`): `cond`, `while`,
+//! `call` and `for`.
+//!
+//! Every rule builds ordinary graph nodes — new `Cond` / `While` nodes whose functions hold
+//! the derivative of the original functions — so the result can be executed, vectorized by
+//! `pfor` (jacobians) and differentiated again (hessians). No rule relies on runtime side
+//! tables: whatever the backward pass needs from the forward pass is recomputed or
+//! recorded into ordinary tensors.
+//!
+//! - `cond` ([`cond`]): a `Cond` on the same predicate whose branches are the branch VJPs
+//!   (JVPs); each branch recomputes its own forward values, so only the taken branch runs.
+//! - `while` ([`loops`]): count the trip count `T`, re-run the loop recording every carry
+//!   into preallocated `[T, ...]` buffers with `dynamic_update_slice` (in place: O(T)
+//!   total copying), then a backward `While` for `t = T-1 .. 0` applies the body's VJP to
+//!   the recorded carries; captures accumulate their cotangents. JVP: one `While` carrying
+//!   primal and tangent carries.
+//! - `call` ([`call`]): the callee's VJP / JVP inlined at the call site (recursive callees
+//!   are `Unsupported`).
+//! - `for` ([`loops`]): iterations are independent (no carries), so the VJP is a `While`
+//!   over `j` applying the body's VJP to row `j` of the output cotangents and summing the
+//!   capture cotangents; the JVP is a `For` over the body's JVP.
+//!
+//! Invariants: integer and bool values (loop counters, predicates) never carry
+//! derivatives; the functions built here take the original functions' parameter types, so
+//! they type-check exactly where the originals did.
+
+mod call;
+mod cond;
+mod loops;
+
+use hashbrown::HashMap;
+
+use crate::autodiff::{JvpCtx, VjpCtx, gradients_with, jvp as jvp_values};
+use crate::error::{Error, Result};
+use crate::ir::{Function, Graph, ValueId};
+use crate::ops::{ControlKind, ControlOp, Op};
+use crate::tensor::TensorType;
+
+/// Cotangents of the inputs.
+pub fn vjp(op: &ControlOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    match op {
+        ControlOp::Cond { then, else_ } => cond::vjp(then, else_, cx),
+        ControlOp::While { cond, body, num_carries, max_iterations } => {
+            loops::while_vjp(cond, body, *num_carries, *max_iterations, cx)
+        }
+        ControlOp::Call { function, .. } => call::vjp(function, cx),
+        ControlOp::For { body, .. } => loops::for_vjp(body, cx),
+    }
+}
+
+/// Tangents of the outputs.
+pub fn jvp(op: &ControlOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    match op {
+        ControlOp::Cond { then, else_ } => cond::jvp(then, else_, cx),
+        ControlOp::While { cond, body, num_carries, max_iterations } => {
+            loops::while_jvp(cond, body, *num_carries, *max_iterations, cx)
+        }
+        ControlOp::Call { function, .. } => call::jvp(function, cx),
+        ControlOp::For { body, static_n } => loops::for_jvp(body, *static_n, cx),
+    }
+}
+
+/// Whether derivatives flow through this kind.
+pub fn differentiable(_k: ControlKind) -> bool {
+    true
+}
+
+/// Copy `f`'s body into `g` with its parameters bound to `args`; returns its results.
+/// Nodes are re-added through the builder, so shape inference runs on the actual
+/// argument types.
+pub(crate) fn inline(g: &mut Graph, f: &Function, args: &[ValueId]) -> Result<Vec<ValueId>> {
+    if args.len() != f.params.len() {
+        return Err(Error::arity("inline", f.params.len().to_string(), args.len()));
+    }
+    let mut map: HashMap<ValueId, ValueId> = HashMap::new();
+    for (p, a) in f.params.iter().zip(args) {
+        map.insert(*p, *a);
+    }
+    for n in f.graph.topo_order()? {
+        let node = f.graph.node(n)?;
+        let outs = f.graph.outputs_of(n);
+        if outs.iter().all(|o| map.contains_key(o)) && !outs.is_empty() {
+            continue; // a parameter
+        }
+        if matches!(node.op, Op::Input { .. }) {
+            return Err(Error::InvalidArgument(format!(
+                "inline: input {n} of a function is not one of its parameters"
+            )));
+        }
+        let ins = node
+            .inputs
+            .iter()
+            .map(|v| map.get(v).copied().ok_or_else(|| Error::UnknownValue { value: v.to_string() }))
+            .collect::<Result<Vec<_>>>()?;
+        let new = g.add_op_multi(node.op.clone(), &ins)?;
+        for (o, nv) in outs.into_iter().zip(new) {
+            map.insert(o, nv);
+        }
+    }
+    f.results.iter().map(|r| map.get(r).copied().ok_or_else(|| Error::UnknownValue { value: r.to_string() })).collect()
+}
+
+/// A function computing the VJP of `f`: parameters `f.params ++ [cotangent of result r for
+/// r in dres]`, results `[cotangent of parameter p for p in wrt]` (zeros where a parameter
+/// does not reach the listed results). `dres` and `wrt` must name float values.
+pub(crate) fn vjp_function(parent: &Graph, f: &Function, dres: &[usize], wrt: &[usize]) -> Result<Function> {
+    let ptypes = f.param_types();
+    let rtypes = f.result_types();
+    let mut types = ptypes.clone();
+    for &r in dres {
+        types.push(
+            rtypes.get(r).cloned().ok_or_else(|| Error::InvalidArgument(format!("vjp_function: no result {r}")))?,
+        );
+    }
+    let np = ptypes.len();
+    let (dres, wrt) = (dres.to_vec(), wrt.to_vec());
+    Function::build(parent, &types, move |g, args| {
+        let prim = &args[..np];
+        let ys = inline(g, f, prim)?;
+        vjp_of(g, &ys, prim, &dres, &wrt, &args[np..])
+    })
+}
+
+/// `d <dys, ys[dres]> / d prim[wrt]` inside a function body (zeros for independent ones).
+fn vjp_of(
+    g: &mut Graph,
+    ys: &[ValueId],
+    prim: &[ValueId],
+    dres: &[usize],
+    wrt: &[usize],
+    dys: &[ValueId],
+) -> Result<Vec<ValueId>> {
+    let ysel: Vec<ValueId> = dres.iter().map(|&r| ys[r]).collect();
+    let xsel: Vec<ValueId> = wrt.iter().map(|&p| prim[p]).collect();
+    let grads = if ysel.is_empty() || xsel.is_empty() {
+        vec![None; xsel.len()]
+    } else {
+        gradients_with(g, &ysel, &xsel, Some(dys))?
+    };
+    grads.into_iter().zip(&xsel).map(|(d, x)| d.map_or_else(|| g.zeros_like(*x), Ok)).collect()
+}
+
+/// A function computing the JVP of `f`: parameters `f.params ++ [tangent of parameter p for
+/// p in tan]`, results `(f.results if with_primal) ++ [tangent of result r for r in out]`.
+pub(crate) fn jvp_function(
+    parent: &Graph,
+    f: &Function,
+    tan: &[usize],
+    out: &[usize],
+    with_primal: bool,
+) -> Result<Function> {
+    let ptypes = f.param_types();
+    let mut types = ptypes.clone();
+    types.extend(tan.iter().map(|&p| ptypes[p].clone()));
+    let np = ptypes.len();
+    let (tan, out) = (tan.to_vec(), out.to_vec());
+    Function::build(parent, &types, move |g, args| {
+        let prim = &args[..np];
+        let ys = inline(g, f, prim)?;
+        let ysel: Vec<ValueId> = out.iter().map(|&r| ys[r]).collect();
+        let xsel: Vec<ValueId> = tan.iter().map(|&p| prim[p]).collect();
+        let ts = if xsel.is_empty() {
+            ysel.iter().map(|y| g.zeros_like(*y)).collect::<Result<Vec<_>>>()?
+        } else {
+            jvp_values(g, &ysel, &xsel, &args[np..])?
+        };
+        let mut res = if with_primal { ys } else { vec![] };
+        res.extend(ts);
+        Ok(res)
+    })
+}
+
+/// Indices of the float types.
+fn floats(types: &[TensorType]) -> Vec<usize> {
+    types.iter().enumerate().filter(|(_, t)| t.dtype.is_float()).map(|(i, _)| i).collect()
+}
