@@ -29,6 +29,7 @@
 
 mod direct;
 mod im2col;
+pub mod patches;
 
 use std::fmt;
 

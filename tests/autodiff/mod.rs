@@ -26,7 +26,7 @@ use pfor::prelude::*;
 
 /// Families whose rules are complete; the coverage test checks every differentiable kind of
 /// these families is exercised by some finite-difference case.
-const FAMILIES: &[&str] = &["unary", "binary", "elementwise"];
+const FAMILIES: &[&str] = &["unary", "binary", "elementwise", "conv", "nn"];
 
 fn all_cases() -> Vec<fd::FdCase> {
     let mut v = Vec::new();
