@@ -60,21 +60,33 @@ impl WindowGeom {
         let Some(f) = fixed else {
             return Err(Error::unsupported(op, format!("window patches need fixed H, W, C, got {shape}")));
         };
+        WindowGeom::new(op, [f[0], f[1]], f[2], k, s, d, p)
+    }
+    /// The geometry of window `k` over spatial size `hw` with `c` channels.
+    pub fn new(
+        op: &str,
+        hw: [usize; 2],
+        c: usize,
+        k: [usize; 2],
+        s: [usize; 2],
+        d: [usize; 2],
+        p: Padding,
+    ) -> Result<WindowGeom> {
         if s.contains(&0) || d.contains(&0) {
             return Err(Error::InvalidArgument(format!("{op}: strides {s:?} and dilations {d:?} must be ≥ 1")));
         }
-        let ctx = || format!("input {shape}, window {k:?}");
+        let ctx = || format!("input spatial size {hw:?}, window {k:?}");
         let mut out = [0; 2];
         let mut before = [0; 2];
         let mut after = [0; 2];
         for a in 0..2 {
-            let (o, pb) = window(op, &ctx, ["height", "width"][a], f[a], k[a], s[a], d[a], p)?;
+            let (o, pb) = window(op, &ctx, ["height", "width"][a], hw[a], k[a], s[a], d[a], p)?;
             let span = o.saturating_sub(1) * s[a] + (k[a] - 1) * d[a] + 1;
             out[a] = o;
             before[a] = pb;
-            after[a] = span.saturating_sub(f[a] + pb);
+            after[a] = span.saturating_sub(hw[a] + pb);
         }
-        Ok(WindowGeom { hw: [f[0], f[1]], c: f[2], k, s, d, out, before, after, padding: p })
+        Ok(WindowGeom { hw, c, k, s, d, out, before, after, padding: p })
     }
     /// Number of taps `KH*KW`.
     pub fn taps(&self) -> usize {
