@@ -4,6 +4,7 @@
 
 use super::fd::{FdCase, case, check, randn};
 use pfor::prelude::*;
+use pfor::vectorize::PforOptions;
 
 fn p(strides: [usize; 2], padding: Padding, dilations: [usize; 2]) -> Conv2dParams {
     Conv2dParams { strides, padding, dilations }
@@ -180,4 +181,52 @@ fn max_pool_tie_rule_is_first_maximal_element() {
     let out = run_once(&g, &[jv[0], gr[0]], &[(x, xv), (t, tv)]).unwrap();
     assert_eq!(out[0].to_f64_vec(), vec![20.0]);
     assert_eq!(out[1].to_f64_vec(), vec![0.0, 1.0, 0.0, 0.0]);
+}
+
+/// Per-example gradients of a small CNN (conv, bias, relu, max pool, strided dilated conv,
+/// global average, sparse softmax cross-entropy) under STRICT pfor (no loop fallback: the
+/// filter gradient with a stacked input and a stacked output gradient is one batched
+/// GEMM) equal a loop of gradients.
+#[test]
+fn per_example_cnn_gradients_vectorize_without_fallback() {
+    use pfor::api::{per_example_gradients_loop, per_example_gradients_with};
+    for n in [0usize, 1, 4] {
+        let mut g = Graph::new();
+        let xs = g.input("x", DType::F64, [n, 6, 6, 2]);
+        let ys = g.input("y", DType::I64, [n]);
+        let shapes: [&[usize]; 3] = [&[3, 3, 2, 4], &[4], &[2, 2, 4, 3]];
+        let params: Vec<ValueId> =
+            shapes.iter().enumerate().map(|(k, s)| g.input(&format!("p{k}"), DType::F64, *s)).collect();
+        let loss = |g: &mut Graph, rows: &[ValueId], w: &[ValueId]| -> Result<ValueId> {
+            let x = g.expand_dims(rows[0], 0)?;
+            let h = g.conv2d(x, w[0], Conv2dParams { padding: Padding::Same, ..Default::default() })?;
+            let h = g.bias_add(h, w[1])?;
+            let h = g.relu(h)?;
+            let h = g.max_pool(h, [2, 2], [1, 1], Padding::Same)?;
+            let h = g.conv2d(h, w[2], p([2, 2], Padding::Valid, [2, 1]))?;
+            let logits = g.reduce_mean(h, &[1, 2], false)?;
+            let y = g.reshape(rows[1], &[1])?;
+            let l = g.sparse_softmax_cross_entropy(logits, y)?;
+            g.sum_all(l)
+        };
+        let pv = per_example_gradients_with(&mut g, &PforOptions::strict(), loss, &[xs, ys], &params).unwrap();
+        let pl = per_example_gradients_loop(&mut g, loss, &[xs, ys], &params).unwrap();
+        let mut feeds = vec![
+            (xs, randn(&[n, 6, 6, 2], 40)),
+            (ys, Tensor::from_vec(&[n], (0..n as i64).map(|i| i % 3).collect::<Vec<i64>>()).unwrap()),
+        ];
+        for (k, s) in shapes.iter().enumerate() {
+            feeds.push((params[k], randn(s, 41 + k as u64)));
+        }
+        let mut fetch = pv.clone();
+        fetch.extend(&pl);
+        let v = run_once(&g, &fetch, &feeds).unwrap();
+        for k in 0..params.len() {
+            let (a, b) = (&v[k], &v[k + params.len()]);
+            assert_eq!(a.shape(), b.shape(), "param {k} (n = {n})");
+            for (x, y) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
+                assert!((x - y).abs() <= 1e-10 * (1.0 + y.abs()), "param {k} (n = {n}): {x} vs {y}");
+            }
+        }
+    }
 }
