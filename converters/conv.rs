@@ -9,14 +9,20 @@
 //!   independent), which also gives the per-example filter gradient of a depthwise layer;
 //! - `depthwise_conv2d_backprop_filter` with a loop length of 0 known only at run time is an
 //!   error (zero folded channels cannot express the channel multiplier);
-//! - `conv2d` and its two backprops with BOTH operands stacked (a grouped convolution) are
-//!   a batched im2col GEMM (`grouped.rs`).
+//! - `conv2d`, `conv2d_backprop_filter` and `conv2d_backprop_input` with BOTH operands
+//!   stacked (a grouped convolution: per-example filter gradients, per-example filters) run
+//!   as ONE batched im2col + GEMM over the loop axis: window patches of the stacked
+//!   activation (`ops::conv::patches`, `[n, N*OH*OW, KH*KW*C]`) times the stacked operand
+//!   in one `batch_matmul` (the input gradient scatters the patch gradients back with
+//!   `col2im`). No work is wasted (folding the loop into channels would compute `n` times
+//!   too much); it needs fixed per-iteration dims (else the per-op fallback runs);
+//! - `depthwise_conv2d_backprop_input` with a stacked filter folds the loop into channels
+//!   (the gradient is tiled when invariant).
 
+use crate::ops::conv::patches::{WindowGeom, col2im, patches};
 use crate::ops::{ConvKind, ConvOp, Op, OpKind};
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
 use crate::{Graph, Result, ValueId};
-
-mod grouped;
 
 fn done1(y: ValueId) -> Result<Converted> {
     ConvertCtx::done(vec![Wrapped::stacked(y)])
@@ -153,6 +159,23 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             }
         }
         ConvOp::DepthwiseConv2DBackpropInput { .. } if !s0 => fold_batch(ctx, op, &[1], &[0]),
+        ConvOp::DepthwiseConv2DBackpropInput { .. } => {
+            // channels are independent: filter [n,KH,KW,C,M] -> [KH,KW,n*C,M], dy
+            // [n,N,OH,OW,C*M] -> [N,OH,OW,n*C*M] (channel (i*C + c)*M + m), dx [N,H,W,n*C]
+            let (Some(fd), Some(dd), Some(od)) = (dims(ctx, 0), dims(ctx, 1), out_dims(ctx)) else {
+                return ConvertCtx::unhandled("depthwise_conv2d_backprop_input with dynamic dims");
+            };
+            let f = ctx.stacked(0)?;
+            let dy = ctx.stacked(1)?;
+            let g = ctx.graph();
+            let f2 = fold_into_axis(g, f, &fd, 2)?;
+            let d2 = fold_into_axis(g, dy, &dd, 3)?;
+            let y = g.add_op(Op::Conv(op), &[f2, d2])?;
+            done1(unfold_from_axis(g, y, &od, 3)?)
+        }
+        ConvOp::Conv2D { .. } | ConvOp::Conv2DBackpropInput { .. } | ConvOp::Conv2DBackpropFilter { .. } => {
+            batched_gemm(ctx, &op)
+        }
         ConvOp::DepthwiseConv2DBackpropFilter { .. } => {
             // both operands folded into channels (the unstacked one tiled)
             let (Some(xd), Some(dd), Some(od)) = (dims(ctx, 0), dims(ctx, 1), out_dims(ctx)) else {
@@ -175,10 +198,83 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         }
         ConvOp::MaxPool { .. } | ConvOp::AvgPool { .. } | ConvOp::AvgPoolGrad { .. } => fold_batch(ctx, op, &[0], &[]),
         ConvOp::MaxPoolGrad { .. } => fold_batch(ctx, op, &[0, 1], &[]),
-        ConvOp::Conv2D { params } => grouped::conv2d(ctx, params),
-        ConvOp::Conv2DBackpropFilter { params, filter_hw } => grouped::backprop_filter(ctx, params, filter_hw),
-        ConvOp::Conv2DBackpropInput { params, .. } => grouped::backprop_input(ctx, params),
-        _ => ConvertCtx::unhandled("both the activation and the filter are loop-variant (grouped convolution)"),
+    }
+}
+
+/// Both operands stacked: one batched im2col + GEMM over the loop axis.
+fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
+    let name = op.kind().name();
+    let (Some(d0), Some(d1), Some(od)) = (dims(ctx, 0), dims(ctx, 1), out_dims(ctx)) else {
+        return ConvertCtx::unhandled("both operands stacked with dynamic per-iteration dims");
+    };
+    let n = ctx.loop_info().n_static.map_or(-1, |v| v as i64);
+    let (a, b) = (ctx.stacked(0)?, ctx.stacked(1)?);
+    let u = |v: &[i64]| -> Vec<usize> { v.iter().map(|&x| x as usize).collect() };
+    match *op {
+        ConvOp::Conv2D { params } => {
+            // x [n,N,H,W,C] · w [n,KH,KW,C,O] -> [n,N,OH,OW,O]
+            let (xd, wd) = (u(&d0), u(&d1));
+            let x = ctx.flatten_first_two(a)?;
+            let g = ctx.graph();
+            let geom = WindowGeom::new(
+                name,
+                [xd[1], xd[2]],
+                xd[3],
+                [wd[0], wd[1]],
+                params.strides,
+                params.dilations,
+                params.padding,
+            )?;
+            let (rows, kc, o) = (od[0] * od[1] * od[2], d1[0] * d1[1] * d1[2], d1[3]);
+            let p = patches(g, x, &geom)?;
+            let p = g.reshape(p, &[n, rows, kc])?;
+            let w = g.reshape(b, &[n, kc, o])?;
+            let y = g.batch_matmul(p, w)?;
+            done1(g.reshape(y, &[n, od[0], od[1], od[2], od[3]])?)
+        }
+        ConvOp::Conv2DBackpropFilter { params, filter_hw } => {
+            // x [n,N,H,W,C], dy [n,N,OH,OW,O] -> Σ_rows patchesᵀ · dy = [n,KH,KW,C,O]
+            let (xd, dd) = (u(&d0), u(&d1));
+            let x = ctx.flatten_first_two(a)?;
+            let g = ctx.graph();
+            let geom = WindowGeom::new(
+                name,
+                [xd[1], xd[2]],
+                xd[3],
+                filter_hw,
+                params.strides,
+                params.dilations,
+                params.padding,
+            )?;
+            let (rows, kc, o) = ((dd[0] * dd[1] * dd[2]) as i64, od[0] * od[1] * od[2], od[3]);
+            let p = patches(g, x, &geom)?;
+            let p = g.reshape(p, &[n, rows, kc])?;
+            let dy = g.reshape(b, &[n, rows, o])?;
+            let y = g.batch_matmul_t(p, dy, true, false)?;
+            done1(g.reshape(y, &[n, od[0], od[1], od[2], od[3]])?)
+        }
+        ConvOp::Conv2DBackpropInput { params, input_hw } => {
+            // w [n,KH,KW,C,O], dy [n,N,OH,OW,O] -> col2im(dy · wᵀ) = [n,N,H,W,C]
+            let wd = u(&d0);
+            let g = ctx.graph();
+            let geom = WindowGeom::new(
+                name,
+                input_hw,
+                wd[2],
+                [wd[0], wd[1]],
+                params.strides,
+                params.dilations,
+                params.padding,
+            )?;
+            let (rows, kc, o) = (d1[0] * d1[1] * d1[2], d0[0] * d0[1] * d0[2], d0[3]);
+            let w = g.reshape(a, &[n, kc, o])?;
+            let dy = g.reshape(b, &[n, rows, o])?;
+            let dcol = g.batch_matmul_t(dy, w, false, true)?;
+            let dcol = g.reshape(dcol, &[-1, d1[1], d1[2], (wd[0] * wd[1]) as i64, d0[2]])?;
+            let dx = col2im(g, dcol, &geom)?;
+            done1(g.reshape(dx, &[n, od[0], od[1], od[2], od[3]])?)
+        }
+        _ => ConvertCtx::unhandled("not a plain convolution"),
     }
 }
 

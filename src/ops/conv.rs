@@ -26,9 +26,13 @@
 //! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
 //! direct loops over contiguous channel vectors, parallel over rows or images above
 //! [`PAR_THRESHOLD`] multiply-adds. Outputs are allocated written (first touch in parallel).
+//!
+//! [`patches`] builds window patches (and their adjoint, `col2im`) as graph values from
+//! existing ops, for derivative rules and converters that need them.
 
 mod direct;
 mod im2col;
+pub mod patches;
 
 use std::fmt;
 

@@ -39,6 +39,8 @@ const FAMILIES: &[&str] = &[
     "reduce",
     "shape",
     "control",
+    "conv",
+    "nn",
 ];
 
 fn all_cases() -> Vec<fd::FdCase> {

@@ -105,3 +105,41 @@ fn grouped_convolutions_with_both_operands_stacked() {
         });
     }
 }
+
+/// Every stacked/unstacked pattern (both stacked included: the per-example filter gradient
+/// is `conv2d_backprop_filter` with a stacked input AND a stacked output gradient) for the
+/// convolution and both its gradients, over strides, paddings and dilations. Strict
+/// (`Fallback::Error`): a pattern that fell back to a loop would fail here.
+#[test]
+fn conv2d_and_backprops_every_pattern_without_fallback() {
+    let geoms = [
+        (p([1, 1], Padding::Valid, [1, 1]), [4, 3]),
+        (p([2, 2], Padding::Same, [1, 1]), [3, 2]),
+        (p([1, 2], Padding::Same, [2, 1]), [5, 2]),
+        (p([2, 1], Padding::Valid, [1, 2]), [2, 2]),
+    ];
+    for (params, dy_hw) in geoms {
+        // x [2,5,4,3], f [2,2,3,4]: dy [2, OH, OW, 4]
+        let (x, f, dy) = ([2, 5, 4, 3], [2, 2, 3, 4], [2, dy_hw[0], dy_hw[1], 4]);
+        assert_oracle(&[Spec::f64(&x), Spec::f64(&f)], &|g: &mut Graph, v: &[ValueId]| {
+            Ok(vec![g.conv2d(v[0], v[1], params)?])
+        });
+        assert_oracle(&[Spec::f64(&x), Spec::f64(&dy)], &|g: &mut Graph, v: &[ValueId]| {
+            Ok(vec![g.conv2d_backprop_filter(v[0], v[1], params, [2, 2])?])
+        });
+        assert_oracle(&[Spec::f64(&f), Spec::f64(&dy)], &|g: &mut Graph, v: &[ValueId]| {
+            Ok(vec![g.conv2d_backprop_input(v[0], v[1], params, [5, 4])?])
+        });
+    }
+}
+
+/// `depthwise_conv2d_backprop_input` with a stacked filter (alone or with a stacked
+/// gradient) folds the loop into channels.
+#[test]
+fn depthwise_backprop_input_every_pattern_without_fallback() {
+    let params = p([2, 1], Padding::Same, [1, 2]);
+    // x [2,5,4,3], f [2,2,3,2] -> dy [2,3,4,6]
+    assert_oracle(&[Spec::f64(&[2, 2, 3, 2]), Spec::f64(&[2, 3, 4, 6])], &|g: &mut Graph, v: &[ValueId]| {
+        Ok(vec![g.depthwise_conv2d_backprop_input(v[0], v[1], params, [5, 4])?])
+    });
+}
