@@ -435,11 +435,12 @@ fn while_subset(
         let pr = force_stacked(sub, &ainfo, pr[0], true)?.value;
         let keep = positions(sub, pr)?;
         let still = sub.gather(active, keep, 0)?;
-        // the body, on the rows still running
-        let rows2 = gather_rows(sub, &rows, keep)?;
+        // the body, on the rows still running (gathered straight from the full values,
+        // so the condition's row gathers die when the condition does not read them)
+        let rows2 = gather_rows(sub, &full, still)?;
         let sinfo = subset_info(sub, &outer, still)?;
         let mut args2 = rows2;
-        args2.extend(gather_rows(sub, &caps, keep)?);
+        args2.extend(gather_rows(sub, &lp.captures, still)?);
         let r = convert_function(sub, body, &args2, &sinfo, options)?;
         let ix = sub.reshape(still, &[-1, 1])?;
         let mut vals = vec![still];

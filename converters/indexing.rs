@@ -3,7 +3,10 @@
 //! - gather: params invariant + stacked indices → one gather whose output axis `axis` holds
 //!   the loop (moved to the front if `axis > 0`); `gather(x, i, 0)` over the full loop with
 //!   `x.shape[0] == n` is `x` itself (zero cost); stacked params + invariant indices → the
-//!   axis shifts by one; both stacked → `batch_dims + 1`.
+//!   axis shifts by one; both stacked → `batch_dims + 1`, except `x_i[t_i]` (axis 0,
+//!   scalar index) on a stacked `x` that is a row gather `gather(C, pos, 0)` (the active
+//!   rows of a while / cond subset): one `gather_nd(C, [pos, t])`, so the subset rows of
+//!   `C` are never copied (the row gather is then dead and pruned from the plan).
 //! - scatters: indices get the iteration's position as an extra leading coordinate and the
 //!   scatter targets the stacked `[n] + shape` tensor.
 //! - segment ops: segment ids are offset by `position · num_segments` (negative ids stay
@@ -45,12 +48,33 @@ fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Conv
             done1(g.transpose(y, &perm)?)
         }
         (true, false) if batch_dims == 0 => done1(ctx.graph().gather(p.value, ix.value, a as i64 + 1)?),
+        (true, true) if batch_dims == 0 && a == 0 && ctx.input_type(1).rank() == 0 => {
+            // per-iteration `x_i[t_i]` where the stacked `x` is itself a row gather
+            // `gather(C, pos, 0)` (the active rows of a while loop / cond branch): read
+            // `C[pos_r, t_r]` directly instead of materializing the gathered rows.
+            if let Some((c, pos)) = row_gather_source(ctx.graph(), p.value) {
+                let g = ctx.graph();
+                let ix = g.stack(&[pos, ix.value], 1)?;
+                return done1(g.gather_nd(c, ix, 0)?);
+            }
+            done1(ctx.graph().gather_batched(p.value, ix.value, 1, 1)?)
+        }
         _ => {
             let pv = ctx.stacked(0)?;
             let iv = ctx.stacked(1)?;
             done1(ctx.graph().gather_batched(pv, iv, a as i64 + 1, batch_dims + 1)?)
         }
     }
+}
+
+/// `(C, pos)` when `v` is `gather(C, pos, axis 0)` with i64 positions `[m]` (rank ≥ 2 `C`).
+fn row_gather_source(g: &crate::Graph, v: ValueId) -> Option<(ValueId, ValueId)> {
+    let node = g.node(v.node).ok()?;
+    let Op::Index(IndexOp::Gather { axis: 0, batch_dims: 0 }) = node.op else { return None };
+    let (c, pos) = (*node.inputs.first()?, *node.inputs.get(1)?);
+    let pt = g.value_type(pos).ok()?;
+    let ok = pt.rank() == 1 && pt.dtype == crate::tensor::DType::I64 && g.value_type(c).ok()?.rank() >= 2;
+    ok.then_some((c, pos))
 }
 
 fn gather_nd(ctx: &mut ConvertCtx<'_>, batch_dims: usize) -> Result<Converted> {

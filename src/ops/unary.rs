@@ -2,7 +2,8 @@
 //!
 //! Invariants: output shape == input shape; dtype rules per kind (see [`UnaryKind::dtype_rule`]).
 //! Kernels run in place when the executor hands over the only reference to the input buffer,
-//! and in parallel (rayon) above [`PAR_THRESHOLD`] elements.
+//! and in parallel (rayon) above [`PAR_THRESHOLD`] elements. f32 `sigmoid` / `tanh` use the
+//! vectorized kernels of [`crate::kernels::fastmath`] (relative error < 1e-6).
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
@@ -249,6 +250,21 @@ fn map_inplace<T: Element>(mut a: ndarray::ArcArray<T, ndarray::IxDyn>, f: impl 
     T::wrap(a)
 }
 
+/// `f32` sigmoid / tanh through the vectorized slice kernels (in place when unique).
+fn fast_f32(a: ndarray::ArcArray<f32, ndarray::IxDyn>, kernel: fn(&mut [f32])) -> Tensor {
+    use rayon::prelude::*;
+    let mut a = if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned().into_shared() };
+    let n = a.len();
+    if let Some(xs) = a.as_slice_mut() {
+        if n >= PAR_THRESHOLD {
+            xs.par_chunks_mut(1 << 14).for_each(kernel);
+        } else {
+            kernel(xs);
+        }
+    }
+    Tensor::F32(a)
+}
+
 /// Evaluate.
 pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     expect_arity(k.name(), &inputs, 1)?;
@@ -257,6 +273,8 @@ pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         Tensor::F32(a) => match k {
             UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
+            UnaryKind::Sigmoid => fast_f32(a, crate::kernels::fastmath::sigmoid_f32),
+            UnaryKind::Tanh => fast_f32(a, crate::kernels::fastmath::tanh_f32),
             _ => map_inplace(a, move |v| f_f32(k, v)),
         },
         Tensor::F64(a) => match k {

@@ -76,6 +76,40 @@ fn while_with_per_iteration_trip_counts_4_0_2() {
     check(i64t(&[5], &[1, 3, 0, 7, 2]), BOTH, &count_loop);
 }
 
+/// The RNN pattern: each iteration walks its own sequence `seq_i [T, 2]` (a capture of the
+/// loop) for `len_i` steps reading row `seq_i[t]` — in Subset mode the read goes straight
+/// to the full captured sequences (`gather_nd` on the active positions), never copying the
+/// active rows; every mode must still match the loop, including the empty sequence.
+#[test]
+fn while_reading_its_own_sequence_row_per_step() {
+    // x_i = [len, then 4 rows of 2 values]
+    let rows = [[3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [0.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0], [4.0, -1.0, 0.5, 2.0, -2.0, 0.25, 1.5, 3.0, -3.0], [1.0, 10.0, 20.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]];
+    let flat: Vec<f64> = rows.iter().flatten().copied().collect();
+    let seq_body = |g: &mut Graph, xi: ValueId| -> Result<Vec<ValueId>> {
+        let zero = scalar_i(g, 0);
+        let len = g.gather(xi, zero, 0)?;
+        let len = g.cast(len, DType::I64)?;
+        let tail = g.slice(xi, &[1], &[-1])?;
+        let seq = g.reshape(tail, &[4, 2])?;
+        let t0 = scalar_i(g, 0);
+        let h0 = g.constant(Tensor::zeros(DType::F64, &[2]));
+        let out = g.while_loop(
+            &[t0, h0],
+            &[len, seq],
+            |g, a| g.less(a[0], a[2]),
+            |g, a| {
+                let row = g.gather(a[3], a[0], 0)?;
+                let half = g.constant(Tensor::scalar(0.5f64));
+                let h = g.mul(a[1], half)?;
+                let one = g.constant(Tensor::scalar(1i64));
+                Ok(vec![g.add(a[0], one)?, g.add(h, row)?])
+            },
+        )?;
+        Ok(vec![out[1]])
+    };
+    check(f64t(&[4, 9], &flat), BOTH, &seq_body);
+}
+
 #[test]
 fn while_with_invariant_predicate_and_stacked_carry() {
     check(f64t(&[4], &[1.0, -2.0, 0.5, 3.0]), BOTH, &|g, xi| {
