@@ -383,6 +383,38 @@ fn pool_adjoints_on_random_data() {
     });
 }
 
+#[test]
+fn max_pool_matches_naive_reference() {
+    // VALID windows inside the input take the no-padding kernel; SAME ones the general loop.
+    let cases = [
+        (2, 28, 28, 32, [2, 2], [2, 2], Valid), // the MNIST pools, parallel
+        (3, 7, 6, 3, [3, 2], [2, 2], Valid),
+        (2, 6, 7, 2, [3, 3], [2, 3], Valid),
+        (2, 7, 6, 3, [3, 2], [2, 2], Same),
+    ];
+    in_pool(|| {
+        for (i, (n, h, w, c, k, s, pad)) in cases.into_iter().enumerate() {
+            let mut xv = randv(&[n, h, w, c], 90 + i as u64);
+            xv[7] = f64::NAN; // NaN counts as maximal
+            let cfg = Cfg { n, h, w, c, kh: k[0], kw: k[1], o: c, pr: p(s, pad, [1, 1]) };
+            let (oh, ow) = cfg.out_hw();
+            let mut want = vec![f64::NEG_INFINITY; n * oh * ow * c];
+            cfg.visit(|[b, oy, ox, _, _, iy, ix]| {
+                for ci in 0..c {
+                    let (v, o) = (xv[((b * h + iy) * w + ix) * c + ci], &mut want[((b * oh + oy) * ow + ox) * c + ci]);
+                    if v.is_nan() || v > *o {
+                        *o = if o.is_nan() { *o } else { v };
+                    }
+                }
+            });
+            for dt in [DType::F64, DType::F32] {
+                let got = apply1(f64t(&[n, h, w, c], &xv).cast(dt), |g, x| g.max_pool(x, k, s, pad));
+                assert_close(&got, &f64t(&[n, oh, ow, c], &want).cast(dt), 0.0);
+            }
+        }
+    });
+}
+
 // ---------- shapes and errors ----------
 
 #[test]
