@@ -276,6 +276,10 @@ fn configs() -> Vec<Cfg> {
         c(7, 15, 15, 12, 3, 3, 16, p([1, 1], Same, [1, 1])),
         c(2, 30, 30, 12, 3, 3, 16, p([1, 1], Same, [1, 1])),
         c(4, 16, 16, 64, 1, 1, 32, p([1, 1], Valid, [1, 1])), // pointwise, chunked filter grad
+        // Single channel (transposed patch matrix): MNIST's first layer, chunks not aligned
+        // to output rows; a strided one.
+        c(9, 28, 28, 1, 5, 5, 32, p([1, 1], Same, [1, 1])),
+        c(2, 11, 10, 1, 3, 4, 3, p([2, 3], Same, [1, 2])),
     ]
 }
 
