@@ -1,7 +1,7 @@
 //! Runs the benchmark workloads in pfor / loop / hand modes in ONE process and prints a
 //! markdown table of throughputs and ratios (paste into BENCHMARKS.md).
 //!
-//! `cargo run --release --example bench_report [-- --quick]`
+//! `cargo run --release --example bench_report [-- --quick] [--w2]` (`--w2`: only W2).
 
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,11 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
 fn main() -> pfor::Result<()> {
     let quick = std::env::args().any(|a| a == "--quick");
     let budget = Duration::from_millis(if quick { 300 } else { 1500 });
+    let only_w2 = std::env::args().any(|a| a == "--w2");
     println!("machine: {} logical cores (rayon), {}", rayon::current_num_threads(), std::env::consts::ARCH);
+    if only_w2 {
+        return w2_table(budget);
+    }
     println!("\n### W1 linear projection x_i[1,768] @ W[768,768] (GFLOP/s)\n");
     println!("| n | pfor | loop | hand | faer GEMM | pfor/loop | pfor/hand | pfor/faer |");
     println!("|---|---|---|---|---|---|---|---|");
@@ -68,24 +72,7 @@ fn main() -> pfor::Result<()> {
             rate[0] / f
         );
     }
-    println!("\n### W2 MNIST CNN inference (images/s)\n");
-    println!("| n | pfor | loop | hand | pfor/loop | pfor/hand |");
-    println!("|---|---|---|---|---|---|");
-    for n in [1usize, 16, 128, 512] {
-        let mut rate = [0.0f64; 3];
-        for (k, mode) in Mode::ALL.iter().enumerate() {
-            let mut w = w2(n, *mode)?;
-            rate[k] = w.units / time_it(&mut w, budget);
-        }
-        println!(
-            "| {n} | {:.0} | {:.0} | {:.0} | {:.1}× | {:.2} |",
-            rate[0],
-            rate[1],
-            rate[2],
-            rate[0] / rate[1],
-            rate[0] / rate[2]
-        );
-    }
+    w2_table(budget)?;
     println!("\n### W3 LSTM, per-example length U{{1..100}}, in 128, state 256 (tokens/s)\n");
     println!("| n | subset | mask | loop | padded | subset/loop | subset/padded |");
     println!("|---|---|---|---|---|---|---|");
@@ -103,6 +90,28 @@ fn main() -> pfor::Result<()> {
             rate[3],
             rate[0] / rate[2],
             rate[0] / rate[3]
+        );
+    }
+    Ok(())
+}
+
+fn w2_table(budget: Duration) -> pfor::Result<()> {
+    println!("\n### W2 MNIST CNN inference (images/s)\n");
+    println!("| n | pfor | loop | hand | pfor/loop | pfor/hand |");
+    println!("|---|---|---|---|---|---|");
+    for n in [1usize, 16, 128, 512] {
+        let mut rate = [0.0f64; 3];
+        for (k, mode) in Mode::ALL.iter().enumerate() {
+            let mut w = w2(n, *mode)?;
+            rate[k] = w.units / time_it(&mut w, budget);
+        }
+        println!(
+            "| {n} | {:.0} | {:.0} | {:.0} | {:.1}× | {:.2} |",
+            rate[0],
+            rate[1],
+            rate[2],
+            rate[0] / rate[1],
+            rate[0] / rate[2]
         );
     }
     Ok(())

@@ -49,8 +49,8 @@ fn best_of(w: &mut Workload, reps: usize) -> f64 {
 }
 
 const LAYERS: [&str; 14] = [
-    "conv1", "bias1", "relu1", "pool1", "conv2", "bias2", "relu2", "pool2", "reshape", "fc1", "bias3", "relu3",
-    "fc2", "bias4",
+    "conv1", "bias1", "relu1", "pool1", "conv2", "bias2", "relu2", "pool2", "reshape", "fc1", "bias3", "relu3", "fc2",
+    "bias4",
 ];
 
 /// The hand-batched network cut after `k` layers.

@@ -286,12 +286,16 @@ pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         Tensor::F32(a) => match k {
             UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
-            _ => map_kind!(a, k, f_f32, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Sigmoid, Floor, Ceil]),
+            _ => {
+                map_kind!(a, k, f_f32, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Sigmoid, Floor, Ceil])
+            }
         },
         Tensor::F64(a) => match k {
             UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
-            _ => map_kind!(a, k, f_f64, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Sigmoid, Floor, Ceil]),
+            _ => {
+                map_kind!(a, k, f_f64, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Sigmoid, Floor, Ceil])
+            }
         },
         Tensor::I64(a) => map_inplace(a, move |v| f_i64(k, v)),
         Tensor::Bool(a) => map_inplace(a, |v| !v),
