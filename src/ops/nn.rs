@@ -285,8 +285,10 @@ fn for_rows<T: Element>(s: &mut [T], n: usize, f: impl Fn(&mut [T]) + Sync + Sen
     if n == 0 {
         return;
     }
-    if s.len() >= PAR_THRESHOLD {
-        s.par_chunks_exact_mut(n).for_each(f);
+    if s.len() >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
+        // Tasks of whole rows, ≥ ~16K elements each (per-row tasks cost more than short rows).
+        let rows = (1usize << 14).div_ceil(n).max(1);
+        s.par_chunks_mut(n * rows).for_each(|c| c.chunks_exact_mut(n).for_each(&f));
     } else {
         s.chunks_exact_mut(n).for_each(f);
     }

@@ -5,6 +5,8 @@
 //! and in parallel (rayon) above [`PAR_THRESHOLD`] elements. f32 `sigmoid` / `tanh` use the
 //! vectorized kernels of [`crate::kernels::fastmath`] (relative error < 1e-6).
 
+use rayon::prelude::*;
+
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::{Op, expect_arity};
@@ -87,6 +89,7 @@ const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 const SELU_SCALE: f64 = 1.050_700_987_355_480_5;
 
 /// Scalar definition in f64 (the f32 kernel computes in f32 where precision allows it).
+#[inline]
 fn f_f64(k: UnaryKind, x: f64) -> f64 {
     use UnaryKind::*;
     match k {
@@ -173,6 +176,7 @@ fn softplus(x: f64) -> f64 {
     if x > 0.0 { x + (-x).exp().ln_1p() } else { x.exp().ln_1p() }
 }
 
+#[inline]
 fn f_f32(k: UnaryKind, x: f32) -> f32 {
     use UnaryKind::*;
     match k {
@@ -241,18 +245,42 @@ pub fn infer(k: UnaryKind, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
     Ok(vec![TensorType { dtype: out_dtype, shape: t.shape.clone() }])
 }
 
+/// `f` over every element, written in place when the buffer is uniquely owned and contiguous
+/// (one pass over a slice, vectorizable), into a fresh buffer otherwise (never clone-then-map).
 fn map_inplace<T: Element>(mut a: ndarray::ArcArray<T, ndarray::IxDyn>, f: impl Fn(T) -> T + Sync + Send) -> Tensor {
-    if a.len() >= PAR_THRESHOLD {
-        a.par_mapv_inplace(f);
-    } else {
-        a.mapv_inplace(f);
+    const CHUNK: usize = 1 << 14;
+    let par = a.len() >= PAR_THRESHOLD && rayon::current_num_threads() > 1;
+    if a.is_unique()
+        && let Some(s) = a.as_slice_memory_order_mut()
+    {
+        if par {
+            s.par_chunks_mut(CHUNK).for_each(|c| c.iter_mut().for_each(|v| *v = f(*v)));
+        } else {
+            s.iter_mut().for_each(|v| *v = f(*v));
+        }
+        return T::wrap(a);
     }
-    T::wrap(a)
+    if par {
+        let mut out = a.to_owned();
+        out.par_mapv_inplace(f);
+        return T::wrap(out.into_shared());
+    }
+    T::wrap(a.mapv(f).into_shared())
+}
+
+/// [`map_inplace`] with the kind fixed at compile time for the cheap, common kinds (so the
+/// per-element `match` folds away and the loop vectorizes); other kinds dispatch per element.
+macro_rules! map_kind {
+    ($a:expr, $k:expr, $f:ident, [$($kind:ident),*]) => {
+        match $k {
+            $(UnaryKind::$kind => map_inplace($a, |v| $f(UnaryKind::$kind, v)),)*
+            k => map_inplace($a, move |v| $f(k, v)),
+        }
+    };
 }
 
 /// `f32` sigmoid / tanh through the vectorized slice kernels (in place when unique).
 fn fast_f32(a: ndarray::ArcArray<f32, ndarray::IxDyn>, kernel: fn(&mut [f32])) -> Tensor {
-    use rayon::prelude::*;
     let mut a = if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned().into_shared() };
     let n = a.len();
     if let Some(xs) = a.as_slice_mut() {
@@ -275,12 +303,14 @@ pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
             UnaryKind::Sigmoid => fast_f32(a, crate::kernels::fastmath::sigmoid_f32),
             UnaryKind::Tanh => fast_f32(a, crate::kernels::fastmath::tanh_f32),
-            _ => map_inplace(a, move |v| f_f32(k, v)),
+            _ => map_kind!(a, k, f_f32, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Floor, Ceil]),
         },
         Tensor::F64(a) => match k {
             UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
-            _ => map_inplace(a, move |v| f_f64(k, v)),
+            _ => {
+                map_kind!(a, k, f_f64, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Sigmoid, Floor, Ceil])
+            }
         },
         Tensor::I64(a) => map_inplace(a, move |v| f_i64(k, v)),
         Tensor::Bool(a) => map_inplace(a, |v| !v),

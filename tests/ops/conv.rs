@@ -276,6 +276,10 @@ fn configs() -> Vec<Cfg> {
         c(7, 15, 15, 12, 3, 3, 16, p([1, 1], Same, [1, 1])),
         c(2, 30, 30, 12, 3, 3, 16, p([1, 1], Same, [1, 1])),
         c(4, 16, 16, 64, 1, 1, 32, p([1, 1], Valid, [1, 1])), // pointwise, chunked filter grad
+        // Single channel (transposed patch matrix): MNIST's first layer, chunks not aligned
+        // to output rows; a strided one.
+        c(9, 28, 28, 1, 5, 5, 32, p([1, 1], Same, [1, 1])),
+        c(2, 11, 10, 1, 3, 4, 3, p([2, 3], Same, [1, 2])),
     ]
 }
 
@@ -379,6 +383,38 @@ fn pool_adjoints_on_random_data() {
             let m = apply1(xt.clone(), |g, x| g.max_pool(x, k, s, pad));
             let mdx = apply2(xt.clone(), dyt.clone(), |g, x, dy| g.max_pool_grad(x, dy, k, s, pad));
             assert_same_dot(dot(&m, &dyt), dot(&xt, &mdx), "max_pool_grad routing");
+        }
+    });
+}
+
+#[test]
+fn max_pool_matches_naive_reference() {
+    // VALID windows inside the input take the no-padding kernel; SAME ones the general loop.
+    let cases = [
+        (2, 28, 28, 32, [2, 2], [2, 2], Valid), // the MNIST pools, parallel
+        (3, 7, 6, 3, [3, 2], [2, 2], Valid),
+        (2, 6, 7, 2, [3, 3], [2, 3], Valid),
+        (2, 7, 6, 3, [3, 2], [2, 2], Same),
+    ];
+    in_pool(|| {
+        for (i, (n, h, w, c, k, s, pad)) in cases.into_iter().enumerate() {
+            let mut xv = randv(&[n, h, w, c], 90 + i as u64);
+            xv[7] = f64::NAN; // NaN counts as maximal
+            let cfg = Cfg { n, h, w, c, kh: k[0], kw: k[1], o: c, pr: p(s, pad, [1, 1]) };
+            let (oh, ow) = cfg.out_hw();
+            let mut want = vec![f64::NEG_INFINITY; n * oh * ow * c];
+            cfg.visit(|[b, oy, ox, _, _, iy, ix]| {
+                for ci in 0..c {
+                    let (v, o) = (xv[((b * h + iy) * w + ix) * c + ci], &mut want[((b * oh + oy) * ow + ox) * c + ci]);
+                    if v.is_nan() || v > *o {
+                        *o = if o.is_nan() { *o } else { v };
+                    }
+                }
+            });
+            for dt in [DType::F64, DType::F32] {
+                let got = apply1(f64t(&[n, h, w, c], &xv).cast(dt), |g, x| g.max_pool(x, k, s, pad));
+                assert_close(&got, &f64t(&[n, oh, ow, c], &want).cast(dt), 0.0);
+            }
         }
     });
 }

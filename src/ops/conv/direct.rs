@@ -146,8 +146,47 @@ fn col_counts(g: &Geom) -> Vec<usize> {
     cnt
 }
 
+/// Max pooling when every window lies inside the input (no padding taps): each output
+/// pixel starts from its first tap and folds the others in row-major order (same result as
+/// the general loop), per output row.
+fn max_pool_inside<T: Float>(g: &Geom, x: &[T]) -> Vec<T> {
+    let (c, row_len) = (g.c, g.w * g.c);
+    let mut out = filled(g.n * g.oh * g.ow * c, T::default());
+    let par = is_parallel(out.len() * g.kh * g.kw);
+    for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
+        let (n, oy) = (r / g.oh, r % g.oh);
+        let img = &x[n * g.h * row_len..(n + 1) * g.h * row_len];
+        for (ox, o) in orow.chunks_exact_mut(c).enumerate() {
+            for ky in 0..g.kh {
+                let xrow = &img[(oy * g.sh + ky) * row_len..][..row_len];
+                for kx in 0..g.kw {
+                    let ix = ox * g.sw + kx;
+                    let xp = &xrow[ix * c..(ix + 1) * c];
+                    if ky == 0 && kx == 0 {
+                        o.copy_from_slice(xp);
+                    } else {
+                        for (o, &v) in o.iter_mut().zip(xp) {
+                            *o = if better(v, *o) { v } else { *o };
+                        }
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
 /// Max or average pooling (average over the in-bounds elements of each window).
 pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool) -> Vec<T> {
+    let inside = g.pt == 0
+        && g.pl == 0
+        && g.oh > 0
+        && g.ow > 0
+        && (g.oh - 1) * g.sh + g.kh <= g.h
+        && (g.ow - 1) * g.sw + g.kw <= g.w;
+    if max && inside && g.kh > 0 && g.kw > 0 {
+        return max_pool_inside(g, x);
+    }
     let (c, row_len) = (g.c, g.w * g.c);
     let init = if max { T::from_f64(f64::NEG_INFINITY) } else { T::default() };
     let mut out = filled(g.n * g.oh * g.ow * c, init);

@@ -72,6 +72,50 @@ fn im2col<T: Float>(g: &Geom, x: &[T], r0: usize, col: &mut [T]) {
     }
 }
 
+/// Single-channel inputs: fill `colt` (`[KH*KW, rows]`, the TRANSPOSED patch matrix) for
+/// output rows `r0..r0+rows`. Along a run of output columns of one output row, a tap reads
+/// consecutive input columns (stride 1), so each `(tap, run)` is one contiguous copy instead
+/// of `KW`-element copies per output pixel.
+fn im2col_t_c1<T: Float>(g: &Geom, x: &[T], r0: usize, rows: usize, colt: &mut [T]) {
+    let (ohw, img_len, zero) = (g.oh * g.ow, g.h * g.w, T::default());
+    let mut r = r0;
+    while r < r0 + rows {
+        // The run of output columns of output row (n, oy) inside this chunk.
+        let (n, p) = (r / ohw, r % ohw);
+        let (oy, ox0) = (p / g.ow, p % g.ow);
+        let ox1 = g.ow.min(ox0 + (r0 + rows - r));
+        let off = r - r0;
+        let img = &x[n * img_len..(n + 1) * img_len];
+        for ky in 0..g.kh {
+            let iy = (oy * g.sh + ky * g.dh).checked_sub(g.pt).filter(|&iy| iy < g.h);
+            for kx in 0..g.kw {
+                let dst = &mut colt[(ky * g.kw + kx) * rows + off..][..ox1 - ox0];
+                let Some(iy) = iy else {
+                    dst.fill(zero);
+                    continue;
+                };
+                let src = &img[iy * g.w..(iy + 1) * g.w];
+                let valid = g.cols_for_tap(kx);
+                let (lo, hi) = (valid.start.clamp(ox0, ox1), valid.end.clamp(ox0, ox1));
+                dst[..lo - ox0].fill(zero);
+                dst[hi - ox0..].fill(zero);
+                if lo < hi {
+                    let d = &mut dst[lo - ox0..hi - ox0];
+                    if g.sw == 1 {
+                        let ix = g.ix(lo, kx);
+                        d.copy_from_slice(&src[ix..ix + (hi - lo)]);
+                    } else {
+                        for (v, ox) in d.iter_mut().zip(lo..hi) {
+                            *v = src[g.ix(ox, kx)];
+                        }
+                    }
+                }
+            }
+        }
+        r += ox1 - ox0;
+    }
+}
+
 /// Scatter-add `dcol` (patch gradients of output rows `r0..`) into `dx`, which holds the
 /// images from `n0` on.
 fn col2im<T: Float>(g: &Geom, dcol: &[T], r0: usize, n0: usize, dx: &mut [T]) {
@@ -120,6 +164,10 @@ pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Result<Vec<T>> {
     let run = |col: &mut Vec<T>, r0: usize, oc: &mut [T]| -> Result<()> {
         let nr = oc.len() / o;
         col.resize(nr * k, T::default());
+        if g.c == 1 {
+            im2col_t_c1(g, x, r0, nr, &mut col[..nr * k]);
+            return gemm(nr, k, o, &col[..nr * k], true, w, false, oc, false);
+        }
         im2col(g, x, r0, &mut col[..nr * k]);
         gemm(nr, k, o, &col[..nr * k], false, w, false, oc, false)
     };
