@@ -221,11 +221,26 @@ fn w3_table(a: &Args) -> pfor::Result<()> {
     Ok(())
 }
 
+/// Best times of the VM, the stackless executor and the unbatched loop on one batch.
+fn autobatch_times(a: &Args, program: &pfor::autobatch::Program, inputs: &[pfor::Tensor]) -> pfor::Result<[f64; 3]> {
+    let cfg = ExecConfig::default();
+    let sl = stackless::Executor::new(program)?;
+    let machine = vm::Vm::new(program)?;
+    Ok([
+        best_time(a.budget, || {
+            machine.run(inputs, &cfg).expect("vm runs");
+        }),
+        best_time(a.budget, || {
+            sl.run(inputs, &cfg).expect("stackless runs");
+        }),
+        best_time(a.budget, || {
+            reference::execute(program, inputs).expect("loop runs");
+        }),
+    ])
+}
+
 fn w6_table(a: &Args) -> pfor::Result<()> {
     let program = fib_program()?;
-    let cfg = ExecConfig::default();
-    let sl = stackless::Executor::new(&program)?;
-    let machine = vm::Vm::new(&program)?;
     let wl = "fib_n3..12";
     // TFP's best batched rate on numpy (its fastest backend), at any batch size it ran.
     let tfp_best = best(&[1, 16, 128, 1024].map(|b| a.peers.get("tfp_autobatch", wl, "numpy_stackless", b)));
@@ -236,16 +251,7 @@ fn w6_table(a: &Args) -> pfor::Result<()> {
     for batch in [1usize, 16, 128, 1024] {
         let (n, calls) = fib_inputs(batch);
         let inputs = [n];
-        let mut t = [0.0; 3];
-        t[0] = best_time(a.budget, || {
-            machine.run(&inputs, &cfg).expect("vm runs");
-        });
-        t[1] = best_time(a.budget, || {
-            sl.run(&inputs, &cfg).expect("stackless runs");
-        });
-        t[2] = best_time(a.budget, || {
-            reference::execute(&program, &inputs).expect("loop runs");
-        });
+        let t = autobatch_times(a, &program, &inputs)?;
         let r = t.map(|s| Some(calls as f64 / s));
         println!(
             "| {batch} | {} | {} | {} | {} | {} | {} | {} |",
@@ -263,24 +269,12 @@ fn w6_table(a: &Args) -> pfor::Result<()> {
 
 fn w7_table(a: &Args) -> pfor::Result<()> {
     let program = nuts_program(NUTS_DIM)?;
-    let cfg = ExecConfig::default();
-    let sl = stackless::Executor::new(&program)?;
-    let machine = vm::Vm::new(&program)?;
     println!("\n### W7 NUTS-like doubling to depth U{{1..6}}, 100-dim leapfrog leaf (leaf steps/s)\n");
     println!("| batch | vm | stackless | loop | vm/loop | stackless/loop |");
     println!("|---|---|---|---|---|---|");
     for batch in [1usize, 16, 128, 512] {
         let (inputs, steps) = nuts_inputs(batch, NUTS_DIM);
-        let mut t = [0.0; 3];
-        t[0] = best_time(a.budget, || {
-            machine.run(&inputs, &cfg).expect("vm runs");
-        });
-        t[1] = best_time(a.budget, || {
-            sl.run(&inputs, &cfg).expect("stackless runs");
-        });
-        t[2] = best_time(a.budget, || {
-            reference::execute(&program, &inputs).expect("loop runs");
-        });
+        let t = autobatch_times(a, &program, &inputs)?;
         let r = t.map(|s| Some(steps as f64 / s));
         println!(
             "| {batch} | {} | {} | {} | {} | {} |",
