@@ -49,7 +49,7 @@ fn dump(g: &Graph, v: ValueId) -> Result<()> {
         *counts.entry(format!("{} {}", node.op.name(), shapes.join(","))).or_default() += 1;
     }
     let mut rows: Vec<_> = counts.into_iter().collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
     for (k, c) in rows {
         println!("{c:>6} {k}");
     }

@@ -83,7 +83,12 @@ fn while_with_per_iteration_trip_counts_4_0_2() {
 #[test]
 fn while_reading_its_own_sequence_row_per_step() {
     // x_i = [len, then 4 rows of 2 values]
-    let rows = [[3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], [0.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0], [4.0, -1.0, 0.5, 2.0, -2.0, 0.25, 1.5, 3.0, -3.0], [1.0, 10.0, 20.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]];
+    let rows = [
+        [3.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+        [0.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0, 9.0],
+        [4.0, -1.0, 0.5, 2.0, -2.0, 0.25, 1.5, 3.0, -3.0],
+        [1.0, 10.0, 20.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    ];
     let flat: Vec<f64> = rows.iter().flatten().copied().collect();
     let seq_body = |g: &mut Graph, xi: ValueId| -> Result<Vec<ValueId>> {
         let zero = scalar_i(g, 0);
