@@ -40,10 +40,36 @@ fn time_it(sess: &mut Session, feeds: &[(ValueId, Tensor)]) -> Result<(Tensor, f
     Ok((out.remove(0), t.elapsed().as_secs_f64() / reps as f64))
 }
 
+/// Counts the op kinds computing `v` (for `--dump`): name and output shape, by count.
+fn dump(g: &Graph, v: ValueId) -> Result<()> {
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for n in g.ancestors(&[v])? {
+        let node = g.node(n)?;
+        let shapes: Vec<String> = node.outputs.iter().map(|t| format!("{}", t.shape)).collect();
+        *counts.entry(format!("{} {}", node.op.name(), shapes.join(","))).or_default() += 1;
+    }
+    let mut rows: Vec<_> = counts.into_iter().collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+    for (k, c) in rows {
+        println!("{c:>6} {k}");
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
+    // Flags: `--out N` runs one size; `--mode pfor|loop` times one mode only (for profiles,
+    // repeated `--reps` times); `--dump` lists the ops of the pfor graph.
+    let args: Vec<String> = std::env::args().collect();
+    let flag = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned());
+    let outs: Vec<usize> = match flag("--out") {
+        Some(o) => vec![o.parse().map_err(|_| pfor::error::Error::InvalidArgument(format!("--out {o}")))?],
+        None => vec![1, 8, 32, 128],
+    };
+    let mode = flag("--mode");
+    let reps: usize = flag("--reps").and_then(|r| r.parse().ok()).unwrap_or(50);
     let x_val = Tensor::randn(&[STEPS, IN], 1);
     println!("{:>5} {:>14} {:>14} {:>8} {:>12}", "out", "pfor rows/s", "loop rows/s", "speedup", "max |diff|");
-    for out in [1usize, 8, 32, 128] {
+    for out in outs {
         let mut g = Graph::new();
         let x = g.input("x", DType::F32, [STEPS, IN]);
         let s = 1.0 / ((IN + HIDDEN) as f32).sqrt();
@@ -63,6 +89,19 @@ fn main() -> Result<()> {
         let j = jacobian_with(&mut g, y, x, &PforOptions::strict())?;
         let jl = jacobian_loop(&mut g, y, x)?;
         let feeds = [(x, x_val.clone())];
+        if args.iter().any(|a| a == "--dump") {
+            dump(&g, j)?;
+        }
+        if let Some(m) = &mode {
+            let v = if m == "loop" { jl } else { j };
+            let mut sess = Session::new(&g, &[v])?;
+            let t = Instant::now();
+            for _ in 0..reps {
+                sess.run(&feeds)?;
+            }
+            println!("{out:>5} {m}: {:.0} rows/s", (out * reps) as f64 / t.elapsed().as_secs_f64());
+            continue;
+        }
         let (jv, tp) = time_it(&mut Session::new(&g, &[j])?, &feeds)?;
         let (jlv, tl) = time_it(&mut Session::new(&g, &[jl])?, &feeds)?;
         assert_eq!(jv.shape(), &[out, STEPS, IN]);

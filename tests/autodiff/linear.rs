@@ -86,3 +86,28 @@ fn matmul_gradient_has_the_operand_shapes() {
     // d/dB = Aᵀ 1: column sums of A on every column.
     assert_eq!(v[1].to_f64_vec(), vec![1.0, 1.0, 1.0, 1.0, 1.0, 1.0]);
 }
+
+#[test]
+fn matmul_gradient_through_a_constant_weight_reads_one_shared_transposed_copy() {
+    // d/dA sum((A W) W) for a constant W [2,2] is Ā = (1 Wᵀ) Wᵀ; the VJPs of both
+    // products read Wᵀ from one shared transposed constant (W plus one copy).
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F64, [1, 2]);
+    let w = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap());
+    let c = g.matmul(a, w).unwrap();
+    let c = g.matmul(c, w).unwrap();
+    let l = g.sum_all(c).unwrap();
+    let before = g.num_nodes();
+    let d = pfor::autodiff::gradients(&mut g, &[l], &[a], None).unwrap();
+    let consts = g
+        .node_ids()
+        .into_iter()
+        .filter(|&n| matches!(g.node(n).unwrap().op, Op::Const { .. }))
+        .filter(|&n| g.node(n).unwrap().outputs[0].shape.as_fixed() == Some(vec![2, 2]))
+        .count();
+    assert!(g.num_nodes() > before);
+    assert_eq!(consts, 2, "W and one shared Wᵀ");
+    let v = run_once(&g, &d, &[(a, Tensor::from_vec(&[1, 2], vec![0.5f64, -1.0]).unwrap())]).unwrap();
+    // 1 Wᵀ = [3, 7]; [3, 7] Wᵀ = [3+14, 9+28] = [17, 37].
+    assert_eq!(v[0].to_f64_vec(), vec![17.0, 37.0]);
+}
