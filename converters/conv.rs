@@ -201,6 +201,17 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     }
 }
 
+/// The window geometry of a conv with `params` over an `[.., in_hw, channels]` input.
+fn geometry(
+    name: &str,
+    params: crate::ops::conv::Conv2dParams,
+    in_hw: [usize; 2],
+    channels: usize,
+    filter_hw: [usize; 2],
+) -> Result<WindowGeom> {
+    WindowGeom::new(name, in_hw, channels, filter_hw, params.strides, params.dilations, params.padding)
+}
+
 /// Both operands stacked: one batched im2col + GEMM over the loop axis.
 fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
     let name = op.kind().name();
@@ -216,15 +227,7 @@ fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
             let (xd, wd) = (u(&d0), u(&d1));
             let x = ctx.flatten_first_two(a)?;
             let g = ctx.graph();
-            let geom = WindowGeom::new(
-                name,
-                [xd[1], xd[2]],
-                xd[3],
-                [wd[0], wd[1]],
-                params.strides,
-                params.dilations,
-                params.padding,
-            )?;
+            let geom = geometry(name, params, [xd[1], xd[2]], xd[3], [wd[0], wd[1]])?;
             let (rows, kc, o) = (od[0] * od[1] * od[2], d1[0] * d1[1] * d1[2], d1[3]);
             let p = patches(g, x, &geom)?;
             let p = g.reshape(p, &[n, rows, kc])?;
@@ -237,15 +240,7 @@ fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
             let (xd, dd) = (u(&d0), u(&d1));
             let x = ctx.flatten_first_two(a)?;
             let g = ctx.graph();
-            let geom = WindowGeom::new(
-                name,
-                [xd[1], xd[2]],
-                xd[3],
-                filter_hw,
-                params.strides,
-                params.dilations,
-                params.padding,
-            )?;
+            let geom = geometry(name, params, [xd[1], xd[2]], xd[3], filter_hw)?;
             let (rows, kc, o) = ((dd[0] * dd[1] * dd[2]) as i64, od[0] * od[1] * od[2], od[3]);
             let p = patches(g, x, &geom)?;
             let p = g.reshape(p, &[n, rows, kc])?;
@@ -257,15 +252,7 @@ fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
             // w [n,KH,KW,C,O], dy [n,N,OH,OW,O] -> col2im(dy · wᵀ) = [n,N,H,W,C]
             let wd = u(&d0);
             let g = ctx.graph();
-            let geom = WindowGeom::new(
-                name,
-                input_hw,
-                wd[2],
-                [wd[0], wd[1]],
-                params.strides,
-                params.dilations,
-                params.padding,
-            )?;
+            let geom = geometry(name, params, input_hw, wd[2], [wd[0], wd[1]])?;
             let (rows, kc, o) = (d1[0] * d1[1] * d1[2], d0[0] * d0[1] * d0[2], d0[3]);
             let w = g.reshape(a, &[n, kc, o])?;
             let dy = g.reshape(b, &[n, rows, o])?;

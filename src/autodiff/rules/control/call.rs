@@ -8,7 +8,7 @@
 
 use hashbrown::HashSet;
 
-use super::{floats, inline, jvp_function, vjp_function};
+use super::{float_results_with_cotangent, floats, inline, jvp_function, vjp_function};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, ValueId};
@@ -70,9 +70,7 @@ pub fn vjp(function: &str, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> 
     let f = cx.g.library().get(function)?;
     let ptypes = f.param_types();
     let wrt: Vec<usize> = floats(&ptypes).into_iter().filter(|&p| cx.need(p)).collect();
-    let dres: Vec<usize> = (0..cx.outputs.len())
-        .filter(|&r| cx.dys.get(r).copied().flatten().is_some() && cx.g.dtype(cx.y(r)).is_ok_and(|d| d.is_float()))
-        .collect();
+    let dres = float_results_with_cotangent(cx);
     let mut out = vec![None; n_in];
     if wrt.is_empty() || dres.is_empty() {
         return Ok(out);

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::{floats, jvp_function, vjp_function};
+use super::{float_results_with_cotangent, floats, jvp_function, vjp_function};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Result;
 use crate::ir::{Function, ValueId};
@@ -20,9 +20,7 @@ pub fn vjp(then: &Arc<Function>, else_: &Arc<Function>, cx: &mut VjpCtx<'_>) -> 
     // Arguments that need a cotangent (input i+1 is parameter i).
     let wrt: Vec<usize> = floats(&ptypes).into_iter().filter(|&p| cx.need(p + 1)).collect();
     // Results with a cotangent (absent ones are zero and are left out).
-    let dres: Vec<usize> = (0..cx.outputs.len())
-        .filter(|&r| cx.dys.get(r).copied().flatten().is_some() && cx.g.dtype(cx.y(r)).is_ok_and(|d| d.is_float()))
-        .collect();
+    let dres = float_results_with_cotangent(cx);
     let mut out = vec![None; n_in];
     if wrt.is_empty() || dres.is_empty() {
         return Ok(out);

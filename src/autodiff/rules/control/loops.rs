@@ -40,7 +40,7 @@
 
 use std::sync::Arc;
 
-use super::{floats, inline, jvp_function, vjp_function};
+use super::{float_results_with_cotangent, floats, inline, jvp_function, vjp_function};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Result;
 use crate::ir::{Function, Graph, ValueId};
@@ -327,9 +327,7 @@ pub fn for_vjp(body: &Arc<Function>, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<V
     let m = ptypes.len() - 1;
     // Parameter p is input p (parameter 0 is the index, input 0 the trip count).
     let nz: Vec<usize> = floats(&ptypes).into_iter().filter(|&p| p >= 1 && cx.need(p)).collect();
-    let dres: Vec<usize> = (0..cx.outputs.len())
-        .filter(|&r| cx.dys.get(r).copied().flatten().is_some() && cx.g.dtype(cx.y(r)).is_ok_and(|d| d.is_float()))
-        .collect();
+    let dres = float_results_with_cotangent(cx);
     let mut out = vec![None; n_in];
     if nz.is_empty() || dres.is_empty() {
         return Ok(out);

@@ -171,6 +171,13 @@ pub(crate) fn jvp_function(
 }
 
 /// Indices of the float types.
+/// The float results of the node whose cotangent is present (absent ones are zero).
+pub(crate) fn float_results_with_cotangent(cx: &VjpCtx<'_>) -> Vec<usize> {
+    (0..cx.outputs.len())
+        .filter(|&r| cx.dys.get(r).copied().flatten().is_some() && cx.g.dtype(cx.y(r)).is_ok_and(|d| d.is_float()))
+        .collect()
+}
+
 fn floats(types: &[TensorType]) -> Vec<usize> {
     types.iter().enumerate().filter(|(_, t)| t.dtype.is_float()).map(|(i, _)| i).collect()
 }
