@@ -4,6 +4,10 @@
 //! (`[n] + shape`, or a dynamic shape tensor when n is only known at run time);
 //! `shape_of` / `size` / `rank` / `zeros_like` / `ones_like` of a stacked value are
 //! loop-invariant (stacked values are rectangular), so they stay unstacked.
+//! `loop_max` of a stacked value is its maximum over the loop axis (0 for an empty loop),
+//! wrapped in another `loop_max` so that enclosing pfor loops reduce over their iterations
+//! too: the result is loop-invariant and `>=` every iteration's own value, which is all
+//! the op promises (`src/ops/shape.rs`).
 
 use super::reduce::shift;
 use crate::ops::{Op, OpKind, ShapeKind, ShapeOp};
@@ -198,6 +202,15 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 }
             };
             done1(y, false)
+        }
+        ShapeOp::LoopMax => {
+            let x = ctx.input(0).value;
+            let g = ctx.graph();
+            let m = g.reduce_max(x, &[0], false)?;
+            // reduce_max over no iterations is i64::MIN; sizes are >= 0.
+            let zero = g.constant(Tensor::scalar(0i64));
+            let m = g.maximum(m, zero)?;
+            done1(g.loop_max(m)?, false)
         }
         ShapeOp::Rank => {
             let r = ctx.input_type(0).rank() as i64;

@@ -16,7 +16,13 @@
 //! - `one_hot` follows TensorFlow: out-of-range indices (negative included) give an
 //!   all-`off` row; `range` has `ceil((limit-start)/delta)` elements (at least 0) and errors
 //!   on `delta == 0` or a non-finite count;
-//! - huge sizes requested through data (`fill_dyn`, `range`...) are an `Err`, never an abort.
+//! - huge sizes requested through data (`fill_dyn`, `range`...) are an `Err`, never an abort;
+//! - `loop_max` (i64 sizes `>= 0`, else an `Err`) is the identity outside pfor; inside pfor
+//!   it is a collective, like JAX's `pmax` over the vmapped axis: the element-wise maximum
+//!   over the loop's iterations (0 for none), loop-invariant. It is the one op whose pfor
+//!   result is not the stack of its per-iteration results, so use it only where ANY value
+//!   `>=` each iteration's own gives the same final results (a buffer capacity, a trip
+//!   bound over steps that are no-ops past an iteration's own count).
 
 use std::fmt;
 
@@ -101,6 +107,9 @@ pub enum ShapeOp {
     },
     /// Inputs `(start, limit, delta)`: scalars of one numeric dtype; 1-D output.
     Range,
+    /// An i64 size bound (values `>= 0`): the input outside pfor; inside pfor, the maximum
+    /// over the loop's iterations (see the module docs).
+    LoopMax,
     /// Stack equal-typed inputs along a new axis.
     Stack {
         /// Position of the new axis (`[-rank-1, rank]`).
@@ -139,7 +148,7 @@ shape_kinds! {
     BroadcastToDyn => "broadcast_to_dyn", Tile => "tile", Fill => "fill", FillDyn => "fill_dyn",
     ZerosLike => "zeros_like", OnesLike => "ones_like", ShapeOf => "shape_of", Size => "size",
     Rank => "rank", Identity => "identity", StopGradient => "stop_gradient", OneHot => "one_hot",
-    Range => "range", Stack => "stack", Unstack => "unstack",
+    Range => "range", LoopMax => "loop_max", Stack => "stack", Unstack => "unstack",
 }
 
 // ---------------------------------------------------------------------------------------
@@ -531,6 +540,10 @@ impl ShapeOp {
             O::ZerosLike | O::OnesLike | O::Identity | O::StopGradient => Ok(vec![x.clone()]),
             O::ShapeOf => Ok(vec![TensorType::new(DType::I64, [x.rank()])]),
             O::Size | O::Rank => Ok(vec![TensorType::scalar(DType::I64)]),
+            O::LoopMax => {
+                expect_dtype(op, x, DType::I64)?;
+                Ok(vec![x.clone()])
+            }
             O::OneHot { depth, axis, dtype, .. } => {
                 expect_dtype(op, x, DType::I64)?;
                 let ax = norm_insert_axis(op, *axis, x.rank())?;
@@ -664,6 +677,12 @@ impl ShapeOp {
             O::Size => Tensor::scalar(x.len() as i64),
             O::Rank => Tensor::scalar(x.rank() as i64),
             O::Identity | O::StopGradient => x,
+            O::LoopMax => {
+                if let Some(v) = x.array::<i64>()?.iter().find(|&&v| v < 0) {
+                    return Err(Error::shape(op, format!("sizes must be non-negative, got {v}")));
+                }
+                x
+            }
             O::OneHot { depth, axis, on, off, dtype } => {
                 let idx = x.array::<i64>()?;
                 let ax = norm_insert_axis(op, *axis, idx.ndim())?;
@@ -784,6 +803,11 @@ impl Graph {
     /// `x` unchanged.
     pub fn identity(&mut self, x: ValueId) -> Result<ValueId> {
         self.shape_op(ShapeOp::Identity, &[x])
+    }
+    /// A size bound over pfor iterations: `x` (i64, values `>= 0`) itself outside pfor; inside
+    /// pfor, its element-wise maximum over the iterations (loop-invariant; 0 for none).
+    pub fn loop_max(&mut self, x: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::LoopMax, &[x])
     }
     /// `x` unchanged; gradients do not flow through it.
     pub fn stop_gradient(&mut self, x: ValueId) -> Result<ValueId> {

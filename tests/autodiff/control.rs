@@ -414,8 +414,8 @@ fn per_example_gradients_through_a_cond_with_a_loop_variant_predicate() {
 
 // ------------------------------------------------------------------ LSTM in a while loop
 
-const IN: usize = 2;
-const HID: usize = 2;
+pub(super) const IN: usize = 2;
+pub(super) const HID: usize = 2;
 
 /// `v[K] @ w[K, H]` as broadcast-multiply and reduce (no matmul rule is needed).
 fn vecmat(g: &mut Graph, v: ValueId, w: ValueId) -> Result<ValueId> {
@@ -425,7 +425,7 @@ fn vecmat(g: &mut Graph, v: ValueId, w: ValueId) -> Result<ValueId> {
 }
 
 /// One LSTM step; gate `k` uses `wx[k]`, `wh[k]`, `b[k]` (order i, f, o, u).
-fn lstm_cell(g: &mut Graph, xt: ValueId, h: ValueId, c: ValueId, p: [ValueId; 3]) -> Result<(ValueId, ValueId)> {
+pub(super) fn lstm_cell(g: &mut Graph, xt: ValueId, h: ValueId, c: ValueId, p: [ValueId; 3]) -> Result<(ValueId, ValueId)> {
     let mut gates = Vec::new();
     for k in 0..4 {
         let kk = g.constant(Tensor::scalar(k as i64));
@@ -495,49 +495,4 @@ fn jacobian_of_an_lstm_run_to_per_example_lengths_under_strict_pfor() {
     let at = |r: usize, hh: usize, bb: usize, tt: usize, k: usize| jv[(((r * HID + hh) * b + bb) * l + tt) * IN + k];
     assert!((0..HID).all(|hh| (1..l).all(|tt| (0..IN).all(|k| at(1, hh, 1, tt, k) == 0.0))));
     assert!((0..HID).any(|hh| (0..IN).any(|k| at(1, hh, 1, 0, k) != 0.0)));
-}
-
-/// Per-example gradients of a while loop whose trip count differs per example: the
-/// recording buffers would be ragged inside pfor, so strict pfor refuses with a clear
-/// error naming the op (pfor's per-op fallback fails at run time stacking ragged buffers);
-/// the reference loop computes them, checked by finite differences.
-#[test]
-fn per_example_gradients_of_a_while_loop_with_per_example_trip_counts() {
-    use pfor::api::{per_example_gradients_loop, per_example_gradients_with};
-    use pfor::vectorize::PforOptions;
-    let xs0 = t(&[3, 3], &[0.3, -0.2, 0.5, 0.1, 0.1, 0.1, 0.9, -0.8, 0.7]);
-    let mut g = Graph::new();
-    let xs = g.input("x", DType::F64, [3, 3]);
-    let c = g.input("c", DType::F64, [3]);
-    let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| -> Result<ValueId> {
-        let out = while_loop(g, rows[0], p[0], 6.0)?;
-        g.sum_all(out[0])
-    };
-    let err = per_example_gradients_with(&mut g, &PforOptions::strict(), loss, &[xs], &[c]).unwrap_err().to_string();
-    assert!(err.contains("fill_dyn") && err.contains("loop-variant"), "{err}");
-    let pl = per_example_gradients_loop(&mut g, loss, &[xs], &[c]).unwrap();
-    let fetch = vec![pl[0]];
-    let v = run_once(&g, &fetch, &[(xs, xs0.clone()), (c, c0())]).unwrap();
-    // Finite differences of the summed per-example losses w.r.t. c.
-    let mut sess = {
-        let mut h = Graph::new();
-        let (x, cc) = (h.input("x", DType::F64, [3, 3]), h.input("c", DType::F64, [3]));
-        let mut total: Option<ValueId> = None;
-        for b in 0..3 {
-            let bb = h.constant(Tensor::scalar(b as i64));
-            let row = h.gather(x, bb, 0).unwrap();
-            let l = loss(&mut h, &[row], &[cc]).unwrap();
-            total = Some(match total {
-                None => l,
-                Some(s) => h.add(s, l).unwrap(),
-            });
-        }
-        (Session::new(&h, &[total.unwrap()]).unwrap(), x, cc)
-    };
-    let want = fd_jacobian(
-        |cv| sess.0.run(&[(sess.1, xs0.clone()), (sess.2, t(&[3], cv))]).unwrap()[0].to_f64_vec(),
-        &c0().to_f64_vec(),
-    );
-    let summed: Vec<f64> = (0..3).map(|k| (0..3).map(|b| v[0].to_f64_vec()[b * 3 + k]).sum()).collect();
-    close(&t(&[3], &summed), &want, 1e-6);
 }

@@ -7,6 +7,7 @@ mod api;
 
 mod binary;
 mod control;
+mod control_pfor;
 mod conv;
 mod core;
 mod elementwise;

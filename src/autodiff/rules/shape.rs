@@ -74,6 +74,7 @@ pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         | ShapeOp::ShapeOf
         | ShapeOp::Size
         | ShapeOp::Rank
+        | ShapeOp::LoopMax
         | ShapeOp::OneHot { .. }
         | ShapeOp::Range => return Ok(out),
     };
@@ -118,5 +119,5 @@ pub fn jvp(op: &ShapeOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
 /// Whether derivatives flow through this kind.
 pub fn differentiable(k: ShapeKind) -> bool {
     use ShapeKind::*;
-    !matches!(k, StopGradient | ZerosLike | OnesLike | ShapeOf | Size | Rank | OneHot | Range)
+    !matches!(k, StopGradient | ZerosLike | OnesLike | ShapeOf | Size | Rank | LoopMax | OneHot | Range)
 }

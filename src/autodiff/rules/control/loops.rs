@@ -119,8 +119,10 @@ fn count_trips(
     Ok(outs[k])
 }
 
-/// Re-run the loop for `trips` steps, writing the carries before step `t` into row `t` of
-/// one `[T, ...]` buffer per carry. Returns the buffers.
+/// Re-run the loop for `bound` steps (`bound >= trips`), writing the carries before step
+/// `t` into row `t` of one `[bound, ...]` buffer per carry; step `t` applies the body only
+/// when `t < trips` (a `Cond`), so rows `trips..` repeat the final carries. Returns the
+/// buffers.
 fn record(
     g: &mut Graph,
     body: &Function,
@@ -128,23 +130,25 @@ fn record(
     carries: &[ValueId],
     captures: &[ValueId],
     trips: ValueId,
+    bound: ValueId,
 ) -> Result<Vec<ValueId>> {
     let ptypes = body.param_types();
     let m = ptypes.len() - k;
     let mut bufs = Vec::with_capacity(k);
     for &c in carries {
-        let shape = shape_with_lead(g, c, trips)?;
+        let shape = shape_with_lead(g, c, bound)?;
         let zero = g.scalar_like(c, 0.0)?;
         bufs.push(g.fill_dyn(shape, zero)?);
     }
     let buf_types = bufs.iter().map(|b| g.value_type(*b).cloned()).collect::<Result<Vec<_>>>()?;
-    // Carries [t, c.., bufs..], captures [z.., T].
+    // Carries [t, c.., bufs..], captures [z.., T, U].
     let mut types = vec![i64_scalar()];
     types.extend_from_slice(&ptypes[..k]);
     types.extend(buf_types);
     types.extend_from_slice(&ptypes[k..]);
     types.push(i64_scalar());
-    let cf = Function::build(g, &types, |h, a| Ok(vec![h.less(a[0], a[1 + 2 * k + m])?]))?;
+    types.push(i64_scalar());
+    let cf = Function::build(g, &types, |h, a| Ok(vec![h.less(a[0], a[2 + 2 * k + m])?]))?;
     let bf = Function::build(g, &types, |h, a| {
         let t = a[0];
         let zero = h.constant(Tensor::scalar(0i64));
@@ -173,9 +177,15 @@ fn record(
             let start = h.stack(&start, 0)?;
             new_bufs.push(h.dynamic_update_slice(buf, upd, start)?);
         }
+        // Step t runs the body only while t < T: past its own trip count an iteration's
+        // carries stay as they are (inside pfor, U is the largest T of all iterations).
         let mut args = a[1..1 + k].to_vec();
         args.extend_from_slice(&a[1 + 2 * k..1 + 2 * k + m]);
-        res.extend(inline(h, body, &args)?);
+        let live = h.less(t, a[1 + 2 * k + m])?;
+        let next = h.cond(live, &args, |b, p| inline(b, body, p), |_, p| Ok(p[..k].to_vec()))?;
+        for (i, v) in next.into_iter().enumerate() {
+            res.push(restore_type(h, v, &ptypes[i])?);
+        }
         res.extend(new_bufs);
         Ok(res)
     })?;
@@ -184,6 +194,7 @@ fn record(
     inputs.extend(bufs);
     inputs.extend_from_slice(captures);
     inputs.push(trips);
+    inputs.push(bound);
     let outs = g.add_op_multi(while_op(cf, bf, 1 + 2 * k, None), &inputs)?;
     Ok(outs[1 + k..1 + 2 * k].to_vec())
 }
@@ -211,14 +222,17 @@ pub fn while_vjp(
     let g = &mut *cx.g;
 
     let trips = count_trips(g, cond, body, k, max_iterations, &carries, &captures)?;
-    let bufs = record(g, body, k, &carries, &captures, trips)?;
+    // U >= T, loop-invariant inside pfor (the largest T of all iterations).
+    let bound = g.loop_max(trips)?;
+    let bufs = record(g, body, k, &carries, &captures, trips, bound)?;
 
     // The body's VJP: params (c.., z.., dc[fc]..) -> (dc[fc].., dz[nz]..).
     let mut wrt = fc.clone();
     wrt.extend(&nz);
     let vf = vjp_function(g, body, &fc, &wrt)?;
 
-    // Backward loop: carries [t, dc[fc].., dz[nz]..], captures [bufs.., z..].
+    // Backward loop: carries [s, dc[fc].., dz[nz]..], captures [bufs.., z.., T]; steps
+    // s = U-1 .. 0, each a no-op unless s < T.
     let (nf, nn) = (fc.len(), nz.len());
     let buf_types = bufs.iter().map(|b| g.value_type(*b).cloned()).collect::<Result<Vec<_>>>()?;
     let mut types = vec![i64_scalar()];
@@ -226,34 +240,46 @@ pub fn while_vjp(
     types.extend(nz.iter().map(|&j| ptypes[j].clone()));
     types.extend(buf_types);
     types.extend_from_slice(&ptypes[k..]);
+    types.push(i64_scalar());
     let cf = Function::build(g, &types, |h, a| {
         let zero = h.constant(Tensor::scalar(0i64));
         Ok(vec![h.greater_equal(a[0], zero)?])
     })?;
     let bf = Function::build(g, &types, |h, a| {
-        let t = a[0];
+        let s = a[0];
         let base = 1 + nf + nn;
-        let mut args = Vec::with_capacity(k + m + nf);
+        // Cond args: [rows.., z.., dc[fc].., dz[nz]..]. The rows are read outside the
+        // cond, so a pfor'd cond gathers rows, not whole buffers.
+        let mut args = Vec::with_capacity(k + m + nf + nn);
         for (i, ty) in ptypes[..k].iter().enumerate() {
-            args.push(read_row(h, a[base + i], t, ty)?);
+            args.push(read_row(h, a[base + i], s, ty)?);
         }
         args.extend_from_slice(&a[base + k..base + k + m]);
-        args.extend_from_slice(&a[1..1 + nf]);
-        let ds = inline(h, &vf, &args)?;
-        let mut res = vec![h.add_scalar(t, -1.0)?];
-        res.extend_from_slice(&ds[..nf]);
-        for (acc, d) in a[1 + nf..1 + nf + nn].iter().zip(&ds[nf..]) {
-            res.push(h.add(*acc, *d)?);
+        args.extend_from_slice(&a[1..1 + nf + nn]);
+        let live = h.less(s, a[base + k + m])?;
+        let step = |b: &mut Graph, p: &[ValueId]| -> Result<Vec<ValueId>> {
+            let ds = inline(b, &vf, &p[..k + m + nf])?;
+            let mut r = ds[..nf].to_vec();
+            for (acc, d) in p[k + m + nf..].iter().zip(&ds[nf..]) {
+                r.push(b.add(*acc, *d)?);
+            }
+            Ok(r)
+        };
+        let next = h.cond(live, &args, step, |_, p| Ok(p[k + m..].to_vec()))?;
+        let mut res = vec![h.add_scalar(s, -1.0)?];
+        for (v, ty) in next.into_iter().zip(&types[1..base]) {
+            res.push(restore_type(h, v, ty)?);
         }
         Ok(res)
     })?;
-    let mut inputs = vec![g.add_scalar(trips, -1.0)?];
+    let mut inputs = vec![g.add_scalar(bound, -1.0)?];
     inputs.extend(dc0);
     for &j in &nz {
         inputs.push(g.zeros_like(cx.inputs[j])?);
     }
     inputs.extend(bufs);
     inputs.extend(captures);
+    inputs.push(trips);
     let outs = g.add_op_multi(while_op(cf, bf, 1 + nf + nn, None), &inputs)?;
     for (pos, &i) in fc.iter().enumerate() {
         if cx.needs.get(i).copied().unwrap_or(false) {

@@ -1,0 +1,341 @@
+//! Derivatives of `while` loops under pfor when the trip count differs per iteration:
+//! per-example gradients (and per-example jacobians, a pfor nested in a pfor) of losses
+//! whose loop runs a data-dependent number of steps per example, under strict pfor
+//! (`Fallback::Error`) in both control-flow modes. Every result is checked against a loop
+//! of per-example `gradients` and against central finite differences in f64.
+
+use pfor::api::{per_example_gradients_loop, per_example_gradients_with};
+use pfor::autodiff::gradients;
+use pfor::prelude::*;
+use pfor::vectorize::{ControlFlowMode, PforOptions};
+
+use super::control::{HID, IN, lstm_cell};
+
+type Loss = fn(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>;
+
+const MODES: [ControlFlowMode; 2] = [ControlFlowMode::Subset, ControlFlowMode::Mask];
+
+fn t(shape: &[usize], v: &[f64]) -> Tensor {
+    Tensor::from_vec(shape, v.to_vec()).unwrap()
+}
+fn ti(shape: &[usize], v: &[i64]) -> Tensor {
+    Tensor::from_vec(shape, v.to_vec()).unwrap()
+}
+
+fn close(what: &str, a: &[f64], b: &[f64], tol: f64) {
+    assert_eq!(a.len(), b.len(), "{what}: lengths");
+    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+        assert!((x - y).abs() <= tol * (1.0 + y.abs()), "{what}: element {i}: {x} vs {y}\n{a:?}\n{b:?}");
+    }
+}
+
+/// `h ← tanh(h·w + a)·1.5 + 0.2·h` for `k` steps (a counter carry, `t < k`); returns the
+/// final `h` and the trip count.
+fn tanh_loop(g: &mut Graph, x: ValueId, k: ValueId, w: ValueId, a: ValueId) -> Result<(ValueId, ValueId)> {
+    let t0 = g.constant(Tensor::scalar(0i64));
+    let out = g.while_loop(
+        &[t0, x],
+        &[k, w, a],
+        |g, p| g.less(p[0], p[2]),
+        |g, p| {
+            let hw = g.mul(p[1], p[3])?;
+            let z = g.add(hw, p[4])?;
+            let th = g.tanh(z)?;
+            let th = g.mul_scalar(th, 1.5)?;
+            let keep = g.mul_scalar(p[1], 0.2)?;
+            let one = g.constant(Tensor::scalar(1i64));
+            Ok(vec![g.add(p[0], one)?, g.add(th, keep)?])
+        },
+    )?;
+    Ok((out[1], out[0]))
+}
+
+/// Rows `(x [3], k)`, params `(w [3], a [])`: `Σ h² + Σ h` of [`tanh_loop`].
+fn tanh_loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
+    let (h, _) = tanh_loop(g, rows[0], rows[1], p[0], p[1])?;
+    let sq = g.square(h)?;
+    let s = g.add(sq, h)?;
+    g.sum_all(s)
+}
+
+/// `h ← h·w + sin(h)` while `Σ|h| <= 3`: the trip count depends on the row's values.
+fn threshold_loop(g: &mut Graph, x: ValueId, w: ValueId) -> Result<(ValueId, ValueId)> {
+    let t0 = g.constant(Tensor::scalar(0i64));
+    let bound = g.scalar(DType::F64, 3.0);
+    let out = g.while_loop(
+        &[t0, x],
+        &[w, bound],
+        |g, p| {
+            let ab = g.abs(p[1])?;
+            let s = g.sum_all(ab)?;
+            g.less_equal(s, p[3])
+        },
+        |g, p| {
+            let hw = g.mul(p[1], p[2])?;
+            let sh = g.sin(p[1])?;
+            let one = g.constant(Tensor::scalar(1i64));
+            Ok(vec![g.add(p[0], one)?, g.add(hw, sh)?])
+        },
+    )?;
+    Ok((out[1], out[0]))
+}
+
+/// Rows `(x [3])`, params `(w [3])`: `Σ cos(h)` of [`threshold_loop`].
+fn threshold_loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
+    let (h, _) = threshold_loop(g, rows[0], p[0])?;
+    let c = g.cos(h)?;
+    g.sum_all(c)
+}
+
+/// Rows `(x [L, IN], len)`, params `(wx [4, IN, HID], wh [4, HID, HID], b [4, HID])`: an
+/// LSTM run to the example's own length; `Σ h² + Σ c`.
+fn lstm_loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
+    let t0 = g.constant(Tensor::scalar(0i64));
+    let h0 = g.zeros(DType::F64, &[HID]);
+    let c0 = g.zeros(DType::F64, &[HID]);
+    let out = g.while_loop(
+        &[t0, h0, c0],
+        &[rows[1], rows[0], p[0], p[1], p[2]],
+        |g, a| g.less(a[0], a[3]),
+        |g, a| {
+            let xt = g.gather(a[4], a[0], 0)?;
+            let (h, c) = lstm_cell(g, xt, a[1], a[2], [a[5], a[6], a[7]])?;
+            let one = g.constant(Tensor::scalar(1i64));
+            Ok(vec![g.add(a[0], one)?, h, c])
+        },
+    )?;
+    let hh = g.square(out[1])?;
+    let s1 = g.sum_all(hh)?;
+    let s2 = g.sum_all(out[2])?;
+    g.add(s1, s2)
+}
+
+fn input_like(g: &mut Graph, name: &str, v: &Tensor, dynamic_n: bool) -> ValueId {
+    let shape = v.shape();
+    if dynamic_n {
+        let mut dims = vec![Dim::dynamic("n")];
+        dims.extend(shape[1..].iter().map(|&d| Dim::Fixed(d)));
+        g.input(name, v.dtype(), Shape::from_dims(dims))
+    } else {
+        g.input(name, v.dtype(), shape)
+    }
+}
+
+/// Per-example gradients of `loss` under strict pfor with `opts`, checked against
+/// `per_example_gradients_loop`, a loop of per-example `gradients` and central finite
+/// differences (per example, per parameter element). Returns the pfor results.
+fn check(loss: Loss, batch: &[Tensor], params: &[Tensor], opts: &PforOptions, dynamic_n: bool) -> Vec<Vec<f64>> {
+    let n = batch[0].shape()[0];
+    let mut g = Graph::new();
+    let xs: Vec<ValueId> =
+        batch.iter().enumerate().map(|(i, v)| input_like(&mut g, &format!("x{i}"), v, dynamic_n)).collect();
+    let ps: Vec<ValueId> = params.iter().enumerate().map(|(i, v)| g.input(&format!("p{i}"), v.dtype(), v.shape())).collect();
+    let pv = per_example_gradients_with(&mut g, opts, loss, &xs, &ps).unwrap();
+    let pl = per_example_gradients_loop(&mut g, loss, &xs, &ps).unwrap();
+    // A loop of per-example `gradients`, and the per-example losses for finite differences.
+    let mut losses = Vec::new();
+    let mut per_ex = Vec::new();
+    for b in 0..n {
+        let bb = g.constant(Tensor::scalar(b as i64));
+        let rows: Vec<ValueId> = xs.iter().map(|x| g.gather(*x, bb, 0).unwrap()).collect();
+        let l = loss(&mut g, &rows, &ps).unwrap();
+        per_ex.push(gradients(&mut g, &[l], &ps, None).unwrap());
+        losses.push(l);
+    }
+    let mut feeds: Vec<(ValueId, Tensor)> = xs.iter().copied().zip(batch.iter().cloned()).collect();
+    feeds.extend(ps.iter().copied().zip(params.iter().cloned()));
+    let mut fetch = pv.clone();
+    fetch.extend(&pl);
+    fetch.extend(per_ex.iter().flatten());
+    let v = run_once(&g, &fetch, &feeds).unwrap();
+    let np = params.len();
+    let got: Vec<Vec<f64>> = v[..np].iter().map(Tensor::to_f64_vec).collect();
+    for (j, p) in params.iter().enumerate() {
+        assert_eq!(v[j].shape()[0], n, "param {j}: leading dim");
+        close(&format!("param {j}: pfor vs map_fn"), &got[j], &v[np + j].to_f64_vec(), 1e-12);
+        let size = p.len();
+        for b in 0..n {
+            let want = v[2 * np + b * np + j].to_f64_vec();
+            close(&format!("param {j}, example {b}: pfor vs gradients"), &got[j][b * size..(b + 1) * size], &want, 1e-12);
+        }
+    }
+    // Central finite differences of every example's loss.
+    let mut sess = Session::new(&g, &losses).unwrap();
+    let eps = 1e-6;
+    for (j, p) in params.iter().enumerate() {
+        let base = p.to_f64_vec();
+        let size = base.len();
+        for e in 0..size {
+            let mut eval = |delta: f64| -> Vec<f64> {
+                let mut q = base.clone();
+                q[e] += delta;
+                let mut f = feeds.clone();
+                f[xs.len() + j].1 = t(p.shape(), &q);
+                sess.run(&f).unwrap().iter().map(|l| l.scalar_f64().unwrap()).collect()
+            };
+            let (lp, lm) = (eval(eps), eval(-eps));
+            for b in 0..n {
+                let fd = (lp[b] - lm[b]) / (2.0 * eps);
+                let gv = got[j][b * size + e];
+                assert!((gv - fd).abs() <= 1e-6 * (1.0 + fd.abs()), "param {j}[{e}], example {b}: pfor {gv} vs fd {fd}");
+            }
+        }
+    }
+    got
+}
+
+/// The trip count of [`tanh_loop`] / [`threshold_loop`] per example (a reference run).
+fn trip_counts(batch: &[Tensor], params: &[Tensor], f: fn(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>) -> Vec<i64> {
+    let n = batch[0].shape()[0];
+    let mut g = Graph::new();
+    let xs: Vec<ValueId> = batch.iter().enumerate().map(|(i, v)| g.input(&format!("x{i}"), v.dtype(), v.shape())).collect();
+    let ps: Vec<ValueId> = params.iter().enumerate().map(|(i, v)| g.input(&format!("p{i}"), v.dtype(), v.shape())).collect();
+    let mut counts = Vec::new();
+    for b in 0..n {
+        let bb = g.constant(Tensor::scalar(b as i64));
+        let rows: Vec<ValueId> = xs.iter().map(|x| g.gather(*x, bb, 0).unwrap()).collect();
+        counts.push(f(&mut g, &rows, &ps).unwrap());
+    }
+    let mut feeds: Vec<(ValueId, Tensor)> = xs.iter().copied().zip(batch.iter().cloned()).collect();
+    feeds.extend(ps.iter().copied().zip(params.iter().cloned()));
+    run_once(&g, &counts, &feeds).unwrap().iter().map(|c| c.scalar_i64().unwrap()).collect()
+}
+
+fn tanh_trips(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
+    Ok(tanh_loop(g, rows[0], rows[1], p[0], p[1])?.1)
+}
+fn threshold_trips(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
+    Ok(threshold_loop(g, rows[0], p[0])?.1)
+}
+
+fn tanh_params() -> Vec<Tensor> {
+    vec![t(&[3], &[0.9, -1.1, 0.6]), Tensor::scalar(0.15f64)]
+}
+fn tanh_xs(n: usize) -> Tensor {
+    let v: Vec<f64> = (0..3 * n).map(|i| ((i * 7 % 11) as f64 - 5.0) / 6.0).collect();
+    t(&[n, 3], &v)
+}
+
+#[test]
+fn per_example_gradients_of_while_loops_with_per_example_trip_counts() {
+    let ks = ti(&[4], &[4, 0, 2, 7]);
+    let batch = [tanh_xs(4), ks];
+    let params = tanh_params();
+    assert_eq!(trip_counts(&batch, &params, tanh_trips), vec![4, 0, 2, 7]);
+    for mode in MODES {
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let got = check(tanh_loss, &batch, &params, &opts, false);
+        // Example 1 runs no step: its loss Σ x² + Σ x does not depend on the params.
+        assert!(got[0][3..6].iter().chain(&got[1][1..2]).all(|v| *v == 0.0), "{got:?}");
+        assert!(got[0][..3].iter().any(|v| *v != 0.0) && got[0][9..].iter().any(|v| *v != 0.0));
+        // Dynamic n, and chunks of 3 (a chunk of 3 rows, then a remainder of 1).
+        check(tanh_loss, &batch, &params, &opts, true);
+        check(tanh_loss, &batch, &params, &opts.clone().with_chunk_size(3), false);
+    }
+}
+
+#[test]
+fn per_example_gradients_of_while_loops_with_zero_trips_everywhere_and_one_example() {
+    let params = tanh_params();
+    for mode in MODES {
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let batch = [tanh_xs(3), ti(&[3], &[0, 0, 0])];
+        let got = check(tanh_loss, &batch, &params, &opts, false);
+        assert!(got.iter().flatten().all(|v| *v == 0.0), "{got:?}");
+        check(tanh_loss, &batch, &params, &opts, true);
+        for k in [0, 5] {
+            let batch = [tanh_xs(1), ti(&[1], &[k])];
+            let got = check(tanh_loss, &batch, &params, &opts, false);
+            assert_eq!(got[0].iter().any(|v| *v != 0.0), k > 0);
+        }
+    }
+}
+
+#[test]
+fn per_example_gradients_of_a_while_loop_until_a_data_dependent_threshold() {
+    let xs = t(&[4, 3], &[0.3, -0.2, 0.5, 0.1, 0.1, 0.1, 2.0, -1.5, 0.7, 0.9, -0.8, 0.7]);
+    let params = vec![t(&[3], &[1.1, 1.2, 0.9])];
+    let trips = trip_counts(&[xs.clone()], &params, threshold_trips);
+    assert!(trips.contains(&0) && trips.iter().any(|&k| k >= 3), "trip counts {trips:?}");
+    assert!(trips.windows(2).filter(|w| w[0] != w[1]).count() >= 2, "trip counts {trips:?}");
+    for mode in MODES {
+        check(threshold_loss, &[xs.clone()], &params, &PforOptions::strict().with_control_flow(mode), false);
+    }
+}
+
+#[test]
+fn per_example_gradients_of_an_lstm_run_to_per_example_lengths() {
+    let l = 4;
+    let xs = super::fd::randn(&[4, l, IN], 21);
+    let params =
+        vec![super::fd::randn(&[4, IN, HID], 22), super::fd::randn(&[4, HID, HID], 23), super::fd::randn(&[4, HID], 24)];
+    // Subset mode never runs a step past an example's length, so a length may be L.
+    let lens = ti(&[4], &[3, 1, 4, 0]);
+    let opts = PforOptions::strict().with_control_flow(ControlFlowMode::Subset);
+    let got = check(lstm_loss, &[xs.clone(), lens], &params, &opts, false);
+    // The example of length 0 has zero gradients; the others do not.
+    let sz: Vec<usize> = params.iter().map(Tensor::len).collect();
+    for (j, s) in sz.iter().enumerate() {
+        assert!(got[j][3 * s..4 * s].iter().all(|v| *v == 0.0));
+        assert!(got[j][..*s].iter().any(|v| *v != 0.0));
+    }
+    // Mask mode runs the body on finished rows too (reading x[len]), so lengths stay < L.
+    let lens = ti(&[4], &[3, 1, 0, 2]);
+    let opts = PforOptions::strict().with_control_flow(ControlFlowMode::Mask);
+    check(lstm_loss, &[xs, lens], &params, &opts, false);
+}
+
+/// Per-example jacobians `d h_b / d w` (a jacobian pfor nested in the per-example pfor):
+/// the inner pfor sees one trip count, the outer one a trip count per example.
+#[test]
+fn per_example_jacobians_of_while_loops_with_per_example_trip_counts() {
+    use pfor::api::{jacobian_with, map_fn, vectorized_map_with};
+    let batch = [tanh_xs(4), ti(&[4], &[4, 0, 2, 7])];
+    let params = tanh_params();
+    for mode in MODES {
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let mut g = Graph::new();
+        let (xs, ks) = (g.input("x", DType::F64, [4, 3]), g.input("k", DType::I64, [4]));
+        let (w, a) = (g.input("w", DType::F64, [3]), g.input("a", DType::F64, Shape::scalar()));
+        let o2 = opts.clone();
+        let body = move |g: &mut Graph, r: &[ValueId]| -> Result<Vec<ValueId>> {
+            let (h, _) = tanh_loop(g, r[0], r[1], w, a)?;
+            Ok(vec![jacobian_with(g, h, w, &o2)?])
+        };
+        let jv = vectorized_map_with(&mut g, &opts, body.clone(), &[xs, ks]).unwrap()[0];
+        let jl = map_fn(&mut g, body, &[xs, ks]).unwrap()[0];
+        let feeds = vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
+        let v = run_once(&g, &[jv, jl], &feeds).unwrap();
+        assert_eq!(v[0].shape(), &[4, 3, 3]);
+        close("jacobian: pfor vs map_fn", &v[0].to_f64_vec(), &v[1].to_f64_vec(), 1e-12);
+        // Finite differences of h_b w.r.t. w.
+        let mut h = Graph::new();
+        let (hx, hk, hw, ha) =
+            (h.input("x", DType::F64, [4, 3]), h.input("k", DType::I64, [4]), h.input("w", DType::F64, [3]), h.input("a", DType::F64, Shape::scalar()));
+        let mut outs = Vec::new();
+        for b in 0..4 {
+            let bb = h.constant(Tensor::scalar(b as i64));
+            let (xb, kb) = (h.gather(hx, bb, 0).unwrap(), h.gather(hk, bb, 0).unwrap());
+            outs.push(tanh_loop(&mut h, xb, kb, hw, ha).unwrap().0);
+        }
+        let y = h.stack(&outs, 0).unwrap();
+        let mut sess = Session::new(&h, &[y]).unwrap();
+        let w0 = params[0].to_f64_vec();
+        let mut eval = |q: &[f64]| {
+            let f = vec![(hx, batch[0].clone()), (hk, batch[1].clone()), (hw, t(&[3], q)), (ha, params[1].clone())];
+            sess.run(&f).unwrap()[0].to_f64_vec()
+        };
+        let eps = 1e-6;
+        let mut want = vec![0.0; 4 * 3 * 3];
+        for e in 0..3 {
+            let (mut p, mut m) = (w0.clone(), w0.clone());
+            p[e] += eps;
+            m[e] -= eps;
+            let (yp, ym) = (eval(&p), eval(&m));
+            for r in 0..12 {
+                want[r * 3 + e] = (yp[r] - ym[r]) / (2.0 * eps);
+            }
+        }
+        close("jacobian: pfor vs fd", &v[0].to_f64_vec(), &want, 1e-6);
+    }
+}
