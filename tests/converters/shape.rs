@@ -57,3 +57,54 @@ fn one_hot_stack_unstack() {
         },
     );
 }
+
+/// `loop_max` is a collective, so it has no oracle `pfor == stack of iterations`: its
+/// vectorized value is the maximum over the iterations (0 for none), loop-invariant, and
+/// nested pfors take the maximum over every enclosing loop.
+#[test]
+fn loop_max_is_the_maximum_over_the_iterations() {
+    use pfor::vectorize::{PforOptions, pfor_with};
+    let strict = PforOptions::strict();
+    for (vals, dynamic) in [(vec![4i64, 0, 2, 7], false), (vec![4, 0, 2, 7], true), (vec![3], false), (vec![], true)] {
+        let n = vals.len();
+        let mut g = Graph::new();
+        let k = if dynamic {
+            g.input("k", DType::I64, [Dim::dynamic("n")])
+        } else {
+            g.input("k", DType::I64, [n])
+        };
+        let len = if dynamic {
+            let s = g.shape_of(k).unwrap();
+            LoopLen::Dynamic(g.reshape(s, &[]).unwrap())
+        } else {
+            LoopLen::Static(n)
+        };
+        let out = pfor_with(&mut g, len, &strict, |g, i| {
+            let ki = g.gather(k, i, 0)?;
+            let m = g.loop_max(ki)?;
+            // A buffer of the bound's size: [m] ones, summed.
+            let s = g.reshape(m, &[1])?;
+            let one = g.scalar(DType::F64, 1.0);
+            let b = g.fill_dyn(s, one)?;
+            Ok(vec![m, g.sum_all(b)?])
+        })
+        .unwrap();
+        let v = run_once(&g, &out, &[(k, Tensor::from_vec(&[n], vals.clone()).unwrap())]).unwrap();
+        let want = vals.iter().copied().max().unwrap_or(0);
+        assert_eq!(v[0], Tensor::from_vec(&[n], vec![want; n]).unwrap(), "{vals:?}");
+        assert_eq!(v[1].to_f64_vec(), vec![want as f64; n], "{vals:?}");
+    }
+    // Nested: the maximum over both loops.
+    let mut g = Graph::new();
+    let k = g.input("k", DType::I64, [2, 3]);
+    let out = pfor_with(&mut g, 2, &strict, |g, i| {
+        let row = g.gather(k, i, 0)?;
+        pfor_with(g, 3, &strict, |g, j| {
+            let kij = g.gather(row, j, 0)?;
+            Ok(vec![g.loop_max(kij)?])
+        })
+    })
+    .unwrap();
+    let v = run_once(&g, &out, &[(k, Tensor::from_vec(&[2, 3], vec![1i64, 5, 2, 0, 3, 9]).unwrap())]).unwrap();
+    assert_eq!(v[0], Tensor::from_vec(&[2, 3], vec![9i64; 6]).unwrap());
+}

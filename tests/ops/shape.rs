@@ -299,6 +299,20 @@ fn shape_queries_and_identity() {
 }
 
 #[test]
+fn loop_max_is_the_identity_on_sizes_outside_pfor() {
+    assert_eq!(apply1(i64t(&[3], &[4, 0, 7]), |g, x| g.loop_max(x)), i64t(&[3], &[4, 0, 7]));
+    assert_eq!(apply1(Tensor::scalar(5i64), |g, x| g.loop_max(x)), Tensor::scalar(5i64));
+    // Only i64 sizes: a float is a build-time dtype error, a negative size a run-time one.
+    let mut g = Graph::new();
+    let f = g.input("f", DType::F64, [2]);
+    assert_err(g.loop_max(f), "loop_max", is_dtype);
+    let k = g.input("k", DType::I64, [2]);
+    let m = g.loop_max(k).unwrap();
+    let e = run(&g, &[m], &[(k, i64t(&[2], &[3, -1]))]).unwrap_err();
+    assert!(e.to_string().contains("loop_max") && e.to_string().contains("-1"), "{e}");
+}
+
+#[test]
 fn one_hot_2d_indices_axes_and_out_of_range() {
     // Indices [[0, 2], [1, 5]] (5 is out of range), depth 3, on 5, off -1.
     let idx = i64t(&[2, 2], &[0, 2, 1, 5]);
@@ -530,5 +544,5 @@ fn display_names_attributes() {
     assert_eq!(oh.to_string(), "one_hot{depth=4, axis=0, on=1, off=0, dtype=f32}");
     let names: std::collections::HashSet<&str> = ShapeKind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(names.len(), ShapeKind::ALL.len());
-    assert_eq!(ShapeKind::ALL.len(), 21);
+    assert_eq!(ShapeKind::ALL.len(), 22);
 }
