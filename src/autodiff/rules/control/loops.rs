@@ -2,32 +2,51 @@
 //!
 //! # `while` VJP: count, record, run backward
 //! The forward `While` node is left as it is; its VJP adds three loops:
-//! 1. **count**: the same loop with an extra i64 counter carry, giving the trip count `T`;
-//! 2. **record**: `T` steps (`t < T`) of the same body that first writes every carry
-//!    (the state *before* step `t`) into row `t` of a buffer `[T, ...carry]` allocated once
-//!    with `fill_dyn`, using `dynamic_update_slice`. The buffer is a carry whose only
-//!    consumer in the body is that `dynamic_update_slice`, so the executor hands the
-//!    uniquely owned buffer to the kernel, which writes the row in place
-//!    (`src/exec/mod.rs` hands a value over at its last use; the kernel writes into an
-//!    `ArcArray` that is copied only when shared): each step copies one carry, O(T) in
-//!    total, never O(T²);
-//! 3. **backward**: a `While` for `t = T-1 .. 0` that reads row `t` of every buffer
-//!    (`gather`), applies the body's VJP (which recomputes the step's intermediates from
-//!    the recorded carry) to the carry cotangents, and accumulates the cotangents of the
-//!    float captures.
+//! 1. **count**: the same loop with an extra i64 counter carry, giving the trip count `T`,
+//!    and a step bound `U = loop_max(T)` (`src/ops/shape.rs`): `U == T` outside pfor; inside
+//!    pfor, the largest `T` of all iterations — loop-invariant, while `T` is per-iteration;
+//! 2. **record**: `U` steps (`t < U`) that first write every carry (the state *before*
+//!    step `t`) into row `t` of a buffer `[U, ...carry]` allocated once with `fill_dyn`,
+//!    using `dynamic_update_slice`, then apply the body only if `t < T` (a `Cond`; past
+//!    `T` the carries stay as they are). The buffer is a carry whose only consumer in the
+//!    body is that `dynamic_update_slice`, so the executor hands the uniquely owned buffer
+//!    to the kernel, which writes the row in place (`src/exec/mod.rs` hands a value over
+//!    at its last use; the kernel writes into an `ArcArray` that is copied only when
+//!    shared): each step copies one carry, O(T) in total, never O(T²);
+//! 3. **backward**: a `While` for `s = U-1 .. 0` that reads row `s` of every buffer
+//!    (`gather`) and, only if `s < T` (a `Cond`), applies the body's VJP (which recomputes
+//!    the step's intermediates from the recorded carry) to the carry cotangents and
+//!    accumulates the cotangents of the float captures.
+//!
+//! **Invariant (why any `U >= T` gives the same gradients)**: the record loop's carries
+//! after step `t` equal the forward loop's for `t < T` and stay at the final carries for
+//! `T <= t < U`, so rows `0..T` hold exactly the forward states and rows `T..U` hold
+//! copies of the final state; the backward loop is the identity for `s >= T` and reads
+//! only rows `s < T`. Nothing reads the buffers' lead dim or the rows past `T`. Hence the
+//! results do not depend on `U` beyond `U >= T`, which is all `loop_max` promises.
+//!
+//! **Inside `pfor`** this is what makes per-example gradients of a loop with per-example
+//! trip counts vectorize: `T` is stacked but `U` is not, so the buffers have one shape
+//! `[n, U, ...]` (no ragged buffer ever exists), both the record and the backward loop
+//! have a loop-invariant predicate (one loop of `U` steps; `t`, `s` and the
+//! `dynamic_update_slice` start stay unstacked, so each step writes row `t` of all `n`
+//! buffers in place), and the per-example `t < T` / `s < T` conds are converted per step
+//! (`Subset`: the body or its VJP runs only on the examples still inside their own trip
+//! count; `Mask`: on all, then `select`). The cond arguments are one row per buffer, never
+//! whole buffers, so a step costs O(n · carry), not O(n · U · carry).
 //!
 //! Integer and bool carries (counters, flags) are recorded too — the body's behavior may
 //! depend on them — but never get cotangents. Each loop is an ordinary `While` built from
 //! ops with derivative rules and pfor converters, so the gradient is itself vectorizable
-//! (jacobians) and differentiable (hessians). Costs: the forward body runs 3·T times
-//! (original, count, record) and once more inside each backward step; memory is T carries.
+//! (jacobians, per-example gradients) and differentiable (hessians). Costs: the forward
+//! body runs 3·T times (original, count, record) and once more inside each backward step;
+//! memory is U carries.
 //!
 //! Limits: a carry whose shape changes between iterations cannot be recorded in one
 //! buffer; for carries with dynamic dims a `reshape_dyn` to the initial shape makes a
-//! size change a run-time error. Second-order derivatives are correct but not O(T): the
-//! cotangent of a recorded buffer is a full `[T, ...]` tensor per backward step. Inside
-//! `pfor`, the recording needs a loop-invariant trip count (a per-iteration `T` would need
-//! ragged buffers); the backward loop itself may carry stacked cotangents.
+//! size change a run-time error (inside pfor, a per-iteration carry shape cannot be
+//! stacked anyway). Second-order derivatives are correct but not O(T): the cotangent of a
+//! recorded buffer is a full `[U, ...]` tensor per backward step.
 //!
 //! # `while` JVP
 //! One `While` carrying the primal carries and the tangents of the float carries.

@@ -9,11 +9,13 @@
 //!
 //! - `cond` ([`cond`]): a `Cond` on the same predicate whose branches are the branch VJPs
 //!   (JVPs); each branch recomputes its own forward values, so only the taken branch runs.
-//! - `while` ([`loops`]): count the trip count `T`, re-run the loop recording every carry
-//!   into preallocated `[T, ...]` buffers with `dynamic_update_slice` (in place: O(T)
-//!   total copying), then a backward `While` for `t = T-1 .. 0` applies the body's VJP to
-//!   the recorded carries; captures accumulate their cotangents. JVP: one `While` carrying
-//!   primal and tangent carries.
+//! - `while` ([`loops`]): count the trip count `T`, re-run the loop for `U = loop_max(T)`
+//!   steps (`U == T` outside pfor, the largest `T` inside) recording every carry into
+//!   preallocated `[U, ...]` buffers with `dynamic_update_slice` (in place: O(T) total
+//!   copying), then a backward `While` for `s = U-1 .. 0` applies the body's VJP to the
+//!   recorded carries; steps past `T` are no-ops, so the gradient does not depend on `U`
+//!   and vectorizes when `T` differs per pfor iteration. Captures accumulate their
+//!   cotangents. JVP: one `While` carrying primal and tangent carries.
 //! - `call` ([`call`]): the callee's VJP / JVP inlined at the call site (recursive callees
 //!   are `Unsupported`).
 //! - `for` ([`loops`]): iterations are independent (no carries), so the VJP is a `While`
