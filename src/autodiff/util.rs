@@ -105,3 +105,23 @@ pub fn reshape_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
     let s = g.shape_of(x)?;
     g.reshape_dyn(d, s)
 }
+
+/// The size of axis `ax` of `x` as an i64 scalar: a constant when it is fixed, read from
+/// `shape_of(x)` at run time otherwise.
+pub fn dim_size(g: &mut Graph, x: ValueId, ax: usize) -> Result<ValueId> {
+    if let Some(d) = g.shape(x)?.dim(ax).value() {
+        return Ok(g.constant(crate::tensor::Tensor::scalar(d as i64)));
+    }
+    let s = g.shape_of(x)?;
+    let a = g.constant(crate::tensor::Tensor::scalar(ax as i64));
+    g.gather(s, a, 0)
+}
+
+/// Rows `start .. start + len` of `x` along axis `ax` (i64 scalars known at run time): a
+/// gather of a `range`, so it works where `slice` would need static offsets or sizes.
+pub fn range_along(g: &mut Graph, x: ValueId, ax: usize, start: ValueId, len: ValueId) -> Result<ValueId> {
+    let end = g.add(start, len)?;
+    let one = g.constant(crate::tensor::Tensor::scalar(1i64));
+    let idx = g.range(start, end, one)?;
+    g.gather(x, idx, ax as i64)
+}

@@ -425,7 +425,13 @@ fn vecmat(g: &mut Graph, v: ValueId, w: ValueId) -> Result<ValueId> {
 }
 
 /// One LSTM step; gate `k` uses `wx[k]`, `wh[k]`, `b[k]` (order i, f, o, u).
-pub(super) fn lstm_cell(g: &mut Graph, xt: ValueId, h: ValueId, c: ValueId, p: [ValueId; 3]) -> Result<(ValueId, ValueId)> {
+pub(super) fn lstm_cell(
+    g: &mut Graph,
+    xt: ValueId,
+    h: ValueId,
+    c: ValueId,
+    p: [ValueId; 3],
+) -> Result<(ValueId, ValueId)> {
     let mut gates = Vec::new();
     for k in 0..4 {
         let kk = g.constant(Tensor::scalar(k as i64));

@@ -129,7 +129,8 @@ fn check(loss: Loss, batch: &[Tensor], params: &[Tensor], opts: &PforOptions, dy
     let mut g = Graph::new();
     let xs: Vec<ValueId> =
         batch.iter().enumerate().map(|(i, v)| input_like(&mut g, &format!("x{i}"), v, dynamic_n)).collect();
-    let ps: Vec<ValueId> = params.iter().enumerate().map(|(i, v)| g.input(&format!("p{i}"), v.dtype(), v.shape())).collect();
+    let ps: Vec<ValueId> =
+        params.iter().enumerate().map(|(i, v)| g.input(&format!("p{i}"), v.dtype(), v.shape())).collect();
     let pv = per_example_gradients_with(&mut g, opts, loss, &xs, &ps).unwrap();
     let pl = per_example_gradients_loop(&mut g, loss, &xs, &ps).unwrap();
     // A loop of per-example `gradients`, and the per-example losses for finite differences.
@@ -156,7 +157,12 @@ fn check(loss: Loss, batch: &[Tensor], params: &[Tensor], opts: &PforOptions, dy
         let size = p.len();
         for b in 0..n {
             let want = v[2 * np + b * np + j].to_f64_vec();
-            close(&format!("param {j}, example {b}: pfor vs gradients"), &got[j][b * size..(b + 1) * size], &want, 1e-12);
+            close(
+                &format!("param {j}, example {b}: pfor vs gradients"),
+                &got[j][b * size..(b + 1) * size],
+                &want,
+                1e-12,
+            );
         }
     }
     // Central finite differences of every example's loss.
@@ -177,7 +183,10 @@ fn check(loss: Loss, batch: &[Tensor], params: &[Tensor], opts: &PforOptions, dy
             for b in 0..n {
                 let fd = (lp[b] - lm[b]) / (2.0 * eps);
                 let gv = got[j][b * size + e];
-                assert!((gv - fd).abs() <= 1e-6 * (1.0 + fd.abs()), "param {j}[{e}], example {b}: pfor {gv} vs fd {fd}");
+                assert!(
+                    (gv - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                    "param {j}[{e}], example {b}: pfor {gv} vs fd {fd}"
+                );
             }
         }
     }
@@ -185,11 +194,17 @@ fn check(loss: Loss, batch: &[Tensor], params: &[Tensor], opts: &PforOptions, dy
 }
 
 /// The trip count of [`tanh_loop`] / [`threshold_loop`] per example (a reference run).
-fn trip_counts(batch: &[Tensor], params: &[Tensor], f: fn(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>) -> Vec<i64> {
+fn trip_counts(
+    batch: &[Tensor],
+    params: &[Tensor],
+    f: fn(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>,
+) -> Vec<i64> {
     let n = batch[0].shape()[0];
     let mut g = Graph::new();
-    let xs: Vec<ValueId> = batch.iter().enumerate().map(|(i, v)| g.input(&format!("x{i}"), v.dtype(), v.shape())).collect();
-    let ps: Vec<ValueId> = params.iter().enumerate().map(|(i, v)| g.input(&format!("p{i}"), v.dtype(), v.shape())).collect();
+    let xs: Vec<ValueId> =
+        batch.iter().enumerate().map(|(i, v)| g.input(&format!("x{i}"), v.dtype(), v.shape())).collect();
+    let ps: Vec<ValueId> =
+        params.iter().enumerate().map(|(i, v)| g.input(&format!("p{i}"), v.dtype(), v.shape())).collect();
     let mut counts = Vec::new();
     for b in 0..n {
         let bb = g.constant(Tensor::scalar(b as i64));
@@ -267,8 +282,11 @@ fn per_example_gradients_of_a_while_loop_until_a_data_dependent_threshold() {
 fn per_example_gradients_of_an_lstm_run_to_per_example_lengths() {
     let l = 4;
     let xs = super::fd::randn(&[4, l, IN], 21);
-    let params =
-        vec![super::fd::randn(&[4, IN, HID], 22), super::fd::randn(&[4, HID, HID], 23), super::fd::randn(&[4, HID], 24)];
+    let params = vec![
+        super::fd::randn(&[4, IN, HID], 22),
+        super::fd::randn(&[4, HID, HID], 23),
+        super::fd::randn(&[4, HID], 24),
+    ];
     // Subset mode never runs a step past an example's length, so a length may be L.
     let lens = ti(&[4], &[3, 1, 4, 0]);
     let opts = PforOptions::strict().with_control_flow(ControlFlowMode::Subset);
@@ -304,14 +322,19 @@ fn per_example_jacobians_of_while_loops_with_per_example_trip_counts() {
         };
         let jv = vectorized_map_with(&mut g, &opts, body.clone(), &[xs, ks]).unwrap()[0];
         let jl = map_fn(&mut g, body, &[xs, ks]).unwrap()[0];
-        let feeds = vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
+        let feeds =
+            vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
         let v = run_once(&g, &[jv, jl], &feeds).unwrap();
         assert_eq!(v[0].shape(), &[4, 3, 3]);
         close("jacobian: pfor vs map_fn", &v[0].to_f64_vec(), &v[1].to_f64_vec(), 1e-12);
         // Finite differences of h_b w.r.t. w.
         let mut h = Graph::new();
-        let (hx, hk, hw, ha) =
-            (h.input("x", DType::F64, [4, 3]), h.input("k", DType::I64, [4]), h.input("w", DType::F64, [3]), h.input("a", DType::F64, Shape::scalar()));
+        let (hx, hk, hw, ha) = (
+            h.input("x", DType::F64, [4, 3]),
+            h.input("k", DType::I64, [4]),
+            h.input("w", DType::F64, [3]),
+            h.input("a", DType::F64, Shape::scalar()),
+        );
         let mut outs = Vec::new();
         for b in 0..4 {
             let bb = h.constant(Tensor::scalar(b as i64));

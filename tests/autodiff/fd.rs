@@ -229,3 +229,10 @@ fn check_second(c: &FdCase, b: &Built, grads: &[ValueId]) {
 pub fn map(t: &Tensor, f: impl Fn(f64) -> f64) -> Tensor {
     Tensor::from_vec(t.shape(), t.to_f64_vec().into_iter().map(f).collect::<Vec<f64>>()).unwrap()
 }
+
+/// `x` with every dim dynamic (its shape known only at run time): derivative rules then
+/// cannot read static dims.
+pub fn dyn_dims(g: &mut Graph, x: ValueId) -> Result<ValueId> {
+    let s = g.shape_of(x)?;
+    g.reshape_dyn(x, s)
+}

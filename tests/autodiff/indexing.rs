@@ -105,6 +105,32 @@ pub fn cases() -> Vec<FdCase> {
             Ok(vec![sq(g, y)?])
         })
         .second(),
+        case(
+            "dynamic_update_slice, update shape known at run time",
+            vec![randn(&[4, 5], 31), randn(&[2, 3], 32), i64t(&[2], &[1, 2])],
+            |g, x| {
+                let (o, u) = (super::fd::dyn_dims(g, x[0])?, super::fd::dyn_dims(g, x[1])?);
+                let y = g.dynamic_update_slice(o, u, x[2])?;
+                Ok(vec![sq(g, y)?])
+            },
+        )
+        .second(),
+        case(
+            "tensor_scatter_update, index rows known at run time",
+            vec![randn(&[4, 3], 33), i64t(&[3, 1], &[1, 3, 1]), randn(&[3, 3], 34)],
+            |g, x| {
+                let s = g.shape_of(x[1])?;
+                let s = g.slice(s, &[0], &[1])?;
+                let k = g.constant(Tensor::vec1(&[1i64]));
+                let s = g.concat(&[s, k], 0)?;
+                let idx = g.reshape_dyn(x[1], s)?;
+                let idx = g.reshape(idx, &[-1, 1])?;
+                let u = super::fd::dyn_dims(g, x[2])?;
+                let y = g.tensor_scatter_update(x[0], idx, u)?;
+                Ok(vec![sq(g, y)?])
+            },
+        )
+        .second(),
         case("top_k values", vec![randn(&[2, 5], 20)], |g, x| {
             let (v, i) = g.top_k(x[0], 3)?;
             Ok(vec![sq(g, v)?, i])

@@ -18,6 +18,15 @@ pub fn cases() -> Vec<FdCase> {
             Ok(vec![g.softmax_cross_entropy(x[0], x[1])?])
         })
         .second(),
+        case(
+            "sparse_softmax_cross_entropy, class count known at run time",
+            vec![randn(&[2, 3, 4], 31), labels.clone()],
+            |g, x| {
+                let l = super::fd::dyn_dims(g, x[0])?;
+                Ok(vec![g.sparse_softmax_cross_entropy(l, x[1])?])
+            },
+        )
+        .second(),
         case("sparse_softmax_cross_entropy", vec![randn(&[2, 3, 4], 9), labels], |g, x| {
             Ok(vec![g.sparse_softmax_cross_entropy(x[0], x[1])?])
         })

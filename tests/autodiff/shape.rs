@@ -41,6 +41,11 @@ pub fn cases() -> Vec<FdCase> {
         .second(),
         case("tile [2,1]", vec![x23()], |g, x| sq(g, |g| g.tile(x[0], &[2, 1]))).second(),
         case("tile [1,2,3]", vec![randn(&[2, 1, 2], 8)], |g, x| Ok(vec![g.tile(x[0], &[1, 2, 3])?])),
+        case("tile, dims known at run time", vec![randn(&[2, 1, 2], 31)], |g, x| {
+            let d = super::fd::dyn_dims(g, x[0])?;
+            sq(g, |g| g.tile(d, &[1, 2, 3]))
+        })
+        .second(),
         case("fill", vec![randn(&[], 9)], |g, x| sq(g, |g| g.fill(&[2, 3], x[0]))).second(),
         case("fill_dyn", vec![randn(&[], 10)], |g, x| {
             let s = g.constant(Tensor::vec1(&[3i64, 2]));

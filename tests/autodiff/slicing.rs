@@ -40,6 +40,16 @@ pub fn cases() -> Vec<FdCase> {
             Ok(vec![g.concat(x, -2)?])
         })
         .wrt(&[1]),
+        case(
+            "concat, sizes known at run time",
+            vec![randn(&[2, 3], 31), randn(&[2, 1], 32), randn(&[2, 2], 33)],
+            |g, x| {
+                let d: Vec<ValueId> = x.iter().map(|v| super::fd::dyn_dims(g, *v)).collect::<Result<_>>()?;
+                let y = g.concat(&d, 1)?;
+                Ok(vec![sq(g, y)?])
+            },
+        )
+        .second(),
         case("split, both outputs", vec![randn(&[5, 3], 6)], |g, x| g.split(x[0], 0, &[2, 3])),
         case("split, one output unused", vec![randn(&[2, 6], 7)], |g, x| {
             let parts = g.split(x[0], -1, &[1, 2, 3])?;

@@ -68,11 +68,7 @@ fn loop_max_is_the_maximum_over_the_iterations() {
     for (vals, dynamic) in [(vec![4i64, 0, 2, 7], false), (vec![4, 0, 2, 7], true), (vec![3], false), (vec![], true)] {
         let n = vals.len();
         let mut g = Graph::new();
-        let k = if dynamic {
-            g.input("k", DType::I64, [Dim::dynamic("n")])
-        } else {
-            g.input("k", DType::I64, [n])
-        };
+        let k = if dynamic { g.input("k", DType::I64, [Dim::dynamic("n")]) } else { g.input("k", DType::I64, [n]) };
         let len = if dynamic {
             let s = g.shape_of(k).unwrap();
             LoopLen::Dynamic(g.reshape(s, &[]).unwrap())

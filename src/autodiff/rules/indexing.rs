@@ -8,14 +8,16 @@
 //!   indices); `scatter_nd` / `tensor_scatter_add` → `gather_nd` of the cotangent;
 //! - `tensor_scatter_update`: the tensor gets the cotangent with the overwritten positions
 //!   zeroed; of duplicate updates only the LAST one (the one the forward pass kept) gets a
-//!   gradient — a "winner" table is rebuilt by scattering row numbers the same way;
+//!   gradient — a "winner" table is rebuilt by scattering row numbers the same way (the
+//!   index depth, the indices' last dim, must be fixed; the rows may be dynamic);
 //! - `unsorted_segment_max/min`: the cotangent goes to the elements equal to their
 //!   segment's extremum, split equally among ties (like `reduce_max`); `_prod`: times the
 //!   product of the other elements of the segment, exact with zeros (one zero: only it gets
 //!   a gradient; two or more: none);
 //! - segment ids `< 0` drop their rows: those rows get zero cotangent;
 //! - `dynamic_update_slice`: the operand gets the cotangent with the window zeroed, the
-//!   update gets the window (`dynamic_slice`, needs the update's static shape);
+//!   update gets the window (`dynamic_slice`; for an update shape known only at run time,
+//!   one gather of a `range` per axis);
 //! - `top_k`: values are a batched gather of the input at the returned indices (so ties
 //!   send the cotangent to the element that was returned); indices and `nonzero` are not
 //!   differentiable.
@@ -23,6 +25,7 @@
 //! Forward mode applies the same (linear) op to the tangents, or for the nonlinear segment
 //! reductions the segment sum of the weighted tangents.
 
+use crate::autodiff::util::{dim_size, range_along};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
@@ -101,10 +104,20 @@ pub fn vjp(op: &IndexOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
                 out[0] = Some(g.dynamic_update_slice(dy, z, start)?);
             }
             if need(1) {
-                let Some(sizes) = g.shape(upd)?.as_fixed() else {
-                    return Err(Error::unsupported("dynamic_update_slice", "gradient needs a static update shape"));
-                };
-                out[1] = Some(g.dynamic_slice(dy, start, &sizes)?);
+                out[1] = Some(match g.shape(upd)?.as_fixed() {
+                    Some(sizes) => g.dynamic_slice(dy, start, &sizes)?,
+                    None => {
+                        // An update shape known at run time: per axis, gather its range.
+                        let mut d = dy;
+                        for ax in 0..g.shape(upd)?.rank() {
+                            let a = g.constant(Tensor::scalar(ax as i64));
+                            let st = g.gather(start, a, 0)?;
+                            let len = dim_size(g, upd, ax)?;
+                            d = range_along(g, d, ax, st, len)?;
+                        }
+                        d
+                    }
+                });
             }
         }
         IndexOp::TopK { .. } => {
@@ -342,13 +355,30 @@ fn segment_weights(g: &mut Graph, op: &IndexOp, x: ValueId, ids: ValueId, y: Val
 /// survived (the last write to each position), with unit dims for `upd`'s inner dims.
 fn last_writer_mask(g: &mut Graph, t: ValueId, idx: ValueId, upd: ValueId) -> Result<ValueId> {
     let ishape = g.shape(idx)?;
-    let Some(idims) = ishape.as_fixed() else {
-        return Err(Error::unsupported("tensor_scatter_update", "gradient needs static index shapes"));
+    let ri = ishape.rank();
+    let Some(k) = ishape.dims().last().and_then(|d| d.value()) else {
+        return Err(Error::unsupported(
+            "tensor_scatter_update",
+            format!("gradient needs a fixed index depth (last dim), indices have shape {ishape}"),
+        ));
     };
-    let k = idims[idims.len() - 1];
-    let rows = &idims[..idims.len() - 1];
-    let nrows: usize = rows.iter().product();
-    let row_ids = g.constant(Tensor::from_vec(rows, (0..nrows as i64).collect::<Vec<i64>>())?);
+    let nrows_dims = ri - 1;
+    let row_ids = match ishape.as_fixed() {
+        Some(idims) => {
+            let rows = &idims[..nrows_dims];
+            let nrows: usize = rows.iter().product();
+            g.constant(Tensor::from_vec(rows, (0..nrows as i64).collect::<Vec<i64>>())?)
+        }
+        None => {
+            // Index rows known at run time: range(rows) reshaped to the index rows' shape.
+            let si = g.shape_of(idx)?;
+            let rows = g.slice(si, &[0], &[nrows_dims as i64])?;
+            let nrows = g.reduce_prod(rows, &[0], false)?;
+            let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
+            let ids = g.range(zero, nrows, one)?;
+            g.reshape_dyn(ids, rows)?
+        }
+    };
     // A table over t's first K dims holding the row that wrote each position last.
     let s = g.shape_of(t)?;
     let s = g.slice(s, &[0], &[k as i64])?;
@@ -357,7 +387,7 @@ fn last_writer_mask(g: &mut Graph, t: ValueId, idx: ValueId, upd: ValueId) -> Re
     let table = g.tensor_scatter_update(table, idx, row_ids)?;
     let winner = g.gather_nd(table, idx, 0)?;
     let mut m = g.equal(winner, row_ids)?;
-    let inner = g.shape(upd)?.rank() - rows.len();
+    let inner = g.shape(upd)?.rank() - nrows_dims;
     for _ in 0..inner {
         m = g.expand_dims(m, -1)?;
     }

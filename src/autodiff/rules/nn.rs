@@ -8,22 +8,23 @@
 //! - `softmax_cross_entropy(l, z)`: `d l = dy * (softmax(l) * sum(z) - z)` (labels need not
 //!   sum to 1), `d z = -dy * log_softmax(l)`;
 //! - `sparse_softmax_cross_entropy(l, i)`: `d l = dy * (softmax(l) - one_hot(i))`; the
-//!   integer labels get no derivative (the class count must be fixed);
+//!   integer labels get no derivative (a class count known only at run time builds the
+//!   one-hot as `labels == range(classes)`);
 //! - `sigmoid_cross_entropy(x, z)`: `d x = sigmoid(x) - z`, `d z = -x`;
 //! - `l2_loss`: `d x = dy * x`;
 //! - `layer_norm` and (inference) `batch_norm`: the usual formulas with `r = rsqrt(var+eps)`,
 //!   `xhat = (x - mean) * r`; layer norm's mean/variance are functions of `x` (biased
 //!   variance over the last axis), batch norm's are inputs.
 
-use crate::autodiff::util::{add_opt, broadcast_like, sum_to};
+use crate::autodiff::util::{add_opt, broadcast_like, dim_size, sum_to};
 use crate::autodiff::{JvpCtx, VjpCtx};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ir::{Graph, ValueId};
 use crate::ops::{NnKind, NnOp};
+use crate::tensor::Tensor;
 
 /// Cotangents of the inputs.
 pub fn vjp(op: &NnOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
-    let name = op.kind().name();
     let needs: Vec<bool> = (0..cx.inputs.len()).map(|i| cx.need(i)).collect();
     let dy = cx.dy(0)?;
     let (xs, y) = (cx.inputs.clone(), cx.y(0));
@@ -67,7 +68,7 @@ pub fn vjp(op: &NnOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             if !need(0) {
                 return Ok(vec![None, None]);
             }
-            let d = sparse_weights(g, name, x, xs[1])?;
+            let d = sparse_weights(g, x, xs[1])?;
             let dye = g.expand_dims(dy, -1)?;
             Ok(vec![Some(g.mul(dye, d)?), None])
         }
@@ -145,7 +146,6 @@ pub fn vjp(op: &NnOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
 
 /// Tangents of the outputs.
 pub fn jvp(op: &NnOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
-    let name = op.kind().name();
     let ts: Vec<Option<ValueId>> = (0..cx.inputs.len()).map(|i| cx.t(i)).collect();
     let (xs, y) = (cx.inputs.clone(), cx.y(0));
     let g = &mut *cx.g;
@@ -192,7 +192,7 @@ pub fn jvp(op: &NnOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         }
         NnOp::SparseSoftmaxCrossEntropy => match t(0) {
             Some(tl) => {
-                let d = sparse_weights(g, name, x, xs[1])?;
+                let d = sparse_weights(g, x, xs[1])?;
                 let m = g.mul(d, tl)?;
                 Some(g.reduce_sum(m, &[-1], false)?)
             }
@@ -292,14 +292,23 @@ fn softmax_lin(g: &mut Graph, y: ValueId, v: ValueId, axis: i64) -> Result<Value
     g.mul(y, d)
 }
 
-/// `softmax(logits) - one_hot(labels)` over the (fixed) class axis.
-fn sparse_weights(g: &mut Graph, op: &str, logits: ValueId, labels: ValueId) -> Result<ValueId> {
+/// `softmax(logits) - one_hot(labels)` over the class axis (a class count known only at
+/// run time compares the labels with `range(classes)`; out-of-range labels match no class,
+/// as in `one_hot`).
+fn sparse_weights(g: &mut Graph, logits: ValueId, labels: ValueId) -> Result<ValueId> {
     let sl = g.shape(logits)?;
-    let depth = sl.dims().last().and_then(|d| d.value()).ok_or_else(|| {
-        Error::unsupported(op, format!("derivative needs a fixed class count, logits have shape {sl}"))
-    })?;
     let dt = g.dtype(logits)?;
-    let oh = g.one_hot(labels, depth, -1, 1.0, 0.0, dt)?;
+    let oh = match sl.dims().last().and_then(|d| d.value()) {
+        Some(depth) => g.one_hot(labels, depth, -1, 1.0, 0.0, dt)?,
+        None => {
+            let c = dim_size(g, logits, sl.rank().saturating_sub(1))?;
+            let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
+            let classes = g.range(zero, c, one)?;
+            let l = g.expand_dims(labels, -1)?;
+            let eq = g.equal(l, classes)?;
+            g.cast(eq, dt)?
+        }
+    };
     let p = g.softmax(logits, -1)?;
     g.sub(p, oh)
 }

@@ -46,15 +46,31 @@ pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         ShapeOp::Tile { multiples } => {
             // [m0*x0, m1*x1, ...] -> [m0, x0, m1, x1, ...] -> sum over the m axes.
             let dy = cx.dy(0)?;
-            let xs = cx.g.shape(x)?.as_fixed().ok_or_else(|| cx.unsupported("tile gradient needs a static shape"))?;
-            let mut split = Vec::with_capacity(2 * xs.len());
-            for (m, s) in multiples.iter().zip(&xs) {
-                split.push(*m as i64);
-                split.push(*s as i64);
-            }
-            let r = cx.g.reshape(dy, &split)?;
-            let axes: Vec<i64> = (0..xs.len()).map(|i| 2 * i as i64).collect();
-            cx.g.reduce_sum(r, &axes, false)?
+            let g = &mut *cx.g;
+            let r = match g.shape(x)?.as_fixed() {
+                Some(xs) => {
+                    let mut split = Vec::with_capacity(2 * xs.len());
+                    for (m, s) in multiples.iter().zip(&xs) {
+                        split.push(*m as i64);
+                        split.push(*s as i64);
+                    }
+                    g.reshape(dy, &split)?
+                }
+                None => {
+                    // Dims known at run time: the same split, built from shape_of(x).
+                    let s = g.shape_of(x)?;
+                    let mut parts = Vec::with_capacity(2 * multiples.len());
+                    for (i, m) in multiples.iter().enumerate() {
+                        parts.push(g.constant(crate::tensor::Tensor::vec1(&[*m as i64])));
+                        parts.push(g.slice(s, &[i as i64], &[1])?);
+                    }
+                    let split = g.concat(&parts, 0)?;
+                    g.reshape_dyn(dy, split)?
+                }
+            };
+            let axes: Vec<i64> = (0..multiples.len()).map(|i| 2 * i as i64).collect();
+            let d = g.reduce_sum(r, &axes, false)?;
+            reshape_like(g, d, x)?
         }
         ShapeOp::Stack { axis } => {
             let dy = cx.dy(0)?;

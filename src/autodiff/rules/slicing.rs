@@ -5,7 +5,8 @@
 //! integer inputs — `dynamic_slice` begin, `roll` shift — unchanged), and
 //! reverse mode applies the adjoint movement, built only from differentiable graph ops so
 //! that gradients can be taken again:
-//! - `concat` ↔ `split` (each is the other's adjoint);
+//! - `concat` ↔ `split` (each is the other's adjoint; concat sizes known only at run time
+//!   gather each input's `range` of the axis instead of splitting);
 //! - `slice` → a zero `pad` (static dims) or a `dynamic_update_slice` into zeros (dynamic
 //!   dims); `dynamic_slice` → `dynamic_update_slice` into zeros at the same run-time begin;
 //! - `strided_slice` → reshape away new axes / restore shrunk ones, `reverse` the axes with
@@ -16,9 +17,10 @@
 //! - `reverse` is its own adjoint; `roll` by `shift` has adjoint `roll` by `-shift`.
 //!
 //! Integer inputs (begin offsets, shifts) never get a cotangent. Rules that need static
-//! dims (`concat`/`split` sizes, `pad` reflect/symmetric, `strided_slice`) return a clear
+//! dims (`pad` reflect/symmetric, `strided_slice`) return a clear
 //! error naming the op when a dim they need is dynamic, never a wrong answer.
 
+use crate::autodiff::util::{dim_size, range_along};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Error;
 use crate::error::Result;
@@ -36,16 +38,26 @@ pub fn vjp(op: &SlicingOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> 
             let dy = cx.dy(0)?;
             let rank = cx.g.shape(dy)?.rank();
             let ax = norm(*axis, rank);
-            let mut sizes = Vec::with_capacity(n_in);
-            for &x in &cx.inputs {
-                let d = cx.g.shape(x)?.dim(ax).value();
-                sizes.push(d.ok_or_else(|| cx.unsupported("concat gradient needs static sizes on the concat axis"))?);
-            }
-            let parts = if n_in == 1 { vec![dy] } else { cx.g.split(dy, *axis, &sizes)? };
-            for (i, p) in parts.into_iter().enumerate() {
-                if cx.need(i) {
-                    out[i] = Some(p);
+            let sizes: Option<Vec<usize>> =
+                cx.inputs.iter().map(|&x| cx.g.shape(x).map(|s| s.dim(ax).value())).collect::<Result<_>>()?;
+            if let Some(sizes) = sizes {
+                let parts = if n_in == 1 { vec![dy] } else { cx.g.split(dy, *axis, &sizes)? };
+                for (i, p) in parts.into_iter().enumerate() {
+                    if cx.need(i) {
+                        out[i] = Some(p);
+                    }
                 }
+                return Ok(out);
+            }
+            // Sizes known at run time only: gather each input's range of the axis.
+            let g = &mut *cx.g;
+            let mut off = g.constant(Tensor::scalar(0i64));
+            for (i, &x) in cx.inputs.iter().enumerate() {
+                let len = dim_size(g, x, ax)?;
+                if cx.needs.get(i).copied().unwrap_or(false) {
+                    out[i] = Some(range_along(g, dy, ax, off, len)?);
+                }
+                off = g.add(off, len)?;
             }
         }
         SlicingOp::Split { axis, .. } => {
