@@ -270,11 +270,17 @@ fn per_example_gradients_of_while_loops_with_zero_trips_everywhere_and_one_examp
 fn per_example_gradients_of_a_while_loop_until_a_data_dependent_threshold() {
     let xs = t(&[4, 3], &[0.3, -0.2, 0.5, 0.1, 0.1, 0.1, 2.0, -1.5, 0.7, 0.9, -0.8, 0.7]);
     let params = vec![t(&[3], &[1.1, 1.2, 0.9])];
-    let trips = trip_counts(&[xs.clone()], &params, threshold_trips);
+    let trips = trip_counts(std::slice::from_ref(&xs), &params, threshold_trips);
     assert!(trips.contains(&0) && trips.iter().any(|&k| k >= 3), "trip counts {trips:?}");
     assert!(trips.windows(2).filter(|w| w[0] != w[1]).count() >= 2, "trip counts {trips:?}");
     for mode in MODES {
-        check(threshold_loss, &[xs.clone()], &params, &PforOptions::strict().with_control_flow(mode), false);
+        check(
+            threshold_loss,
+            std::slice::from_ref(&xs),
+            &params,
+            &PforOptions::strict().with_control_flow(mode),
+            false,
+        );
     }
 }
 
