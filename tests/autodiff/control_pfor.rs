@@ -1,5 +1,5 @@
 //! Derivatives of `while` loops under pfor when the trip count differs per iteration:
-//! per-example gradients (and per-example jacobians, a pfor nested in a pfor) of losses
+//! per-example gradients (and per-example jacobians and hessians: pfors nested in a pfor) of losses
 //! whose loop runs a data-dependent number of steps per example, under strict pfor
 //! (`Fallback::Error`) in both control-flow modes. Every result is checked against a loop
 //! of per-example `gradients` and against central finite differences in f64.
@@ -366,5 +366,36 @@ fn per_example_jacobians_of_while_loops_with_per_example_trip_counts() {
             }
         }
         close("jacobian: pfor vs fd", &v[0].to_f64_vec(), &want, 1e-6);
+    }
+}
+
+/// Per-example hessians (second-order derivatives of the loop inside the per-example
+/// pfor): the vectorized result equals the reference loop; second derivatives themselves
+/// are checked against finite differences in `control.rs`.
+#[test]
+fn per_example_hessians_of_while_loops_with_per_example_trip_counts() {
+    use pfor::api::{hessian_with, map_fn, vectorized_map_with};
+    let batch = [tanh_xs(4), ti(&[4], &[4, 0, 2, 7])];
+    let params = tanh_params();
+    for mode in MODES {
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let mut g = Graph::new();
+        let (xs, ks) = (g.input("x", DType::F64, [4, 3]), g.input("k", DType::I64, [4]));
+        let (w, a) = (g.input("w", DType::F64, [3]), g.input("a", DType::F64, Shape::scalar()));
+        let o2 = opts.clone();
+        let body = move |g: &mut Graph, r: &[ValueId]| -> Result<Vec<ValueId>> {
+            let l = tanh_loss(g, &[r[0], r[1]], &[w, a])?;
+            Ok(vec![hessian_with(g, l, w, &o2)?])
+        };
+        let hv = vectorized_map_with(&mut g, &opts, body.clone(), &[xs, ks]).unwrap()[0];
+        let hl = map_fn(&mut g, body, &[xs, ks]).unwrap()[0];
+        let feeds =
+            vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
+        let v = run_once(&g, &[hv, hl], &feeds).unwrap();
+        assert_eq!(v[0].shape(), &[4, 3, 3]);
+        let h = v[0].to_f64_vec();
+        close("hessian: pfor vs map_fn", &h, &v[1].to_f64_vec(), 1e-10);
+        // Example 1 runs no step (zero hessian); the others do not.
+        assert!(h[9..18].iter().all(|x| *x == 0.0) && h[..9].iter().any(|x| *x != 0.0), "{h:?}");
     }
 }
