@@ -1,8 +1,9 @@
 //! Derivatives of `while` loops under pfor when the trip count differs per iteration:
-//! per-example gradients (and per-example jacobians and hessians: pfors nested in a pfor) of losses
-//! whose loop runs a data-dependent number of steps per example, under strict pfor
-//! (`Fallback::Error`) in both control-flow modes. Every result is checked against a loop
-//! of per-example `gradients` and against central finite differences in f64.
+//! per-example gradients, jacobians and hessians (pfors nested in a pfor) of losses whose
+//! loop runs a data-dependent number of steps per example, under strict pfor
+//! (`Fallback::Error`) in both control-flow modes. Gradients and jacobians are checked
+//! against a loop of per-example `gradients` and central finite differences in f64;
+//! hessians against the reference loop.
 
 use pfor::api::{per_example_gradients_loop, per_example_gradients_with};
 use pfor::autodiff::gradients;
