@@ -1,16 +1,27 @@
 //! Profiling harness for W7 (NUTS-like doubling tree): prints leaf steps/s and execution
 //! statistics of the VM and the stackless executor per batch size.
 //!
-//! Run with `cargo run --release --example w7_profile [vm|stackless|both] [batch...]`.
+//! Run with `cargo run --release --example w7_profile [vm|stackless|both|all|print] [batch...]`
+//! (`all` adds the unbatched loop; `print` shows the lowered program).
 
 use std::time::Instant;
 
-use pfor::autobatch::{ExecConfig, stackless, vm};
+use pfor::autobatch::{ExecConfig, reference, stackless, vm};
 use pfor::prelude::*;
 
 #[path = "../benches/autobatch/mod.rs"]
 mod workloads;
 use workloads::{NUTS_DIM, nuts_inputs, nuts_program};
+
+/// CPU time of this thread in seconds (Linux; 0 elsewhere), less sensitive than wall time
+/// to other processes on a shared machine. Run with `RAYON_NUM_THREADS=1` so that every
+/// GEMM runs on this thread.
+fn thread_cpu() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|n| n.parse::<f64>().ok()))
+        .map_or(0.0, |ns| ns * 1e-9)
+}
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,25 +36,28 @@ fn main() -> Result<()> {
         return Ok(());
     }
     let sl = stackless::Executor::new(&program)?;
+    let loop_too = which == "all";
     for batch in batches {
         let (inputs, steps) = nuts_inputs(batch, NUTS_DIM);
         for name in ["vm", "stackless"] {
-            if which != "both" && which != name {
+            if !matches!(which.as_str(), "both" | "all") && which != name {
                 continue;
             }
             let run = || if name == "vm" { machine.run(&inputs, &cfg) } else { sl.run(&inputs, &cfg) };
             let ex = run()?;
-            let start = Instant::now();
+            let (start, cpu0) = (Instant::now(), thread_cpu());
             let mut reps = 0u32;
             while reps < 3 || start.elapsed().as_secs_f64() < 1.0 {
                 run()?;
                 reps += 1;
             }
             let s = start.elapsed().as_secs_f64() / reps as f64;
+            let cpu = (thread_cpu() - cpu0) / reps as f64;
             let st = &ex.stats;
             println!(
-                "{name:9} batch {batch:4}: {:>10.0} leaf steps/s  ({:.2} ms/run) blocks {} (dense {} masked {} gather {}) leapfrog runs {} rows {}",
+                "{name:9} batch {batch:4}: {:>9.0} leaf steps/s wall, {:>9.0} per cpu-s ({:.2} ms/run) blocks {} (dense {} masked {} gather {}) leapfrog runs {} rows {}",
                 steps as f64 / s,
+                steps as f64 / cpu,
                 s * 1e3,
                 st.blocks(),
                 st.dense_blocks,
@@ -51,6 +65,23 @@ fn main() -> Result<()> {
                 st.gather_blocks,
                 st.runs("leapfrog"),
                 st.rows_computed
+            );
+        }
+        if loop_too {
+            reference::execute(&program, &inputs)?;
+            let (start, cpu0) = (Instant::now(), thread_cpu());
+            let mut reps = 0u32;
+            while reps < 2 || start.elapsed().as_secs_f64() < 1.0 {
+                reference::execute(&program, &inputs)?;
+                reps += 1;
+            }
+            let s = start.elapsed().as_secs_f64() / reps as f64;
+            let cpu = (thread_cpu() - cpu0) / reps as f64;
+            println!(
+                "loop      batch {batch:4}: {:>9.0} leaf steps/s wall, {:>9.0} per cpu-s ({:.2} ms/run)",
+                steps as f64 / s,
+                steps as f64 / cpu,
+                s * 1e3
             );
         }
     }
