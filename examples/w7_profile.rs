@@ -28,6 +28,9 @@ fn main() -> Result<()> {
     let which = args.first().cloned().unwrap_or_else(|| "both".into());
     let batches: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();
     let batches = if batches.is_empty() { vec![1, 16, 128, 512] } else { batches };
+    // A fixed number of timed runs (for per-run counters such as `perf stat` page faults).
+    let fixed: Option<u32> = std::env::var("W7_REPS").ok().and_then(|r| r.parse().ok());
+    let more = |reps: u32, secs: f64| fixed.map_or(reps < 3 || secs < 1.0, |n| reps < n);
     let program = nuts_program(NUTS_DIM)?;
     let cfg = ExecConfig::default();
     let machine = vm::Vm::new(&program)?;
@@ -47,7 +50,7 @@ fn main() -> Result<()> {
             let ex = run()?;
             let (start, cpu0) = (Instant::now(), thread_cpu());
             let mut reps = 0u32;
-            while reps < 3 || start.elapsed().as_secs_f64() < 1.0 {
+            while more(reps, start.elapsed().as_secs_f64()) {
                 run()?;
                 reps += 1;
             }
