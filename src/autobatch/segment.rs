@@ -135,6 +135,115 @@ impl PlanCache {
                 Instruction::Pop(o) => Step::Pop(full(&o.vars)),
             });
         }
+        propagate_copies(p, &mut steps);
         Ok(BlockPlan { steps, terminator: b.terminator.clone() })
     }
+}
+
+impl Step {
+    /// The variables this step reads (all before any it writes).
+    fn reads(&self) -> &[Var] {
+        match self {
+            Step::Prim { op, .. } => &op.inputs,
+            Step::Call { inputs, .. } => inputs,
+            Step::Push(vs) => vs,
+            Step::Pop(_) => &[],
+        }
+    }
+
+    /// The variables this step writes.
+    fn writes(&self) -> &[Var] {
+        match self {
+            Step::Prim { op, .. } => &op.outputs,
+            Step::Call { outputs, .. } => outputs,
+            Step::Push(_) => &[],
+            Step::Pop(vs) => vs,
+        }
+    }
+
+    fn inputs_mut(&mut self) -> &mut [Var] {
+        match self {
+            Step::Prim { op, .. } => &mut op.inputs,
+            Step::Call { inputs, .. } => inputs,
+            Step::Push(vs) => vs,
+            Step::Pop(_) => &mut [],
+        }
+    }
+}
+
+/// Copy propagation inside one compiled block (a plan-level rewrite; the program is
+/// unchanged). Removes from every parallel copy
+/// - identity pairs `v = v` (a parallel copy reads all inputs before writing any output),
+/// - pairs `t = s` into a Temporary `t`, when every later read of `t` in the block happens
+///   before `s` is next written: those reads are rewritten to read `s` instead. A
+///   Temporary is read and written only inside this block and is not live out of it, so
+///   the block's other readers see the same value and the terminator never reads it.
+///
+/// A copy step whose pairs are all removed stays in the plan with no pairs, so execution
+/// counters are unchanged. This keeps values in their registers: an executor running
+/// compacted rows would otherwise gather a value into a temporary and scatter it back,
+/// twice per call return.
+fn propagate_copies(p: &Program, steps: &mut [Step]) {
+    for i in 0..steps.len() {
+        let Step::Prim { op, .. } = &steps[i] else { continue };
+        if !matches!(op.kind, PrimKind::Copy) {
+            continue;
+        }
+        let pairs: Vec<(Var, Var)> = op.inputs.iter().copied().zip(op.outputs.iter().copied()).collect();
+        let mut drop = vec![false; pairs.len()];
+        for (k, &(src, dst)) in pairs.iter().enumerate() {
+            if src == dst {
+                drop[k] = true;
+                continue;
+            }
+            let single_write = pairs.iter().filter(|(_, o)| *o == dst).count() == 1;
+            let src_kept = !pairs.iter().any(|(_, o)| *o == src);
+            if p.alloc(dst) != VariableAllocation::Temporary || !single_write || !src_kept {
+                continue;
+            }
+            if let Some(uses) = forwardable_uses(steps, i, src, dst) {
+                for j in uses {
+                    for v in steps[j].inputs_mut() {
+                        if *v == dst {
+                            *v = src;
+                        }
+                    }
+                }
+                drop[k] = true;
+            }
+        }
+        if let Step::Prim { op, out_types, .. } = &mut steps[i] {
+            retain_unmarked(&mut op.inputs, &drop);
+            retain_unmarked(&mut op.outputs, &drop);
+            retain_unmarked(out_types, &drop);
+        }
+    }
+}
+
+fn retain_unmarked<T>(v: &mut Vec<T>, drop: &[bool]) {
+    let mut k = 0;
+    v.retain(|_| {
+        k += 1;
+        !drop.get(k - 1).copied().unwrap_or(false)
+    });
+}
+
+/// The steps after `at` that read `dst` (defined at `at` as a copy of `src`), if every one
+/// of them runs before `src` is next written; `None` otherwise.
+fn forwardable_uses(steps: &[Step], at: usize, src: Var, dst: Var) -> Option<Vec<usize>> {
+    let mut uses = Vec::new();
+    let mut src_written = false;
+    for (j, step) in steps.iter().enumerate().skip(at + 1) {
+        if step.reads().contains(&dst) {
+            if src_written {
+                return None;
+            }
+            uses.push(j);
+        }
+        if step.writes().contains(&dst) {
+            break;
+        }
+        src_written |= step.writes().contains(&src);
+    }
+    Some(uses)
 }

@@ -2,7 +2,7 @@
 //! (in every execution mode and threshold) agree exactly with the unbatched reference
 //! interpreter, and with closed forms where there are some.
 
-use pfor::autobatch::{ExecConfig, ExecMode, Program, reference, stackless, vm};
+use pfor::autobatch::{ExecConfig, ExecMode, Program, VariableAllocation, reference, stackless, vm};
 use pfor::prelude::*;
 use proptest::prelude::*;
 
@@ -71,6 +71,17 @@ proptest! {
         let b = depths.len();
         let inputs = [i64t(&[b], &depths), Tensor::randn_f64(&[b, dim], seed), Tensor::randn_f64(&[b, dim], seed + 1)];
         agree(&nuts(dim, 0.05), &inputs)?;
+    }
+
+    #[test]
+    fn forwarded_copies_agree(xs in prop::collection::vec(-3i64..9, 1..24)) {
+        let p = copies();
+        for t in ["t", "u", "a", "double"] {
+            prop_assert_eq!(p.alloc(var(&p, t)), VariableAllocation::Temporary, "{}", t);
+        }
+        let out = agree(&p, &[i64t(&[xs.len()], &xs)])?;
+        let want: Vec<i64> = xs.iter().map(|&x| if x > 3 { 11 * x + 1 } else { 201 * x }).collect();
+        prop_assert_eq!(out[0].to_vec::<i64>().unwrap(), want);
     }
 
     #[test]

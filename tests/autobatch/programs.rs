@@ -1,7 +1,7 @@
 //! The test programs, written with the public `ProgramBuilder` DSL as a user would.
 #![allow(dead_code)]
 
-use pfor::autobatch::{FuncId, FunctionBuilder, Program, ProgramBuilder, Var, VarType};
+use pfor::autobatch::{FuncId, FunctionBuilder, PrimOp, Program, ProgramBuilder, Var, VarType};
 use pfor::prelude::*;
 
 /// A one-output closure applying `f` to every i64 element of input 0.
@@ -309,4 +309,43 @@ pub fn a_matrix(dim: usize) -> Vec<f64> {
 /// The variable named `name` (panics in tests if missing).
 pub fn var(p: &Program, name: &str) -> Var {
     p.var(name).unwrap_or_else(|| panic!("no variable {name} in\n{p}"))
+}
+
+/// Copies that the executors' plans may forward or drop, and ones they must not:
+/// `copies(x) = if x > 3 { t = x; x = x + 1; u = t; (u * 10 + x) } else { a = x; double = 2x;
+/// (a, double) = (double, a); x = x; (a * 100 + double) }`, i.e. `11x + 1` or `201x`. `t`, `u`, `a`, `double`
+/// are block temporaries; `t`'s source is overwritten before `t` is read (through `u`).
+pub fn copies() -> Program {
+    let mut pb = ProgramBuilder::new();
+    let f = pb
+        .function("copies", &["x"], &["y"], |f| {
+            let x = f.param(0)?;
+            let y = f.result(0)?;
+            let big = f.prim("big", &[x], test_i64(|x| x > 3))?;
+            f.if_else(
+                big,
+                |f| {
+                    let (t, u) = (f.local("t"), f.local("u"));
+                    f.op(PrimOp::copy("save", &[x], &[t]))?;
+                    f.prim_into("inc", &[x], &[x], |v| Ok(vec![v[0].array::<i64>()?.mapv(|x| x + 1).into()]))?;
+                    f.op(PrimOp::copy("chain", &[t], &[u]))?;
+                    f.prim_into("combine", &[u, x], &[y], |v| {
+                        Ok(vec![(v[0].array::<i64>()? * 10 + v[1].array::<i64>()?).into()])
+                    })
+                },
+                |f| {
+                    let a = f.local("a");
+                    f.op(PrimOp::copy("take", &[x], &[a]))?;
+                    let b = f.prim("double", &[x], map_i64(|x| 2 * x))?;
+                    f.op(PrimOp::copy("swap", &[b, a], &[a, b]))?;
+                    f.op(PrimOp::copy("same", &[x], &[x]))?;
+                    f.prim_into("mix", &[a, b], &[y], |v| {
+                        Ok(vec![(v[0].array::<i64>()? * 100 + v[1].array::<i64>()?).into()])
+                    })
+                },
+            )?;
+            f.ret(&[y])
+        })
+        .unwrap();
+    pb.build(f, &i64s()).unwrap()
 }
