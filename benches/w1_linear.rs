@@ -7,6 +7,8 @@ mod workloads;
 use workloads::{Mode, w1};
 
 fn bench(c: &mut Criterion) {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator().expect("mallopt");
     let mut group = c.benchmark_group("w1_linear");
     group.sample_size(10);
     for n in [1usize, 8, 64, 512, 4096] {

@@ -6,6 +6,8 @@ mod workloads;
 use workloads::{W3Mode, w3};
 
 fn bench(c: &mut Criterion) {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator().expect("mallopt");
     let mut group = c.benchmark_group("w3_lstm");
     group.sample_size(10);
     for n in [1usize, 16, 128, 512] {

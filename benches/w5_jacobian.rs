@@ -6,6 +6,8 @@ mod workloads;
 use workloads::{Mode, w5};
 
 fn bench(c: &mut Criterion) {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator().expect("mallopt");
     let mut group = c.benchmark_group("w5_lstm_jacobian");
     group.sample_size(10);
     for out in [1usize, 8, 32, 128] {

@@ -11,6 +11,8 @@ mod workloads;
 use workloads::{fib_inputs, fib_program};
 
 fn bench(c: &mut Criterion) {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator().expect("mallopt");
     let program = fib_program().expect("fib builds");
     let cfg = ExecConfig::default();
     let sl = stackless::Executor::new(&program).expect("stackless");

@@ -11,6 +11,8 @@ mod workloads;
 use workloads::{NUTS_DIM, nuts_inputs, nuts_program};
 
 fn bench(c: &mut Criterion) {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator().expect("mallopt");
     let program = nuts_program(NUTS_DIM).expect("nuts builds");
     let cfg = ExecConfig::default();
     let sl = stackless::Executor::new(&program).expect("stackless");

@@ -57,6 +57,8 @@ fn dump(g: &Graph, v: ValueId) -> Result<()> {
 }
 
 fn main() -> Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     // Flags: `--out N` runs one size; `--mode pfor|loop` times one mode only (for profiles,
     // repeated `--reps` times); `--dump` lists the ops of the pfor graph.
     let args: Vec<String> = std::env::args().collect();

@@ -35,6 +35,8 @@ fn arg_value(flag: &str) -> Option<String> {
 }
 
 fn main() -> pfor::Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     let quick = std::env::args().any(|a| a == "--quick");
     let (budget, mut min_reps) = if quick { (Duration::from_millis(200), 1) } else { (Duration::from_millis(1500), 3) };
     let mut max_reps = 20;

@@ -29,6 +29,8 @@ fn logits(g: &mut Graph, p: &[ValueId], x: ValueId) -> Result<ValueId> {
 }
 
 fn main() -> Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     let n = 32;
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, 28, 28, 1]);

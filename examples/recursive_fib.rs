@@ -28,6 +28,8 @@ fn rate(calls: u64, mut f: impl FnMut() -> Result<Vec<Tensor>>) -> Result<(f64, 
 }
 
 fn main() -> Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     let batch: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1024);
     let program = fib_program()?;
     println!("{program}");

@@ -87,6 +87,8 @@ fn prefix(n: usize, k: usize) -> Result<Workload> {
 }
 
 fn main() -> pfor::Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(128);
     let reps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);

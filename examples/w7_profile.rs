@@ -24,6 +24,8 @@ fn thread_cpu() -> f64 {
 }
 
 fn main() -> Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let which = args.first().cloned().unwrap_or_else(|| "both".into());
     let batches: Vec<usize> = args.iter().skip(1).filter_map(|a| a.parse().ok()).collect();

@@ -84,6 +84,8 @@ impl Args {
 }
 
 fn main() -> pfor::Result<()> {
+    // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
+    pfor::tune_system_allocator()?;
     let a = args();
     println!("machine: {} logical cores (rayon), {}", rayon::current_num_threads(), std::env::consts::ARCH);
     match &a.peers.source {

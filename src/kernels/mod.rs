@@ -1,4 +1,6 @@
-//! Low-level kernels shared by several op families (GEMM, vectorized f32 math).
+//! Low-level kernels shared by several op families (GEMM, vectorized f32 math), and the
+//! opt-in allocator tuning for large-tensor workloads ([`alloc::tune_system_allocator`]).
 
+pub mod alloc;
 pub mod fastmath;
 pub mod gemm;

@@ -145,3 +145,19 @@ fn unary_f32_sigmoid_tanh_kernels_are_accurate() {
     tanh_f32(&mut z);
     assert!(z[0] == 0.0 && z[1] == 0.0 && z[1].is_sign_negative());
 }
+
+/// The allocator tuning applies on Linux/glibc, is idempotent, and leaves results alone.
+#[test]
+fn allocator_tuning_applies_and_keeps_results() -> pfor::Result<()> {
+    let mut g = pfor::Graph::new();
+    let x = g.input("x", pfor::DType::F32, [300, 1000]);
+    let y = g.tanh(x)?;
+    let feed = pfor::Tensor::randn(&[300, 1000], 5);
+    let before = pfor::run_once(&g, &[y], &[(x, feed.clone())])?;
+    let applied = pfor::tune_system_allocator()?;
+    assert_eq!(applied, cfg!(all(target_os = "linux", target_env = "gnu")));
+    assert_eq!(pfor::tune_system_allocator()?, applied);
+    let after = pfor::run_once(&g, &[y], &[(x, feed)])?;
+    assert_eq!(before[0].to_vec::<f32>()?, after[0].to_vec::<f32>()?);
+    Ok(())
+}
