@@ -279,18 +279,55 @@ macro_rules! map_kind {
     };
 }
 
-/// `f32` sigmoid / tanh through the vectorized slice kernels (in place when unique).
-fn fast_f32(a: ndarray::ArcArray<f32, ndarray::IxDyn>, kernel: fn(&mut [f32])) -> Tensor {
-    let mut a = if a.is_standard_layout() { a } else { a.as_standard_layout().into_owned().into_shared() };
+/// `f32` sigmoid / tanh through the vectorized slice kernels: in place when the buffer is
+/// uniquely owned and contiguous; otherwise (a shared buffer, or a strided view such as one
+/// gate of a `split`) into a fresh buffer, one cache-resident piece at a time — each piece
+/// is copied and transformed while it sits in L1, so the data makes one pass over memory,
+/// not two (copy everything, then transform everything).
+fn fast_f32(mut a: ndarray::ArcArray<f32, ndarray::IxDyn>, kernel: fn(&mut [f32])) -> Result<Tensor> {
+    const CHUNK: usize = 1 << 14;
     let n = a.len();
-    if let Some(xs) = a.as_slice_mut() {
-        if n >= PAR_THRESHOLD {
-            xs.par_chunks_mut(1 << 14).for_each(kernel);
+    let par = n >= PAR_THRESHOLD && rayon::current_num_threads() > 1;
+    if a.is_unique()
+        && let Some(xs) = a.as_slice_memory_order_mut()
+    {
+        if par {
+            xs.par_chunks_mut(CHUNK).for_each(kernel);
         } else {
             kernel(xs);
         }
+        return Ok(Tensor::F32(a));
     }
-    Tensor::F32(a)
+    let shape = a.shape().to_vec();
+    let mut out: Vec<f32> = Vec::with_capacity(n);
+    if let Some(xs) = a.as_slice() {
+        // shared, contiguous: piecewise copy + transform
+        for piece in xs.chunks(CHUNK) {
+            let at = out.len();
+            out.extend_from_slice(piece);
+            kernel(&mut out[at..]);
+        }
+    } else if let Some(last) = shape.len().checked_sub(1)
+        && a.strides()[last] == 1
+        && shape[last] > 0
+    {
+        // a strided view with contiguous rows (e.g. a split of the last axis): row by row
+        for lane in a.lanes(ndarray::Axis(last)) {
+            let at = out.len();
+            match lane.as_slice() {
+                Some(row) => out.extend_from_slice(row),
+                None => out.extend(lane.iter().copied()),
+            }
+            kernel(&mut out[at..]);
+        }
+    } else {
+        out.extend(a.iter().copied());
+        kernel(&mut out);
+    }
+    // `out` holds exactly one element per index of `shape`, in row-major order
+    ndarray::ArcArray::from_shape_vec(ndarray::IxDyn(&shape), out)
+        .map(Tensor::F32)
+        .map_err(|e| Error::shape("unary", format!("internal: output of shape {shape:?}: {e}")))
 }
 
 /// Evaluate.
@@ -301,8 +338,8 @@ pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
         Tensor::F32(a) => match k {
             UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
-            UnaryKind::Sigmoid => fast_f32(a, crate::kernels::fastmath::sigmoid_f32),
-            UnaryKind::Tanh => fast_f32(a, crate::kernels::fastmath::tanh_f32),
+            UnaryKind::Sigmoid => fast_f32(a, crate::kernels::fastmath::sigmoid_f32)?,
+            UnaryKind::Tanh => fast_f32(a, crate::kernels::fastmath::tanh_f32)?,
             _ => map_kind!(a, k, f_f32, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Floor, Ceil]),
         },
         Tensor::F64(a) => match k {
