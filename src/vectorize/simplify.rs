@@ -10,9 +10,9 @@
 //!   changes gradients);
 //! - a view op (`reshape`, `expand_dims`, `squeeze`) whose output type equals its input's →
 //!   its input;
-//! - two view ops in a row, at least one a `reshape` → one `reshape` of the first one's
-//!   input, or that input itself when the types agree (view ops never move elements in
-//!   row-major order, so the chain is the reshape to its final shape);
+//! - a chain of view ops with a `reshape` in it → one `reshape` of the chain's source, or
+//!   the source itself when the types agree (view ops never move elements in row-major
+//!   order, so the chain is the reshape to its final shape);
 //! - `transpose{p2}(transpose{p1}(x))` → `transpose{p1∘p2}(x)`, or `x` when that is the
 //!   identity; an identity `transpose` → its input;
 //! - a `broadcast_to`, or a `tile` that only repeats size-1 axes (a broadcast), feeding an
@@ -132,6 +132,9 @@ fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<Simplif
     Ok(report)
 }
 
+/// How many view ops up a chain the pass looks (keeps the pass linear).
+const MAX_CHAIN: usize = 8;
+
 /// A fully static type (every dim fixed).
 fn is_static(t: &TensorType) -> bool {
     t.shape.is_fixed()
@@ -196,17 +199,30 @@ fn decide(g: &Graph, n: NodeId) -> Result<Option<Action>> {
             if same_type(x)? {
                 return Ok(Some(Action::Forward(x)));
             }
-            let self_reshape = matches!(node.op, Op::Shape(ShapeOp::Reshape { .. }));
-            let Some((y, prev_reshape)) = view_input(g, x)? else { return Ok(None) };
-            if !is_static(g.value_type(y)?) {
-                return Ok(None);
+            // Walk up the chain of view ops feeding this one (a bounded number of steps: inside
+            // the region chains are already folded, so this only crosses its boundary).
+            let mut any_reshape = matches!(node.op, Op::Shape(ShapeOp::Reshape { .. }));
+            let (mut cur, mut forward, mut fold) = (x, None, None);
+            for _ in 0..MAX_CHAIN {
+                let Some((y, prev_reshape)) = view_input(g, cur)? else { break };
+                if !is_static(g.value_type(y)?) {
+                    break;
+                }
+                any_reshape |= prev_reshape;
+                if same_type(y)? {
+                    forward = Some(y);
+                }
+                // Only chains with a reshape in them fold: a chain of zero-copy views folded
+                // into a reshape could add a copy (for a non-contiguous input).
+                if any_reshape {
+                    fold = Some(y);
+                }
+                cur = y;
             }
-            if same_type(y)? {
+            if let Some(y) = forward {
                 return Ok(Some(Action::Forward(y)));
             }
-            if !(self_reshape || prev_reshape) {
-                return Ok(None); // two views: folding into a reshape could add a copy
-            }
+            let Some(y) = fold else { return Ok(None) };
             let shape: Vec<i64> = out.shape.dims().iter().filter_map(|d| d.value().map(|v| v as i64)).collect();
             let op = Op::Shape(ShapeOp::Reshape { shape });
             Ok(infers_same(g, &op, &[y], std::slice::from_ref(out))?.then_some(Action::Fold(op, vec![y])))
