@@ -354,12 +354,23 @@ impl Graph {
         if outs != self.node(node)?.outputs {
             return Err(Error::InvalidArgument(format!("rewrite_node on {node} ({op}) would change its output types")));
         }
-        let old: Vec<_> = self.g.edges_directed(node.nx(), petgraph::Direction::Incoming).map(|e| e.id()).collect();
-        for e in old {
+        // Only the edges of changed positions move (removing an edge walks its source's
+        // edge list, which is long for widely shared values such as weights).
+        let old_inputs = self.node(node)?.inputs.clone();
+        let same_arity = old_inputs.len() == inputs.len();
+        let stale: Vec<_> = self
+            .g
+            .edges_directed(node.nx(), petgraph::Direction::Incoming)
+            .filter(|e| !same_arity || old_inputs[e.weight().dst_pos as usize] != inputs[e.weight().dst_pos as usize])
+            .map(|e| e.id())
+            .collect();
+        for e in stale {
             self.g.remove_edge(e);
         }
         for (pos, v) in inputs.iter().enumerate() {
-            self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
+            if !same_arity || old_inputs[pos] != *v {
+                self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
+            }
         }
         let nd = &mut self.g[node.nx()];
         nd.op = op;
@@ -367,14 +378,19 @@ impl Graph {
         Ok(())
     }
 
-    /// Remove one node that nothing consumes (for graph passes). Errors if the node does
-    /// not exist or any node still reads one of its outputs.
-    pub fn remove_unused_node(&mut self, node: NodeId) -> Result<()> {
-        self.node(node)?;
-        if let Some(c) = self.consumers(node).first() {
-            return Err(Error::InvalidArgument(format!("cannot remove {node}: {c} reads it")));
+    /// Remove a set of nodes at once (for graph passes), in time linear in the graph's size:
+    /// removing nodes one by one costs, per edge, a walk of its source's edge list, which is
+    /// quadratic for a value read by many removed nodes. Surviving nodes keep their ids.
+    /// Errors, changing nothing, if a node is missing or a surviving node reads a removed one.
+    pub fn remove_nodes(&mut self, dead: &hashbrown::HashSet<NodeId>) -> Result<()> {
+        for &n in dead {
+            self.node(n)?;
+            if let Some(c) = self.consumers(n).into_iter().find(|c| !dead.contains(c)) {
+                return Err(Error::InvalidArgument(format!("cannot remove {n}: {c} reads it")));
+            }
         }
-        self.g.remove_node(node.nx());
+        let g = std::mem::take(&mut self.g);
+        self.g = g.filter_map_owned(|i, nd| (!dead.contains(&NodeId(i.index() as u32))).then_some(nd), |_, e| Some(e));
         Ok(())
     }
 

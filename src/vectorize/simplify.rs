@@ -85,51 +85,104 @@ fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<Simplif
     for o in outputs {
         g.check_value(*o)?;
     }
-    let region: Vec<NodeId> =
-        g.node_ids().into_iter().filter(|&n| since.is_none_or(|m| g.added_since(n, m))).collect();
+    let region: Vec<NodeId> = g.node_ids().into_iter().filter(|&n| since.is_none_or(|m| g.added_since(n, m))).collect();
     let mut report = SimplifyReport::default();
-    // Forwarding table: a replaced value → the equal value that replaces it (already final).
+    // Sweep 1, before any rewrite (so nothing is rewritten only to be dropped — in pfor the
+    // traced body is dead after conversion): newest first, so consumers go before producers.
+    let keep: HashSet<NodeId> = outputs.iter().map(|o| o.node).collect();
+    let dead = dead_set(g, region.iter().rev().copied(), &keep, since)?;
+    report.removed += dead.len();
+    g.remove_nodes(&dead)?;
+    // The forward sweep. `repl` maps a replaced value to the equal value replacing it
+    // (already final: producers are visited before consumers); `bypassed` collects nodes
+    // that may have lost their last consumer.
     let mut repl: HashMap<ValueId, ValueId> = HashMap::new();
+    let mut bypassed: Vec<NodeId> = Vec::new();
     for &n in &region {
-        let node = g.node(n)?;
+        let Ok(node) = g.node(n) else { continue }; // removed by sweep 1
         // Stateful ops keep their op; their inputs are forwarded like any other's (an equal
         // value), so the intermediate that was bypassed can go.
         let fixed_op = node.op.has_side_effects() || node.op.is_stateful();
         let inputs: Vec<ValueId> = node.inputs.iter().map(|v| repl.get(v).copied().unwrap_or(*v)).collect();
         if inputs != node.inputs {
+            bypassed.extend(node.inputs.iter().map(|v| v.node));
             let op = node.op.clone();
             g.rewrite_node(n, op, &inputs)?;
         }
         let action = if fixed_op { None } else { decide(g, n)? };
+        let Some(action) = action else { continue };
+        bypassed.extend(g.node(n)?.inputs.iter().map(|v| v.node));
         match action {
-            Some(Action::Forward(v)) => {
+            Action::Forward(v) => {
                 repl.insert(ValueId { node: n, slot: 0 }, v);
+                bypassed.push(n);
                 report.forwarded += 1;
             }
-            Some(Action::Fold(op, ins)) => {
+            Action::Fold(op, ins) => {
                 g.rewrite_node(n, op, &ins)?;
                 report.folded += 1;
             }
-            Some(Action::Rewire(ins)) => {
+            Action::Rewire(ins) => {
                 let op = g.node(n)?.op.clone();
                 g.rewrite_node(n, op, &ins)?;
                 report.broadcasts_dropped += 1;
             }
-            None => {}
         }
     }
     report.outputs = outputs.iter().map(|o| repl.get(o).copied().unwrap_or(*o)).collect();
+    // Sweep 2: what the rewrites left unread, and then its producers.
     let keep: HashSet<NodeId> = report.outputs.iter().map(|o| o.node).collect();
-    for &n in region.iter().rev() {
-        let op = &g.node(n)?.op;
-        let removable =
-            !(op.has_side_effects() || op.is_stateful() || matches!(op, Op::Input { .. }) || keep.contains(&n));
-        if removable && g.consumers(n).is_empty() {
-            g.remove_unused_node(n)?;
-            report.removed += 1;
+    let dead = dead_set(g, bypassed.into_iter(), &keep, since)?;
+    report.removed += dead.len();
+    g.remove_nodes(&dead)?;
+    Ok(report)
+}
+
+/// The removable region nodes nothing live reads, starting from `candidates`: a candidate
+/// is dead when it is removable and all its consumers are dead; a node found dead makes its
+/// producers candidates again. Each node's consumers are listed once and then counted down,
+/// so this is linear in the edges looked at (even for a value read by thousands of nodes).
+fn dead_set(
+    g: &Graph,
+    candidates: impl Iterator<Item = NodeId>,
+    keep: &HashSet<NodeId>,
+    since: Option<u64>,
+) -> Result<HashSet<NodeId>> {
+    let mut dead: HashSet<NodeId> = HashSet::new();
+    // Consumers not (yet) dead, per node looked at.
+    let mut live_consumers: HashMap<NodeId, usize> = HashMap::new();
+    let mut work: Vec<NodeId> = candidates.collect();
+    // Pop in the given order first (newest first for sweep 1), then what gets re-queued.
+    work.reverse();
+    while let Some(n) = work.pop() {
+        if dead.contains(&n) || since.is_some_and(|m| !g.added_since(n, m)) || !removable(g, n, keep)? {
+            continue;
+        }
+        let left =
+            *live_consumers.entry(n).or_insert_with(|| g.consumers(n).iter().filter(|c| !dead.contains(*c)).count());
+        if left > 0 {
+            continue;
+        }
+        dead.insert(n);
+        let mut producers: Vec<NodeId> = g.node(n)?.inputs.iter().map(|v| v.node).collect();
+        producers.sort_unstable();
+        producers.dedup();
+        for p in producers {
+            if let Some(c) = live_consumers.get_mut(&p) {
+                *c = c.saturating_sub(1);
+            }
+            work.push(p);
         }
     }
-    Ok(report)
+    Ok(dead)
+}
+
+/// Whether node `n` may be removed once nothing reads it: it exists, is no output, no
+/// graph input, and has no side effects or randomness.
+fn removable(g: &Graph, n: NodeId, keep: &HashSet<NodeId>) -> Result<bool> {
+    let Ok(node) = g.node(n) else { return Ok(false) };
+    let op = &node.op;
+    Ok(!(op.has_side_effects() || op.is_stateful() || matches!(op, Op::Input { .. }) || keep.contains(&n)))
 }
 
 /// How many view ops up a chain the pass looks (keeps the pass linear).
@@ -161,7 +214,8 @@ fn broadcast_source(g: &Graph, v: ValueId) -> Result<Option<ValueId>> {
         Op::Shape(ShapeOp::Tile { multiples }) => {
             let xs = g.shape(x)?;
             let Some(dims) = xs.as_fixed() else { return Ok(None) };
-            let only_size_one = dims.len() == multiples.len() && dims.iter().zip(multiples).all(|(&d, &m)| m == 1 || d == 1);
+            let only_size_one =
+                dims.len() == multiples.len() && dims.iter().zip(multiples).all(|(&d, &m)| m == 1 || d == 1);
             Ok(only_size_one.then_some(x))
         }
         _ => Ok(None),

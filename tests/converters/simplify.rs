@@ -87,7 +87,11 @@ fn expand_dims_and_squeeze_cancel() {
         let back = g.expand_dims(q, 0)?;
         Ok(vec![g.exp(s)?, g.exp(back)?])
     });
-    assert_eq!(ks, vec![OpKind::Input, OpKind::Input, OpKind::Unary(UnaryKind::Exp), OpKind::Unary(UnaryKind::Exp)], "{g}");
+    assert_eq!(
+        ks,
+        vec![OpKind::Input, OpKind::Input, OpKind::Unary(UnaryKind::Exp), OpKind::Unary(UnaryKind::Exp)],
+        "{g}"
+    );
 }
 
 #[test]
@@ -124,9 +128,8 @@ fn transpose_chains_compose_or_cancel() {
 
 #[test]
 fn broadcasts_feeding_broadcasting_ops_are_bypassed() {
-    let (g, rep, ks) = golden(
-        &[("a", DType::F32, &[3, 1]), ("b", DType::F32, &[3, 4]), ("c", DType::F32, &[1, 4])],
-        |g, x| {
+    let (g, rep, ks) =
+        golden(&[("a", DType::F32, &[3, 1]), ("b", DType::F32, &[3, 4]), ("c", DType::F32, &[1, 4])], |g, x| {
             let (a, b, c) = (x[0], x[1], x[2]);
             let bt = g.broadcast_to(a, &[3, 4])?;
             let s = g.add(bt, b)?;
@@ -135,8 +138,7 @@ fn broadcasts_feeding_broadcasting_ops_are_bypassed() {
             let cond = g.greater(b, bt)?;
             let sel = g.select(cond, tl, bt)?;
             Ok(vec![s, m, sel])
-        },
-    );
+        });
     assert_eq!(count(&ks, OpKind::Shape(ShapeKind::BroadcastTo)), 0, "{g}");
     assert_eq!(count(&ks, OpKind::Shape(ShapeKind::Tile)), 0, "{g}");
     assert_eq!(rep.broadcasts_dropped, 4, "{rep:?}");
@@ -144,9 +146,8 @@ fn broadcasts_feeding_broadcasting_ops_are_bypassed() {
 
 #[test]
 fn broadcasts_that_change_the_result_are_kept() {
-    let (g, _, ks) = golden(
-        &[("a", DType::F32, &[3, 1]), ("c", DType::F32, &[3, 2]), ("b", DType::F32, &[3, 4])],
-        |g, x| {
+    let (g, _, ks) =
+        golden(&[("a", DType::F32, &[3, 1]), ("c", DType::F32, &[3, 2]), ("b", DType::F32, &[3, 4])], |g, x| {
             // tile repeating a size-2 axis is not a broadcast;
             let tl = g.tile(x[1], &[1, 2])?;
             let p = g.add(tl, x[2])?;
@@ -155,8 +156,7 @@ fn broadcasts_that_change_the_result_are_kept() {
             let one = g.constant(Tensor::from_vec(&[1], vec![1.0f32])?);
             let q = g.add(bt, one)?;
             Ok(vec![p, q])
-        },
-    );
+        });
     assert_eq!(count(&ks, OpKind::Shape(ShapeKind::Tile)), 1, "{g}");
     assert_eq!(count(&ks, OpKind::Shape(ShapeKind::BroadcastTo)), 1, "{g}");
 }
