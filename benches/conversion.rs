@@ -5,13 +5,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use pfor::prelude::*;
 use pfor::vectorize::{PforOptions, pfor_with};
 
-/// Build the graph and vectorize a body of about `nodes` nodes; returns the node count added.
-fn convert(nodes: usize) -> usize {
+/// Build the graph and vectorize a body of about `nodes` nodes (with the simplification
+/// pass on or off); returns the node count added.
+fn convert(nodes: usize, simplify: bool) -> usize {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [64, 32]);
     let w = g.constant(Tensor::randn(&[32, 32], 1));
     let before = g.num_nodes();
-    pfor_with(&mut g, 64, &PforOptions::strict(), |g, i| {
+    pfor_with(&mut g, 64, &PforOptions::strict().with_simplify(simplify), |g, i| {
         let mut h = g.gather(x, i, 0)?;
         h = g.expand_dims(h, 0)?;
         let mut k = 0;
@@ -32,7 +33,8 @@ fn convert(nodes: usize) -> usize {
 fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("conversion");
     group.sample_size(20);
-    group.bench_function("pfor_1000_node_body", |b| b.iter(|| convert(1000)));
+    group.bench_function("pfor_1000_node_body", |b| b.iter(|| convert(1000, true)));
+    group.bench_function("pfor_1000_node_body_no_simplify", |b| b.iter(|| convert(1000, false)));
     group.finish();
 }
 

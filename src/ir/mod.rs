@@ -221,10 +221,11 @@ impl Graph {
         (0..k as u32).map(|slot| ValueId { node: n, slot }).collect()
     }
 
-    /// Node ids in insertion order (a topological order).
+    /// Node ids in insertion order (creation time, not id: the ids of removed nodes are
+    /// reused). A topological order unless a pass rewired a node to a newer value.
     pub fn node_ids(&self) -> Vec<NodeId> {
         let mut v: Vec<NodeId> = self.g.node_indices().map(|i| NodeId(i.index() as u32)).collect();
-        v.sort_unstable();
+        v.sort_unstable_by_key(|n| (self.births.get(n.index()).copied().unwrap_or(0), *n));
         v
     }
 
@@ -284,26 +285,29 @@ impl Graph {
         Ok(v)
     }
 
-    /// A topological order of all nodes (Kahn's algorithm, smallest index first, so it
-    /// equals insertion order for graphs built through the API). Errors on a cycle.
+    /// A topological order of all nodes (Kahn's algorithm, oldest node first, so it
+    /// equals insertion order for graphs built through the API — also after removals,
+    /// whose ids petgraph reuses — and keeps program order for independent stateful ops).
+    /// Errors on a cycle.
     pub fn topo_order(&self) -> Result<Vec<NodeId>> {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
+        let key = |n: NodeId| (self.births.get(n.index()).copied().unwrap_or(0), n);
         let mut indeg: hashbrown::HashMap<NodeId, usize> = hashbrown::HashMap::new();
         for n in self.node_ids() {
             indeg.insert(n, self.g[n.nx()].inputs.len());
         }
-        let mut heap: BinaryHeap<Reverse<NodeId>> =
-            indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| Reverse(*n)).collect();
+        let mut heap: BinaryHeap<Reverse<(u64, NodeId)>> =
+            indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| Reverse(key(*n))).collect();
         let mut order = Vec::with_capacity(indeg.len());
-        while let Some(Reverse(n)) = heap.pop() {
+        while let Some(Reverse((_, n))) = heap.pop() {
             order.push(n);
             for e in self.g.edges_directed(n.nx(), petgraph::Direction::Outgoing) {
                 let t = NodeId(e.target().index() as u32);
                 let d = indeg.get_mut(&t).expect("target exists");
                 *d -= 1;
                 if *d == 0 {
-                    heap.push(Reverse(t));
+                    heap.push(Reverse(key(t)));
                 }
             }
         }
@@ -338,6 +342,55 @@ impl Graph {
         }
         self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
         self.g[node.nx()].inputs[pos] = v;
+        Ok(())
+    }
+
+    /// Replace a node's op and inputs in place (for graph passes). The new op must infer
+    /// exactly the node's current output types, so every consumer stays valid; on error
+    /// nothing changes. New inputs may create a cycle; `verify` detects that.
+    pub fn rewrite_node(&mut self, node: NodeId, op: Op, inputs: &[ValueId]) -> Result<()> {
+        let tys = inputs.iter().map(|&x| self.value_type(x).cloned()).collect::<Result<Vec<_>>>()?;
+        let outs = op.infer(&tys).map_err(|e| e.at_node(node, op.to_string()))?;
+        if outs != self.node(node)?.outputs {
+            return Err(Error::InvalidArgument(format!("rewrite_node on {node} ({op}) would change its output types")));
+        }
+        // Only the edges of changed positions move (removing an edge walks its source's
+        // edge list, which is long for widely shared values such as weights).
+        let old_inputs = self.node(node)?.inputs.clone();
+        let same_arity = old_inputs.len() == inputs.len();
+        let stale: Vec<_> = self
+            .g
+            .edges_directed(node.nx(), petgraph::Direction::Incoming)
+            .filter(|e| !same_arity || old_inputs[e.weight().dst_pos as usize] != inputs[e.weight().dst_pos as usize])
+            .map(|e| e.id())
+            .collect();
+        for e in stale {
+            self.g.remove_edge(e);
+        }
+        for (pos, v) in inputs.iter().enumerate() {
+            if !same_arity || old_inputs[pos] != *v {
+                self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
+            }
+        }
+        let nd = &mut self.g[node.nx()];
+        nd.op = op;
+        nd.inputs = inputs.to_vec();
+        Ok(())
+    }
+
+    /// Remove a set of nodes at once (for graph passes), in time linear in the graph's size:
+    /// removing nodes one by one costs, per edge, a walk of its source's edge list, which is
+    /// quadratic for a value read by many removed nodes. Surviving nodes keep their ids.
+    /// Errors, changing nothing, if a node is missing or a surviving node reads a removed one.
+    pub fn remove_nodes(&mut self, dead: &hashbrown::HashSet<NodeId>) -> Result<()> {
+        for &n in dead {
+            self.node(n)?;
+            if let Some(c) = self.consumers(n).into_iter().find(|c| !dead.contains(c)) {
+                return Err(Error::InvalidArgument(format!("cannot remove {n}: {c} reads it")));
+            }
+        }
+        let g = std::mem::take(&mut self.g);
+        self.g = g.filter_map_owned(|i, nd| (!dead.contains(&NodeId(i.index() as u32))).then_some(nd), |_, e| Some(e));
         Ok(())
     }
 

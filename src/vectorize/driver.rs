@@ -3,7 +3,7 @@
 use hashbrown::{HashMap, HashSet};
 
 use super::ctx::{LoopInfo, i64_scalar, merge_first_two, stacked_type, tile};
-use super::{ConvertCtx, Converted, Fallback, OpKey, PforOptions, Wrapped};
+use super::{ConvertCtx, Converted, Fallback, OpKey, PforOptions, SimplifyReport, Wrapped, simplify_since};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, NodeId, ValueId};
 use crate::ops::Op;
@@ -30,6 +30,8 @@ pub struct PforReport {
     pub reused: usize,
     /// Ops that fell back to a per-iteration loop.
     pub fallbacks: Vec<FallbackRecord>,
+    /// What the simplification pass did (`None` when [`PforOptions::simplify`] is off).
+    pub simplified: Option<SimplifyReport>,
 }
 
 /// Vectorize `body` over `n` iterations with default options. The body is traced once
@@ -79,6 +81,14 @@ pub fn pfor_with_report(
             w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?
         }
     };
+    if options.simplify {
+        // The region is everything this call added: the traced body and its conversion.
+        let mark = g.birth(i.node).unwrap_or(u64::MAX);
+        let s = simplify_since(g, &res, mark)?;
+        let outs = s.outputs.clone();
+        report.simplified = Some(s);
+        return Ok((outs, report));
+    }
     Ok((res, report))
 }
 

@@ -17,10 +17,12 @@
 mod ctx;
 mod driver;
 mod registry;
+mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
 pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
 pub use registry::{Converted, Converter, OpKey, Registry};
+pub use simplify::{SimplifyReport, simplify, simplify_since};
 
 use std::sync::Arc;
 
@@ -98,6 +100,11 @@ pub struct PforOptions {
     pub randomness: Randomness,
     /// Converters (default: [`Registry::builtin`]).
     pub registry: Arc<Registry>,
+    /// Run [`simplify_since`] on the conversion (default: on): cancel reshape/transpose
+    /// chains, drop identities and redundant broadcasts, remove the nodes the result does
+    /// not read (the traced body included, so handles to body values taken inside the
+    /// body closure may become invalid; turn this off to keep them).
+    pub simplify: bool,
 }
 
 impl Default for PforOptions {
@@ -108,6 +115,7 @@ impl Default for PforOptions {
             control_flow: ControlFlowMode::default(),
             randomness: Randomness::default(),
             registry: Arc::new(Registry::builtin()),
+            simplify: true,
         }
     }
 }
@@ -135,6 +143,11 @@ impl PforOptions {
     /// With a randomness policy.
     pub fn with_randomness(mut self, r: Randomness) -> Self {
         self.randomness = r;
+        self
+    }
+    /// With the post-conversion simplification pass on or off.
+    pub fn with_simplify(mut self, on: bool) -> Self {
+        self.simplify = on;
         self
     }
     /// With a registry.

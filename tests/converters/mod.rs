@@ -16,6 +16,7 @@ pub mod props;
 pub mod random;
 pub mod reduce;
 pub mod shape;
+pub mod simplify;
 pub mod slicing;
 pub mod state;
 pub mod unary;
