@@ -53,7 +53,14 @@ macro_rules! faer_gemm {
                     MatRef::from_row_major_slice(b, k, n)
                 };
                 let accum = if acc { Accum::Add } else { Accum::Replace };
-                faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par_for(m, k, n));
+                let par = par_for(m, k, n);
+                faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par);
+                // faer's AVX-512 micro-kernels leave dirty upper register state, which makes
+                // the SSE code that follows several times slower (see `kernels::simd`)
+                crate::kernels::simd::clear_upper();
+                if !matches!(par, Par::Seq) {
+                    crate::kernels::simd::clear_upper_on_workers();
+                }
             }
         }
     };

@@ -4,3 +4,4 @@
 pub mod alloc;
 pub mod fastmath;
 pub mod gemm;
+pub mod simd;
