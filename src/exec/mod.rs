@@ -11,6 +11,7 @@
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
 //!   silently wrong answer.
 
+mod pool;
 mod profile;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, Library, NodeId, ValueId};
 use crate::ops::Op;
 use crate::tensor::{Tensor, TensorType};
+use pool::BufferPool;
 pub use profile::{Profile, ProfileEntry};
 
 /// Execution options.
@@ -34,11 +36,20 @@ pub struct ExecOptions {
     /// Time every executed node (see [`Profile`]); on by default when the environment
     /// variable `PFOR_PROFILE` is set.
     pub profile: bool,
+    /// Recycle large buffers (≥ 4 MiB) between kernels of a run and from the previous run's
+    /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
+    /// big fresh allocations on every run.
+    pub recycle_buffers: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { max_call_depth: 200, check_types: true, profile: profile::env_top().is_some() }
+        ExecOptions {
+            max_call_depth: 200,
+            check_types: true,
+            profile: profile::env_top().is_some(),
+            recycle_buffers: true,
+        }
     }
 }
 
@@ -201,7 +212,9 @@ impl Plan {
                 slots[s] = Some(t);
             }
             for &s in &step.release {
-                slots[s] = None;
+                if let (Some(t), Some(pool)) = (slots[s].take(), ctx.pool.as_deref_mut()) {
+                    pool.donate(t);
+                }
             }
         }
         self.fetch_slots
@@ -218,6 +231,7 @@ pub struct ExecCtx<'a> {
     options: &'a ExecOptions,
     depth: usize,
     profile: Option<&'a mut Profile>,
+    pool: Option<&'a mut BufferPool>,
 }
 
 impl ExecCtx<'_> {
@@ -274,6 +288,19 @@ impl ExecCtx<'_> {
     pub fn options(&self) -> &ExecOptions {
         self.options
     }
+
+    /// Offer a tensor a kernel no longer needs (kept only if large and uniquely owned).
+    pub(crate) fn recycle(&mut self, t: Tensor) {
+        if let Some(pool) = self.pool.as_deref_mut() {
+            pool.donate(t);
+        }
+    }
+
+    /// A recycled buffer of exactly `len` elements with STALE content (the caller must
+    /// overwrite every element), or `None`: then allocate as usual.
+    pub(crate) fn recycled<T: crate::tensor::Element>(&mut self, len: usize) -> Option<Vec<T>> {
+        self.pool.as_deref_mut()?.take(len)
+    }
 }
 
 /// A compiled graph plus variable state: compile once, run many times.
@@ -283,6 +310,9 @@ pub struct Session {
     vars: HashMap<String, Tensor>,
     options: ExecOptions,
     profile: Profile,
+    pool: BufferPool,
+    /// The last run's outputs (recycled at the next run if the caller dropped them).
+    last_outputs: Vec<Tensor>,
 }
 
 impl Session {
@@ -299,7 +329,15 @@ impl Session {
         let plan = Arc::new(Plan::compile(graph, fetches, false)?);
         let library = graph.library().clone();
         let vars = library.variables().into_iter().map(|v| (v.name, v.init)).collect();
-        Ok(Session { plan, library, vars, options, profile: Profile::default() })
+        Ok(Session {
+            plan,
+            library,
+            vars,
+            options,
+            profile: Profile::default(),
+            pool: BufferPool::default(),
+            last_outputs: Vec::new(),
+        })
     }
 
     /// Run with feeds given by input value.
@@ -328,12 +366,20 @@ impl Session {
             }
         }
         let plan = self.plan.clone();
+        let recycle = self.options.recycle_buffers;
+        for t in std::mem::take(&mut self.last_outputs) {
+            self.pool.donate(t);
+        }
         let profile = self.options.profile.then_some(&mut self.profile);
+        let pool = recycle.then_some(&mut self.pool);
         let mut ctx =
-            ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0, profile };
+            ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0, profile, pool };
         let r = plan.run(init, &mut ctx);
         if self.options.profile {
             self.profile.count_run();
+        }
+        if let (true, Ok(outs)) = (recycle, &r) {
+            self.last_outputs = outs.iter().filter(|t| t.len() * 4 >= pool::MIN_BYTES).cloned().collect();
         }
         r
     }
@@ -408,6 +454,7 @@ pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let mut vars = HashMap::new();
     let library = f.graph.library().clone();
     let options = ExecOptions::default();
-    let mut ctx = ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0, profile: None };
+    let mut ctx =
+        ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0, profile: None, pool: None };
     ctx.run_function(f, args)
 }

@@ -127,13 +127,7 @@ impl Profile {
         kinds.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
         let _ = writeln!(s, "per op:");
         for (k, (t, c)) in kinds {
-            let _ = writeln!(
-                s,
-                "{:>9.3} {:>6.1} {:>6}  {k}",
-                t * 1e3,
-                100.0 * t / total.max(1e-12),
-                c as f64 / runs
-            );
+            let _ = writeln!(s, "{:>9.3} {:>6.1} {:>6}  {k}", t * 1e3, 100.0 * t / total.max(1e-12), c as f64 / runs);
         }
         s
     }
