@@ -84,7 +84,7 @@ impl Profile {
     /// All entries, most expensive first.
     pub fn entries(&self) -> Vec<&ProfileEntry> {
         let mut v: Vec<&ProfileEntry> = self.entries.values().collect();
-        v.sort_by(|a, b| b.total.cmp(&a.total));
+        v.sort_by_key(|e| std::cmp::Reverse(e.total));
         v
     }
 
