@@ -11,7 +11,11 @@
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
 //!   silently wrong answer.
 
+mod pool;
+mod profile;
+
 use std::sync::Arc;
+use std::time::Instant;
 
 use hashbrown::{HashMap, HashSet};
 
@@ -19,6 +23,8 @@ use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, Library, NodeId, ValueId};
 use crate::ops::Op;
 use crate::tensor::{Tensor, TensorType};
+use pool::BufferPool;
+pub use profile::{Profile, ProfileEntry};
 
 /// Execution options.
 #[derive(Clone, Debug)]
@@ -27,11 +33,23 @@ pub struct ExecOptions {
     pub max_call_depth: usize,
     /// Check every kernel output against its static type.
     pub check_types: bool,
+    /// Time every executed node (see [`Profile`]); on by default when the environment
+    /// variable `PFOR_PROFILE` is set.
+    pub profile: bool,
+    /// Recycle large buffers (≥ 4 MiB) between kernels of a run and from the previous run's
+    /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
+    /// big fresh allocations on every run.
+    pub recycle_buffers: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { max_call_depth: 200, check_types: true }
+        ExecOptions {
+            max_call_depth: 200,
+            check_types: true,
+            profile: profile::env_top().is_some(),
+            recycle_buffers: true,
+        }
     }
 }
 
@@ -154,7 +172,7 @@ impl Plan {
         for (s, t) in slots_init {
             slots[s] = Some(t);
         }
-        for step in &self.steps {
+        for (si, step) in self.steps.iter().enumerate() {
             if matches!(step.op, Op::Input { .. }) {
                 continue; // fed
             }
@@ -163,7 +181,15 @@ impl Plan {
                 let t = if take { slots[s].take() } else { slots[s].clone() };
                 ins.push(t.ok_or_else(|| Error::Verify(format!("{}: input slot {s} empty", step.node)))?);
             }
+            let timing = ctx.profile.is_some().then(|| {
+                let shapes: Vec<Vec<usize>> = ins.iter().map(|t| t.shape().to_vec()).collect();
+                (shapes, Instant::now())
+            });
             let outs = step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?;
+            if let (Some((shapes, t0)), Some(p)) = (timing, ctx.profile.as_deref_mut()) {
+                let key = (self as *const Plan as usize, si);
+                p.record(key, step.node, &step.op, &shapes, &outs, t0.elapsed());
+            }
             if outs.len() != step.outputs.len() {
                 return Err(Error::Verify(format!(
                     "{} ({}): kernel returned {} outputs, expected {}",
@@ -186,7 +212,9 @@ impl Plan {
                 slots[s] = Some(t);
             }
             for &s in &step.release {
-                slots[s] = None;
+                if let (Some(t), Some(pool)) = (slots[s].take(), ctx.pool.as_deref_mut()) {
+                    pool.donate(t);
+                }
             }
         }
         self.fetch_slots
@@ -202,6 +230,8 @@ pub struct ExecCtx<'a> {
     library: &'a Library,
     options: &'a ExecOptions,
     depth: usize,
+    profile: Option<&'a mut Profile>,
+    pool: Option<&'a mut BufferPool>,
 }
 
 impl ExecCtx<'_> {
@@ -258,6 +288,19 @@ impl ExecCtx<'_> {
     pub fn options(&self) -> &ExecOptions {
         self.options
     }
+
+    /// Offer a tensor a kernel no longer needs (kept only if large and uniquely owned).
+    pub(crate) fn recycle(&mut self, t: Tensor) {
+        if let Some(pool) = self.pool.as_deref_mut() {
+            pool.donate(t);
+        }
+    }
+
+    /// A recycled buffer of exactly `len` elements with STALE content (the caller must
+    /// overwrite every element), or `None`: then allocate as usual.
+    pub(crate) fn recycled<T: crate::tensor::Element>(&mut self, len: usize) -> Option<Vec<T>> {
+        self.pool.as_deref_mut()?.take(len)
+    }
 }
 
 /// A compiled graph plus variable state: compile once, run many times.
@@ -266,6 +309,10 @@ pub struct Session {
     library: Library,
     vars: HashMap<String, Tensor>,
     options: ExecOptions,
+    profile: Profile,
+    pool: BufferPool,
+    /// The last run's outputs (recycled at the next run if the caller dropped them).
+    last_outputs: Vec<Tensor>,
 }
 
 impl Session {
@@ -282,7 +329,15 @@ impl Session {
         let plan = Arc::new(Plan::compile(graph, fetches, false)?);
         let library = graph.library().clone();
         let vars = library.variables().into_iter().map(|v| (v.name, v.init)).collect();
-        Ok(Session { plan, library, vars, options })
+        Ok(Session {
+            plan,
+            library,
+            vars,
+            options,
+            profile: Profile::default(),
+            pool: BufferPool::default(),
+            last_outputs: Vec::new(),
+        })
     }
 
     /// Run with feeds given by input value.
@@ -311,8 +366,22 @@ impl Session {
             }
         }
         let plan = self.plan.clone();
-        let mut ctx = ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0 };
-        plan.run(init, &mut ctx)
+        let recycle = self.options.recycle_buffers;
+        for t in std::mem::take(&mut self.last_outputs) {
+            self.pool.donate(t);
+        }
+        let profile = self.options.profile.then_some(&mut self.profile);
+        let pool = recycle.then_some(&mut self.pool);
+        let mut ctx =
+            ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0, profile, pool };
+        let r = plan.run(init, &mut ctx);
+        if self.options.profile {
+            self.profile.count_run();
+        }
+        if let (true, Ok(outs)) = (recycle, &r) {
+            self.last_outputs = outs.iter().filter(|t| t.len() * 4 >= pool::MIN_BYTES).cloned().collect();
+        }
+        r
     }
 
     /// Run with feeds given by input name.
@@ -352,6 +421,26 @@ impl Session {
     pub fn num_steps(&self) -> usize {
         self.plan.len()
     }
+
+    /// Per-node timings recorded so far (empty unless [`ExecOptions::profile`] is on).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// Forget the timings recorded so far (e.g. after warm-up runs).
+    pub fn clear_profile(&mut self) {
+        self.profile.clear();
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.profile.runs() > 0
+            && let Some(top) = profile::env_top()
+        {
+            eprintln!("{}", self.profile.report(top));
+        }
+    }
 }
 
 /// Compile and run once: a convenience for tests and one-off evaluation.
@@ -365,6 +454,7 @@ pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let mut vars = HashMap::new();
     let library = f.graph.library().clone();
     let options = ExecOptions::default();
-    let mut ctx = ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0 };
+    let mut ctx =
+        ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0, profile: None, pool: None };
     ctx.run_function(f, args)
 }

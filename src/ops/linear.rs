@@ -24,6 +24,7 @@ use ndarray::{ArcArray, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::{GemmElem, PAR_FLOPS, gemm};
 use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
@@ -138,6 +139,15 @@ impl LinearOp {
 
     /// Evaluate.
     pub fn eval(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        self.eval_impl(inputs, None)
+    }
+
+    /// Evaluate inside a run, writing the output into a recycled buffer when one fits.
+    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        self.eval_impl(inputs, Some(ctx))
+    }
+
+    fn eval_impl(&self, inputs: Vec<Tensor>, mut ctx: Option<&mut ExecCtx<'_>>) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         expect_arity(op, &inputs, 2)?;
         let (adj_a, adj_b) = self.flags();
@@ -152,8 +162,14 @@ impl LinearOp {
             ));
         }
         let out = crate::dispatch_numeric!(a.dtype(), T => {
-            T::wrap(batched_product::<T>(op, a.array::<T>()?, adj_a, b.array::<T>()?, adj_b)?)
+            T::wrap(batched_product::<T>(op, a.array::<T>()?, adj_a, b.array::<T>()?, adj_b, ctx.as_deref_mut())?)
         }, _ => return Err(Error::dtype(op, "a numeric type (f32, f64 or i64)", a.dtype())));
+        if let Some(ctx) = ctx {
+            // large operands read for the last time (e.g. window patches) serve later kernels
+            for t in inputs {
+                ctx.recycle(t);
+            }
+        }
         Ok(vec![out])
     }
 }
@@ -236,6 +252,7 @@ fn batched_product<T: GemmElem>(
     adj_a: bool,
     b: &ArcArray<T, IxDyn>,
     adj_b: bool,
+    ctx: Option<&mut ExecCtx<'_>>,
 ) -> Result<ArcArray<T, IxDyn>> {
     let (sa, sb) = (a.shape(), b.shape());
     let (ra, rb) = (sa.len(), sb.len());
@@ -249,12 +266,38 @@ fn batched_product<T: GemmElem>(
     let batch: usize = out_batch.iter().product();
     let mut out_shape = out_batch.clone();
     out_shape.extend([m, n]);
-    let mut out = vec![T::default(); batch * m * n];
+    let len = batch * m * n;
+    // A recycled buffer has stale content: every path below overwrites all of it.
+    let mut out = match ctx.and_then(|c| c.recycled::<T>(len)) {
+        Some(mut v) if k == 0 => {
+            v.fill(T::default());
+            v
+        }
+        Some(v) => v,
+        None => vec![T::default(); len],
+    };
     if !out.is_empty() && k > 0 {
         let lhs = Operand::new(a, adj_a, &out_batch);
         let rhs = Operand::new(b, adj_b, &out_batch);
         let (la, lb) = (m * k, k * n);
-        if rhs.items == 1 && !lhs.trans && lhs.items == batch {
+        if k == 1 && T::DTYPE.is_float() {
+            // Outer products (per-example dense weight gradients): a [m,1] or [1,m] is the same
+            // m contiguous values whatever the transpose flag, b likewise; memory-bound, so
+            // stream the rows directly (on rayon when large) instead of a packed GEMM. (Floats only:
+            // i64 products wrap, as in the GEMM.)
+            let rows = |(r, row): (usize, &mut [T])| {
+                let (i, row_i) = (r / m, r % m);
+                let x = lhs.item(i, la)[row_i];
+                for (o, &y) in row.iter_mut().zip(rhs.item(i, lb)) {
+                    *o = x * y;
+                }
+            };
+            if len >= PAR_FLOPS && rayon::current_num_threads() > 1 {
+                out.par_chunks_mut(n).enumerate().for_each(rows);
+            } else {
+                out.chunks_mut(n).enumerate().for_each(rows);
+            }
+        } else if rhs.items == 1 && !lhs.trans && lhs.items == batch {
             // One rhs matrix for all: fold the lhs batch into the rows of one GEMM.
             gemm(batch * m, k, n, &lhs.data, false, rhs.item(0, lb), rhs.trans, &mut out, false)?;
         } else {

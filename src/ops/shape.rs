@@ -29,6 +29,7 @@ use std::fmt;
 use ndarray::{ArcArray, ArrayView, Axis, IxDyn};
 
 use crate::error::{Error, Result};
+use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
@@ -415,13 +416,20 @@ fn range_kernel<T: RangeElem>(op: &str, ins: &[Tensor]) -> Result<Tensor> {
     Tensor::from_vec(&[n], data)
 }
 
-fn stack_kernel<T: Element>(op: &str, ins: &[Tensor], axis: usize) -> Result<Tensor> {
+fn stack_kernel<T: Element>(op: &str, ins: &[Tensor], axis: usize, ctx: Option<&mut ExecCtx<'_>>) -> Result<Tensor> {
     let views =
         ins.iter().map(|t| t.array::<T>().map(|a| a.view())).collect::<Result<Vec<ArrayView<'_, T, IxDyn>>>>()?;
     if let Some(bad) = views.iter().find(|v| v.shape() != views[0].shape()) {
         return Err(Error::shape(op, format!("cannot stack shapes {:?} and {:?}", views[0].shape(), bad.shape())));
     }
-    let a = ndarray::stack(Axis(axis), &views).map_err(|e| Error::shape(op, e.to_string()))?;
+    // ndarray::stack lays an inner new axis out outermost (non-standard), which makes every
+    // consumer copy again; build the standard layout directly.
+    let total = views.iter().map(|v| v.len()).sum();
+    let buf = ctx.and_then(|c| c.recycled::<T>(total)).unwrap_or_default();
+    let a = match crate::tensor::layout::stack_standard(&views, axis, buf) {
+        Some(a) => a,
+        None => ndarray::stack(Axis(axis), &views).map_err(|e| Error::shape(op, e.to_string()))?,
+    };
     Ok(Tensor::from_array(a))
 }
 
@@ -594,6 +602,15 @@ impl ShapeOp {
 
     /// Evaluate.
     pub fn eval(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        self.eval_impl(inputs, None)
+    }
+
+    /// Evaluate inside a run (a large `stack` writes into a recycled buffer when one fits).
+    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        self.eval_impl(inputs, Some(ctx))
+    }
+
+    fn eval_impl(&self, inputs: Vec<Tensor>, ctx: Option<&mut ExecCtx<'_>>) -> Result<Vec<Tensor>> {
         use ShapeOp as O;
         let op = self.kind().name();
         let one = |t: Result<Tensor>| t.map(|t| vec![t]);
@@ -621,7 +638,7 @@ impl ShapeOp {
             O::Stack { axis } => {
                 let first = inputs.first().ok_or_else(|| Error::arity(op, "at least 1", 0))?;
                 let ax = norm_insert_axis(op, *axis, first.rank())?;
-                one(crate::dispatch_dtype!(first.dtype(), T => stack_kernel::<T>(op, &inputs, ax)))
+                one(crate::dispatch_dtype!(first.dtype(), T => stack_kernel::<T>(op, &inputs, ax, ctx)))
             }
             _ => self.eval1(op, take1(op, inputs)?),
         }

@@ -363,7 +363,7 @@ slicing_kinds! {
 
 /// Copy a view into a fresh standard-layout tensor.
 fn copy_view<T: Element>(v: ArrayViewD<'_, T>) -> Tensor {
-    T::wrap(v.as_standard_layout().into_owned().into_shared())
+    T::wrap(crate::tensor::layout::standard_array(&v).into_shared())
 }
 
 /// Concatenate views along `axis` into a standard-layout array (shapes checked).

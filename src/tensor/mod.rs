@@ -7,6 +7,7 @@
 
 mod approx_cmp;
 mod dispatch;
+pub mod layout;
 mod random;
 mod shape;
 
@@ -280,7 +281,7 @@ impl Tensor {
             });
         }
         Ok(crate::dispatch!(self, a => {
-            let std = if a.is_standard_layout() { a.clone() } else { a.as_standard_layout().into_owned().into_shared() };
+            let std = if a.is_standard_layout() { a.clone() } else { layout::standard_array(&a.view()).into_shared() };
             wrap_same(a, std.into_shape_with_order(IxDyn(shape)).expect("element count checked"))
         }))
     }

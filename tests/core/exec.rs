@@ -86,3 +86,100 @@ fn variables_read_and_write() {
     assert!(matches!(g.read_variable("nope"), Err(Error::UnknownVariable { .. })));
     assert!(g.variable("w", f64t(&[1], &[0.0])).is_err());
 }
+
+/// `[b, m, 1] x [b, 1, n]` outer products big enough (≥ 4 MiB) to go through the buffer pool.
+fn outer_graph() -> (Graph, ValueId, ValueId, ValueId) {
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F32, [2, 1, 1024]);
+    let b = g.input("b", DType::F32, [2, 1, 1024]);
+    let y = g.batch_matmul_t(a, b, true, false).unwrap();
+    (g, a, b, y)
+}
+
+fn outer_expected(a: &[f32], b: &[f32]) -> Vec<f32> {
+    let mut v = Vec::new();
+    for item in 0..2 {
+        for i in 0..1024 {
+            for j in 0..1024 {
+                v.push(a[item * 1024 + i] * b[item * 1024 + j]);
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn recycled_buffers_never_alias_live_outputs() {
+    // Runs with different feeds: outputs the caller keeps must not be overwritten by later
+    // runs; outputs it drops are recycled (and still every value is right).
+    let (g, a, b, y) = outer_graph();
+    let mut s = Session::new(&g, &[y]).unwrap();
+    let feed = |k: f32| {
+        let av: Vec<f32> = (0..2048).map(|i| (i % 7) as f32 + k).collect();
+        let bv: Vec<f32> = (0..2048).map(|i| (i % 5) as f32 - k).collect();
+        (av, bv)
+    };
+    let mut kept = Vec::new();
+    for k in 0..4 {
+        let (av, bv) = feed(k as f32);
+        let out = s
+            .run(&[
+                (a, Tensor::from_vec(&[2, 1, 1024], av.clone()).unwrap()),
+                (b, Tensor::from_vec(&[2, 1, 1024], bv.clone()).unwrap()),
+            ])
+            .unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), outer_expected(&av, &bv), "run {k}");
+        if k % 2 == 0 {
+            kept.push((out, av, bv)); // keep this one, drop the odd runs' outputs
+        }
+    }
+    for (out, av, bv) in kept {
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), outer_expected(&av, &bv));
+    }
+}
+
+#[test]
+fn recycling_off_gives_the_same_values() {
+    let (g, a, b, y) = outer_graph();
+    let opts = ExecOptions { recycle_buffers: false, ..ExecOptions::default() };
+    let mut s = Session::with_options(&g, &[y], opts).unwrap();
+    let av: Vec<f32> = (0..2048).map(|i| i as f32 * 0.5).collect();
+    let bv: Vec<f32> = (0..2048).map(|i| 1.0 - i as f32).collect();
+    for _ in 0..2 {
+        let feeds = [
+            (a, Tensor::from_vec(&[2, 1, 1024], av.clone()).unwrap()),
+            (b, Tensor::from_vec(&[2, 1, 1024], bv.clone()).unwrap()),
+        ];
+        assert_eq!(s.run(&feeds).unwrap()[0].to_vec::<f32>().unwrap(), outer_expected(&av, &bv));
+    }
+}
+
+#[test]
+fn profile_records_every_node_with_shapes() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2, 3]);
+    let w = g.constant(f64t(&[3, 1], &[1.0, 2.0, 3.0]));
+    let y = g.matmul(x, w).unwrap();
+    let z = g.exp(y).unwrap();
+    let opts = ExecOptions { profile: true, ..ExecOptions::default() };
+    let mut s = Session::with_options(&g, &[z], opts).unwrap();
+    for _ in 0..3 {
+        s.run(&[(x, f64t(&[2, 3], &[0.0; 6]))]).unwrap();
+    }
+    let p = s.profile();
+    assert_eq!(p.runs(), 3);
+    let mm = p.entries().into_iter().find(|e| e.kind == "matmul").expect("matmul profiled");
+    assert_eq!(mm.count, 3);
+    assert_eq!(mm.input_shapes, vec![vec![2, 3], vec![3, 1]]);
+    assert_eq!(mm.output_shapes, vec![vec![2, 1]]);
+    assert!(p.report(10).contains("matmul"));
+    s.clear_profile();
+    assert_eq!(s.profile().runs(), 0);
+    assert!(s.profile().entries().is_empty());
+    // off by default (unless PFOR_PROFILE is set)
+    if std::env::var_os("PFOR_PROFILE").is_none() {
+        let mut s = Session::new(&g, &[z]).unwrap();
+        s.run(&[(x, f64t(&[2, 3], &[0.0; 6]))]).unwrap();
+        assert!(s.profile().entries().is_empty());
+    }
+}

@@ -83,3 +83,39 @@ fn gemm_kernel_matches_naive() {
     assert_eq!(c2, want2);
     assert!(gemm(m, k, n, &a, false, &b, false, &mut c[..1], false).is_err());
 }
+
+#[test]
+fn standard_copies_of_strided_views_keep_row_major_order() {
+    use ndarray::{Array, Axis, IxDyn, Slice};
+    use pfor::tensor::layout::{stack_standard, standard_vec};
+    let a = Array::from_shape_vec(IxDyn(&[3, 4, 5, 1]), (0..60).map(|i| i as f32).collect::<Vec<_>>()).unwrap();
+    let reference = |v: &ndarray::ArrayViewD<'_, f32>| v.iter().copied().collect::<Vec<f32>>();
+    // slices with steps, a transpose, a unit axis, a negative step, an empty view
+    let views = vec![
+        a.view(),
+        a.slice_each_axis(|ad| if ad.axis.index() == 1 { Slice::new(1, Some(3), 1) } else { Slice::from(..) }),
+        a.slice_each_axis(|ad| if ad.axis.index() == 2 { Slice::new(0, None, 2) } else { Slice::from(..) }),
+        a.view().permuted_axes(IxDyn(&[2, 0, 3, 1])),
+        a.slice_each_axis(|ad| if ad.axis.index() == 0 { Slice::new(0, None, -1) } else { Slice::from(..) }),
+        a.slice_each_axis(|ad| if ad.axis.index() == 1 { Slice::new(1, Some(1), 1) } else { Slice::from(..) }),
+        a.index_axis(Axis(1), 2),
+    ];
+    for v in &views {
+        assert_eq!(standard_vec(v), reference(v), "view of shape {:?} strides {:?}", v.shape(), v.strides());
+    }
+    // stacking along every axis agrees with ndarray::stack (element order)
+    let shifted = views[1].map(|x| x + 100.0);
+    let p2 = [views[1].clone(), shifted.view()];
+    for axis in 0..=4 {
+        let got = stack_standard(&p2, axis, Vec::new()).unwrap();
+        let want = ndarray::stack(Axis(axis), &p2).unwrap();
+        assert_eq!(got.shape(), want.shape());
+        assert!(got.is_standard_layout());
+        assert_eq!(got.iter().copied().collect::<Vec<_>>(), want.iter().copied().collect::<Vec<_>>(), "axis {axis}");
+        // a reused buffer with stale content gives the same result
+        let got2 = stack_standard(&p2, axis, vec![7.0; 999]).unwrap();
+        assert_eq!(got2, got);
+    }
+    assert!(stack_standard::<f32>(&[], 0, Vec::new()).is_none());
+    assert!(stack_standard(&[views[0].clone(), views[1].clone()], 0, Vec::new()).is_none());
+}

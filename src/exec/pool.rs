@@ -1,0 +1,66 @@
+//! Recycling of large output buffers between kernels and between runs.
+//!
+//! Writing a large fresh buffer is dominated by page faults on this kind of machine (the
+//! allocator returns blocks above 32 MiB to the OS on free, so every run faults them in
+//! again at ~1 GB/s, 5–10× slower than rewriting memory already mapped). A session keeps:
+//! - the tensors its last run returned: when the caller has dropped its copy by the next
+//!   run (the array is uniquely owned again), the buffer is offered to the kernels;
+//! - large intermediates released during a run (uniquely owned), offered to later kernels
+//!   of the same run.
+//!
+//! Invariants: only uniquely owned, standard-layout buffers of at least [`MIN_BYTES`] enter
+//! the pool, so handing one to a kernel can never alias a live tensor; a kernel that takes
+//! a buffer overwrites every element (its content is stale); the pool holds at most
+//! [`MAX_BUFFERS`] buffers (the smallest evicted), kept between runs (like a framework's
+//! caching allocator: a session that runs again finds its large intermediates already
+//! mapped). The memory a session holds between runs is thus bounded by its last outputs
+//! plus `MAX_BUFFERS` of its largest intermediates; `ExecOptions::recycle_buffers = false`
+//! turns all of this off.
+
+use crate::tensor::{Element, Tensor};
+
+/// Smallest buffer worth recycling (smaller ones are reused by the allocator anyway).
+pub const MIN_BYTES: usize = 4 << 20;
+/// Most buffers the pool holds at once.
+pub const MAX_BUFFERS: usize = 8;
+
+/// A small set of recyclable buffers.
+#[derive(Debug, Default)]
+pub(crate) struct BufferPool {
+    bufs: Vec<Tensor>,
+}
+
+fn bytes(t: &Tensor) -> usize {
+    crate::dispatch!(t, a => a.len() * elem_size(a))
+}
+
+fn elem_size<T, D>(_: &ndarray::ArcArray<T, D>) -> usize {
+    std::mem::size_of::<T>()
+}
+
+fn recyclable(t: &Tensor) -> bool {
+    crate::dispatch!(t, a => a.is_unique() && a.is_standard_layout()) && bytes(t) >= MIN_BYTES
+}
+
+impl BufferPool {
+    /// Offer a tensor that is no longer needed (kept only if recyclable).
+    pub fn donate(&mut self, t: Tensor) {
+        if recyclable(&t) {
+            self.bufs.push(t);
+            if self.bufs.len() > MAX_BUFFERS {
+                // evict the smallest: page faults cost in proportion to size
+                if let Some((i, _)) = self.bufs.iter().enumerate().min_by_key(|(_, t)| bytes(t)) {
+                    self.bufs.swap_remove(i);
+                }
+            }
+        }
+    }
+
+    /// A buffer of exactly `len` elements of `T` with stale content, if one is pooled.
+    pub fn take<T: Element>(&mut self, len: usize) -> Option<Vec<T>> {
+        let pos = self.bufs.iter().position(|t| t.dtype() == T::DTYPE && t.len() == len)?;
+        let a = T::unwrap(self.bufs.swap_remove(pos)).ok()?;
+        let (v, offset) = a.try_into_owned_nocopy().ok()?.into_raw_vec_and_offset();
+        (offset.unwrap_or(0) == 0 && v.len() == len).then_some(v)
+    }
+}

@@ -1,0 +1,139 @@
+//! Opt-in per-node timing of plan execution.
+//!
+//! Enabled by [`ExecOptions::profile`](super::ExecOptions::profile) (which defaults to on
+//! when the environment variable `PFOR_PROFILE` is set). Every executed step adds its wall
+//! time to an entry keyed by (plan, step): the op, its node, its input shapes (of the first
+//! run) and its output shapes. [`Profile::report`] prints the most expensive nodes and a
+//! total per op name. A [`Session`](super::Session) created with profiling on prints its
+//! report to stderr when dropped if `PFOR_PROFILE` is set (so benchmarks and examples need no
+//! code change: `PFOR_PROFILE=30 cargo run --release --example ...` prints the top 30 nodes).
+//!
+//! Invariants: profiling never changes results; when off, the executor does no timing (one
+//! branch per step). Steps of functions (control-flow bodies, calls) are recorded under their
+//! own plan, so a loop body's nodes appear once with the total over all its trips.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use hashbrown::HashMap;
+
+use crate::ir::NodeId;
+use crate::ops::Op;
+use crate::tensor::Tensor;
+
+/// One profiled step.
+#[derive(Clone, Debug)]
+pub struct ProfileEntry {
+    /// The node that ran.
+    pub node: NodeId,
+    /// The op, as printed in graph dumps.
+    pub op: String,
+    /// The op's family name (e.g. `batch_matmul`), for per-op totals.
+    pub kind: String,
+    /// Input shapes (of the first run).
+    pub input_shapes: Vec<Vec<usize>>,
+    /// Output shapes (of the first run).
+    pub output_shapes: Vec<Vec<usize>>,
+    /// Number of executions.
+    pub count: u64,
+    /// Total wall time.
+    pub total: Duration,
+}
+
+/// Accumulated per-step timings.
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    entries: HashMap<(usize, usize), ProfileEntry>,
+    runs: u64,
+}
+
+impl Profile {
+    /// Record one execution of step `step` of the plan at address `plan`.
+    pub(crate) fn record(
+        &mut self,
+        key: (usize, usize),
+        node: NodeId,
+        op: &Op,
+        inputs: &[Vec<usize>],
+        outputs: &[Tensor],
+        dt: Duration,
+    ) {
+        let e = self.entries.entry(key).or_insert_with(|| ProfileEntry {
+            node,
+            op: op.to_string(),
+            kind: op.name().to_string(),
+            input_shapes: inputs.to_vec(),
+            output_shapes: outputs.iter().map(|t| t.shape().to_vec()).collect(),
+            count: 0,
+            total: Duration::ZERO,
+        });
+        e.count += 1;
+        e.total += dt;
+    }
+
+    /// Count one top-level run (for per-run averages).
+    pub(crate) fn count_run(&mut self) {
+        self.runs += 1;
+    }
+
+    /// Number of top-level runs recorded.
+    pub fn runs(&self) -> u64 {
+        self.runs
+    }
+
+    /// All entries, most expensive first.
+    pub fn entries(&self) -> Vec<&ProfileEntry> {
+        let mut v: Vec<&ProfileEntry> = self.entries.values().collect();
+        v.sort_by_key(|e| std::cmp::Reverse(e.total));
+        v
+    }
+
+    /// Forget everything recorded so far.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.runs = 0;
+    }
+
+    /// A text report: the `top` most expensive nodes, then totals per op name (times are
+    /// per top-level run).
+    pub fn report(&self, top: usize) -> String {
+        let runs = self.runs.max(1) as f64;
+        let entries = self.entries();
+        let total: f64 = entries.iter().map(|e| e.total.as_secs_f64()).sum::<f64>() / runs;
+        let mut s = String::new();
+        let _ = writeln!(s, "profile: {} runs, {:.3} ms per run in {} steps", self.runs, total * 1e3, entries.len());
+        let _ = writeln!(s, "{:>9} {:>6} {:>6}  node  op  inputs -> outputs", "ms/run", "%", "calls");
+        for e in entries.iter().take(top) {
+            let t = e.total.as_secs_f64() / runs;
+            let _ = writeln!(
+                s,
+                "{:>9.3} {:>6.1} {:>6}  {}  {}  {:?} -> {:?}",
+                t * 1e3,
+                100.0 * t / total.max(1e-12),
+                e.count as f64 / runs,
+                e.node,
+                e.op,
+                e.input_shapes,
+                e.output_shapes
+            );
+        }
+        let mut by_kind: HashMap<&str, (f64, u64)> = HashMap::new();
+        for e in &entries {
+            let k = by_kind.entry(e.kind.as_str()).or_default();
+            k.0 += e.total.as_secs_f64() / runs;
+            k.1 += e.count;
+        }
+        let mut kinds: Vec<_> = by_kind.into_iter().collect();
+        kinds.sort_by(|a, b| b.1.0.total_cmp(&a.1.0));
+        let _ = writeln!(s, "per op:");
+        for (k, (t, c)) in kinds {
+            let _ = writeln!(s, "{:>9.3} {:>6.1} {:>6}  {k}", t * 1e3, 100.0 * t / total.max(1e-12), c as f64 / runs);
+        }
+        s
+    }
+}
+
+/// The number of nodes to print when `PFOR_PROFILE` is set (its value, default 25).
+pub(crate) fn env_top() -> Option<usize> {
+    std::env::var("PFOR_PROFILE").ok().map(|v| v.parse().unwrap_or(25))
+}
