@@ -9,7 +9,12 @@
 //!   write in place (constants and fetched values are never handed over);
 //! - every kernel output is checked against its inferred static type (dtype, rank, fixed
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
-//!   silently wrong answer.
+//!   silently wrong answer;
+//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains whose
+//!   intermediates nobody else reads run as one fused step (see `fuse`); results are
+//!   bit-identical to the unfused plan.
+
+mod fuse;
 
 use std::sync::Arc;
 
@@ -27,11 +32,14 @@ pub struct ExecOptions {
     pub max_call_depth: usize,
     /// Check every kernel output against its static type.
     pub check_types: bool,
+    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains into one step (only
+    /// when no intermediate is fetched or read elsewhere; results are bit-identical).
+    pub fuse: bool,
 }
 
 impl Default for ExecOptions {
     fn default() -> Self {
-        ExecOptions { max_call_depth: 200, check_types: true }
+        ExecOptions { max_call_depth: 200, check_types: true, fuse: true }
     }
 }
 
@@ -45,6 +53,8 @@ struct Step {
     out_types: Vec<TensorType>,
     /// Slots to release after this step (values whose last consumer it is).
     release: Vec<usize>,
+    /// A fused conv chain run in place of `op` (which is then the chain's last op).
+    fused: Option<Box<fuse::ConvChain>>,
 }
 
 #[derive(Debug)]
@@ -67,8 +77,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run).
+    /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run),
+    /// with fusion.
     pub fn compile(g: &Graph, fetches: &[ValueId], keep_effects: bool) -> Result<Plan> {
+        Plan::compile_with(g, fetches, keep_effects, true)
+    }
+
+    /// [`Plan::compile`], fusing conv chains only when `fuse`.
+    pub fn compile_with(g: &Graph, fetches: &[ValueId], keep_effects: bool, fuse: bool) -> Result<Plan> {
         let mut roots: Vec<ValueId> = fetches.to_vec();
         if keep_effects {
             for n in g.node_ids() {
@@ -91,16 +107,9 @@ impl Plan {
         let fetch_slots: Vec<usize> = fetches.iter().map(|f| slot_of[f]).collect();
         let pinned: HashSet<usize> = fetch_slots.iter().copied().collect();
 
-        // Last use of each slot: (step index, input position).
-        let mut last_use: HashMap<usize, (usize, usize)> = HashMap::new();
-        for (si, &n) in order.iter().enumerate() {
-            for (pos, v) in g.node(n)?.inputs.iter().enumerate() {
-                last_use.insert(slot_of[v], (si, pos));
-            }
-        }
         let mut steps = Vec::with_capacity(order.len());
         let mut inputs = Vec::new();
-        for (si, &n) in order.iter().enumerate() {
+        for &n in &order {
             let node = g.node(n)?;
             let outputs: Vec<usize> = g.outputs_of(n).iter().map(|v| slot_of[v]).collect();
             if let Op::Input { name } = &node.op {
@@ -111,30 +120,40 @@ impl Plan {
                     slot: outputs[0],
                 });
             }
-            let mut step_inputs = Vec::with_capacity(node.inputs.len());
-            let mut release = Vec::new();
-            for (pos, v) in node.inputs.iter().enumerate() {
-                let s = slot_of[v];
-                let last = last_use.get(&s) == Some(&(si, pos)) && !pinned.contains(&s);
-                step_inputs.push((s, last));
-                if last {
-                    release.push(s);
-                }
-            }
-            // Outputs nobody reads are released immediately (unless fetched).
-            for &s in &outputs {
-                if !last_use.contains_key(&s) && !pinned.contains(&s) {
-                    release.push(s);
-                }
-            }
             steps.push(Step {
                 node: n,
                 op: node.op.clone(),
-                inputs: step_inputs,
+                inputs: node.inputs.iter().map(|v| (slot_of[v], false)).collect(),
                 outputs,
                 out_types: node.outputs.clone(),
-                release,
+                release: Vec::new(),
+                fused: None,
             });
+        }
+        if fuse {
+            fuse::conv_chains(&mut steps, &pinned);
+        }
+
+        // Last use of each slot: (step index, input position).
+        let mut last_use: HashMap<usize, (usize, usize)> = HashMap::new();
+        for (si, st) in steps.iter().enumerate() {
+            for (pos, &(s, _)) in st.inputs.iter().enumerate() {
+                last_use.insert(s, (si, pos));
+            }
+        }
+        for (si, st) in steps.iter_mut().enumerate() {
+            for (pos, (s, take)) in st.inputs.iter_mut().enumerate() {
+                *take = last_use.get(s) == Some(&(si, pos)) && !pinned.contains(s);
+                if *take {
+                    st.release.push(*s);
+                }
+            }
+            // Outputs nobody reads are released immediately (unless fetched).
+            for &s in &st.outputs {
+                if !last_use.contains_key(&s) && !pinned.contains(&s) {
+                    st.release.push(s);
+                }
+            }
         }
         Ok(Plan { steps, n_slots, inputs, fetch_slots, graph_inputs: g.inputs().into_iter().collect() })
     }
@@ -163,7 +182,10 @@ impl Plan {
                 let t = if take { slots[s].take() } else { slots[s].clone() };
                 ins.push(t.ok_or_else(|| Error::Verify(format!("{}: input slot {s} empty", step.node)))?);
             }
-            let outs = step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?;
+            let outs = match &step.fused {
+                Some(chain) => chain.eval(ins, ctx)?,
+                None => step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?,
+            };
             if outs.len() != step.outputs.len() {
                 return Err(Error::Verify(format!(
                     "{} ({}): kernel returned {} outputs, expected {}",
@@ -279,7 +301,7 @@ impl Session {
         for f in fetches {
             graph.check_value(*f)?;
         }
-        let plan = Arc::new(Plan::compile(graph, fetches, false)?);
+        let plan = Arc::new(Plan::compile_with(graph, fetches, false, options.fuse)?);
         let library = graph.library().clone();
         let vars = library.variables().into_iter().map(|v| (v.name, v.init)).collect();
         Ok(Session { plan, library, vars, options })
