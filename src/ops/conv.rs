@@ -619,12 +619,17 @@ impl ConvOp {
                 let (x, w) = (shp(0), shp(1));
                 let bias = match epi.bias {
                     Some(b) if b.shape() != [w[3]] => {
-                        return Err(Error::shape(op, format!("fused bias has shape {:?}, expected [{}]", b.shape(), w[3])));
+                        return Err(Error::shape(
+                            op,
+                            format!("fused bias has shape {:?}, expected [{}]", b.shape(), w[3]),
+                        ));
                     }
                     Some(b) => Some(b.array::<T>()?.as_standard_layout()),
                     None => None,
                 };
-                let bias = bias.as_ref().map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
+                let bias = bias
+                    .as_ref()
+                    .map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
                 let epi = im2col::Epilogue { bias: bias.transpose()?, relu: epi.relu };
                 im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi)?
             }

@@ -105,17 +105,7 @@ fn check(case: Case, dtype: DType, seed: u64) -> (usize, usize) {
 }
 
 fn base(nhwc: [usize; 4], k: [usize; 2], o: usize) -> Case {
-    Case {
-        nhwc,
-        k,
-        o,
-        s: [1, 1],
-        d: [1, 1],
-        pad: Padding::Same,
-        bias: Bias::Const,
-        relu: true,
-        reshapes: false,
-    }
+    Case { nhwc, k, o, s: [1, 1], d: [1, 1], pad: Padding::Same, bias: Bias::Const, relu: true, reshapes: false }
 }
 
 #[test]
