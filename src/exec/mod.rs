@@ -9,7 +9,12 @@
 //!   write in place (constants and fetched values are never handed over);
 //! - every kernel output is checked against its inferred static type (dtype, rank, fixed
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
-//!   silently wrong answer.
+//!   silently wrong answer;
+//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains whose
+//!   intermediates nobody else reads run as one fused step (see `fuse`); results are
+//!   bit-identical to the unfused plan.
+
+mod fuse;
 
 mod pool;
 mod profile;
@@ -40,6 +45,9 @@ pub struct ExecOptions {
     /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
     /// big fresh allocations on every run.
     pub recycle_buffers: bool,
+    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains into one step (only
+    /// when no intermediate is fetched or read elsewhere; results are bit-identical).
+    pub fuse: bool,
 }
 
 impl Default for ExecOptions {
@@ -49,6 +57,7 @@ impl Default for ExecOptions {
             check_types: true,
             profile: profile::env_top().is_some(),
             recycle_buffers: true,
+            fuse: true,
         }
     }
 }
@@ -63,6 +72,8 @@ struct Step {
     out_types: Vec<TensorType>,
     /// Slots to release after this step (values whose last consumer it is).
     release: Vec<usize>,
+    /// A fused conv chain run in place of `op` (which is then the chain's last op).
+    fused: Option<Box<fuse::ConvChain>>,
 }
 
 #[derive(Debug)]
@@ -85,8 +96,14 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run).
+    /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run),
+    /// with fusion.
     pub fn compile(g: &Graph, fetches: &[ValueId], keep_effects: bool) -> Result<Plan> {
+        Plan::compile_with(g, fetches, keep_effects, true)
+    }
+
+    /// [`Plan::compile`], fusing conv chains only when `fuse`.
+    pub fn compile_with(g: &Graph, fetches: &[ValueId], keep_effects: bool, fuse: bool) -> Result<Plan> {
         let mut roots: Vec<ValueId> = fetches.to_vec();
         if keep_effects {
             for n in g.node_ids() {
@@ -109,16 +126,9 @@ impl Plan {
         let fetch_slots: Vec<usize> = fetches.iter().map(|f| slot_of[f]).collect();
         let pinned: HashSet<usize> = fetch_slots.iter().copied().collect();
 
-        // Last use of each slot: (step index, input position).
-        let mut last_use: HashMap<usize, (usize, usize)> = HashMap::new();
-        for (si, &n) in order.iter().enumerate() {
-            for (pos, v) in g.node(n)?.inputs.iter().enumerate() {
-                last_use.insert(slot_of[v], (si, pos));
-            }
-        }
         let mut steps = Vec::with_capacity(order.len());
         let mut inputs = Vec::new();
-        for (si, &n) in order.iter().enumerate() {
+        for &n in &order {
             let node = g.node(n)?;
             let outputs: Vec<usize> = g.outputs_of(n).iter().map(|v| slot_of[v]).collect();
             if let Op::Input { name } = &node.op {
@@ -129,30 +139,40 @@ impl Plan {
                     slot: outputs[0],
                 });
             }
-            let mut step_inputs = Vec::with_capacity(node.inputs.len());
-            let mut release = Vec::new();
-            for (pos, v) in node.inputs.iter().enumerate() {
-                let s = slot_of[v];
-                let last = last_use.get(&s) == Some(&(si, pos)) && !pinned.contains(&s);
-                step_inputs.push((s, last));
-                if last {
-                    release.push(s);
-                }
-            }
-            // Outputs nobody reads are released immediately (unless fetched).
-            for &s in &outputs {
-                if !last_use.contains_key(&s) && !pinned.contains(&s) {
-                    release.push(s);
-                }
-            }
             steps.push(Step {
                 node: n,
                 op: node.op.clone(),
-                inputs: step_inputs,
+                inputs: node.inputs.iter().map(|v| (slot_of[v], false)).collect(),
                 outputs,
                 out_types: node.outputs.clone(),
-                release,
+                release: Vec::new(),
+                fused: None,
             });
+        }
+        if fuse {
+            fuse::conv_chains(&mut steps, &pinned);
+        }
+
+        // Last use of each slot: (step index, input position).
+        let mut last_use: HashMap<usize, (usize, usize)> = HashMap::new();
+        for (si, st) in steps.iter().enumerate() {
+            for (pos, &(s, _)) in st.inputs.iter().enumerate() {
+                last_use.insert(s, (si, pos));
+            }
+        }
+        for (si, st) in steps.iter_mut().enumerate() {
+            for (pos, (s, take)) in st.inputs.iter_mut().enumerate() {
+                *take = last_use.get(s) == Some(&(si, pos)) && !pinned.contains(s);
+                if *take {
+                    st.release.push(*s);
+                }
+            }
+            // Outputs nobody reads are released immediately (unless fetched).
+            for &s in &st.outputs {
+                if !last_use.contains_key(&s) && !pinned.contains(&s) {
+                    st.release.push(s);
+                }
+            }
         }
         Ok(Plan { steps, n_slots, inputs, fetch_slots, graph_inputs: g.inputs().into_iter().collect() })
     }
@@ -185,7 +205,10 @@ impl Plan {
                 let shapes: Vec<Vec<usize>> = ins.iter().map(|t| t.shape().to_vec()).collect();
                 (shapes, Instant::now())
             });
-            let outs = step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?;
+            let outs = match &step.fused {
+                Some(chain) => chain.eval(ins, ctx)?,
+                None => step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?,
+            };
             if let (Some((shapes, t0)), Some(p)) = (timing, ctx.profile.as_deref_mut()) {
                 let key = (self as *const Plan as usize, si);
                 p.record(key, step.node, &step.op, &shapes, &outs, t0.elapsed());
@@ -326,7 +349,7 @@ impl Session {
         for f in fetches {
             graph.check_value(*f)?;
         }
-        let plan = Arc::new(Plan::compile(graph, fetches, false)?);
+        let plan = Arc::new(Plan::compile_with(graph, fetches, false, options.fuse)?);
         let library = graph.library().clone();
         let vars = library.variables().into_iter().map(|v| (v.name, v.init)).collect();
         Ok(Session {

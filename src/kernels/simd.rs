@@ -39,3 +39,31 @@ pub fn clear_upper_on_workers() {
         rayon::spawn_broadcast(|_| clear_upper());
     }
 }
+
+/// Run `f` compiled for the widest vector extension this CPU has (AVX-512F, else AVX2, else
+/// the baseline): the closure's loops are inlined into a `#[target_feature]` function, so
+/// they vectorize 16 or 8 lanes wide. The same IEEE operations run in every variant (no
+/// fused multiply-add contraction), so results are identical.
+#[inline(always)]
+pub fn widest<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        fn avx512<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        #[target_feature(enable = "avx2")]
+        fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU supports AVX-512F (checked just above).
+            return unsafe { avx512(f) };
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU supports AVX2 (checked just above).
+            return unsafe { avx2(f) };
+        }
+    }
+    f()
+}

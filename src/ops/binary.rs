@@ -19,6 +19,7 @@
 //! shape and dtype, and run in parallel (rayon) above [`PAR_THRESHOLD`] output elements.
 
 use ndarray::{ArcArray, IxDyn, Zip};
+use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
@@ -271,6 +272,35 @@ fn same<T: Element>(
 ) -> Result<Tensor> {
     let shape = out_shape(op, &a, &b)?;
     let par = shape.iter().product::<usize>() >= PAR_THRESHOLD;
+    // contiguous fast paths: the owned operand is updated in place over flat slices while
+    // the other one repeats with a period (same shape, or a row broadcast such as [1,256])
+    if a.shape() == shape.as_slice() && a.is_unique() && repeats_along(&shape, &b) {
+        if let (Some(ys), Some(xs)) = (b.as_slice(), a.as_slice_mut()) {
+            periodic(xs, ys, par, |x, y| *x = f(*x, y));
+            return Ok(T::wrap(a));
+        }
+    }
+    if b.shape() == shape.as_slice() && b.is_unique() && repeats_along(&shape, &a) {
+        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice_mut()) {
+            periodic(ys, xs, par, |y, x| *y = f(x, *y));
+            return Ok(T::wrap(b));
+        }
+    }
+    // shared operands: copy the full-shape one, then the same in-place pass
+    if a.shape() == shape.as_slice() && a.is_standard_layout() && repeats_along(&shape, &b) {
+        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
+            let mut out = xs.to_vec();
+            periodic(&mut out, ys, par, |x, y| *x = f(*x, y));
+            return from_vec(op, &shape, out);
+        }
+    }
+    if b.shape() == shape.as_slice() && b.is_standard_layout() && repeats_along(&shape, &a) {
+        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
+            let mut out = ys.to_vec();
+            periodic(&mut out, xs, par, |y, x| *y = f(x, *y));
+            return from_vec(op, &shape, out);
+        }
+    }
     if a.shape() == shape.as_slice() && a.is_unique() {
         let bv = b.broadcast(IxDyn(&shape)).ok_or_else(|| bcast_err(op, b.shape(), &shape))?;
         let z = Zip::from(a.view_mut()).and(&bv);
@@ -292,6 +322,42 @@ fn same<T: Element>(
         return Ok(T::wrap(b));
     }
     collect(op, &a, &b, &shape, par, f)
+}
+
+/// True when `src` (standard layout) broadcast to `out` repeats its own buffer with period
+/// `src.len()`: its shape without leading 1s is a suffix of `out`.
+fn repeats_along<T>(out: &[usize], src: &ArcArray<T, IxDyn>) -> bool {
+    let s = src.shape();
+    let lead = s.iter().take_while(|&&d| d == 1).count();
+    let s = &s[lead..];
+    src.is_standard_layout() && !src.is_empty() && s.len() <= out.len() && out[out.len() - s.len()..] == *s
+}
+
+/// `g(dst[i], src[i % src.len()])` over flat slices (`dst.len()` a multiple of `src.len()`),
+/// compiled for the widest vector unit, on rayon in pieces of whole periods when `par`.
+fn periodic<T: Element>(dst: &mut [T], src: &[T], par: bool, g: impl Fn(&mut T, T) + Sync + Send) {
+    let p = src.len();
+    let run = |d: &mut [T]| {
+        crate::kernels::simd::widest(|| {
+            for chunk in d.chunks_exact_mut(p) {
+                for (x, &y) in chunk.iter_mut().zip(src) {
+                    g(x, y);
+                }
+            }
+        })
+    };
+    if par && rayon::current_num_threads() > 1 {
+        let per = p * (1usize << 14).div_ceil(p);
+        dst.par_chunks_mut(per).for_each(run);
+    } else {
+        run(dst);
+    }
+}
+
+fn from_vec<T: Element>(op: &str, shape: &[usize], v: Vec<T>) -> Result<Tensor> {
+    ArcArray::from_shape_vec(IxDyn(shape), v)
+        .map(T::wrap)
+        .map_err(|e| Error::shape(op, format!("internal: output of shape {shape:?}: {e}")))
 }
 
 /// `f` over broadcast operands into a new array.

@@ -219,6 +219,16 @@ impl ConvKind {
     }
 }
 
+/// Elementwise work fused into a `conv2d` output by the executor (`exec::fuse`): `+ bias`
+/// per output channel, then `relu`, applied to each output chunk right after its GEMM.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ConvEpilogue<'a> {
+    /// Bias `[O]`, same dtype as the input.
+    pub bias: Option<&'a Tensor>,
+    /// Apply relu after the bias.
+    pub relu: bool,
+}
+
 /// Float element types the kernels run on.
 trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum {
     fn is_nan(self) -> bool;
@@ -566,7 +576,16 @@ impl ConvOp {
 
     /// Evaluate.
     pub fn eval(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        self.eval_fused(inputs, ConvEpilogue::default())
+    }
+
+    /// Evaluate with `epi` applied to the output as the kernel writes it (`conv2d` only; an
+    /// epilogue on another kind, or a bias that is not `[O]` of the input dtype, is an error).
+    pub(crate) fn eval_fused(&self, inputs: Vec<Tensor>, epi: ConvEpilogue<'_>) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
+        if (epi.bias.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
+            return Err(Error::Verify(format!("{op}: internal: only conv2d takes a fused epilogue")));
+        }
         // Inference on the concrete types performs every check (incl. formerly dynamic dims).
         let types: Vec<TensorType> = inputs.iter().map(Tensor::tensor_type).collect();
         let out_ty = self.infer(&types)?.remove(0);
@@ -577,12 +596,12 @@ impl ConvOp {
         if out_shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).is_none() {
             return Err(Error::shape(op, format!("output shape {out_shape:?} too large")));
         }
-        let out = crate::dispatch_float!(out_ty.dtype, T => self.run::<T>(&inputs, &out_shape)?,
+        let out = crate::dispatch_float!(out_ty.dtype, T => self.run::<T>(&inputs, &out_shape, epi)?,
             _ => return Err(Error::dtype(op, "a float type (f32 or f64)", out_ty.dtype)));
         Ok(vec![out])
     }
 
-    fn run<T: Float>(&self, inputs: &[Tensor], out_shape: &[usize]) -> Result<Tensor> {
+    fn run<T: Float>(&self, inputs: &[Tensor], out_shape: &[usize], epi: ConvEpilogue<'_>) -> Result<Tensor> {
         let op = self.kind().name();
         let views: Vec<CowArray<'_, T, IxDyn>> =
             inputs.iter().map(|t| Ok(t.array::<T>()?.as_standard_layout())).collect::<Result<_>>()?;
@@ -598,7 +617,21 @@ impl ConvOp {
         let out = match *self {
             ConvOp::Conv2D { .. } => {
                 let (x, w) = (shp(0), shp(1));
-                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1])?
+                let bias = match epi.bias {
+                    Some(b) if b.shape() != [w[3]] => {
+                        return Err(Error::shape(
+                            op,
+                            format!("fused bias has shape {:?}, expected [{}]", b.shape(), w[3]),
+                        ));
+                    }
+                    Some(b) => Some(b.array::<T>()?.as_standard_layout()),
+                    None => None,
+                };
+                let bias = bias
+                    .as_ref()
+                    .map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
+                let epi = im2col::Epilogue { bias: bias.transpose()?, relu: epi.relu };
+                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi)?
             }
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {
                 let (w, dy) = (shp(0), shp(1));

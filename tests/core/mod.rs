@@ -1,6 +1,7 @@
 //! Core tests: tensors, graph IR, executor, reference loop, errors.
 
 mod exec;
+mod fuse;
 mod ir;
 mod random_graphs;
 mod tensor;

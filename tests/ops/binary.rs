@@ -344,3 +344,39 @@ fn large_tensors_parallel_path() {
     let m = bin(BinaryKind::FloorMod, a, Tensor::scalar(7i64)).to_vec::<i64>().unwrap();
     assert!(m.iter().enumerate().all(|(i, &v)| v == (i % 7) as i64));
 }
+
+/// The contiguous fast paths (an operand repeating with a period: same shape, or a row
+/// broadcast such as `[1, 4]` against `[3, 1, 4]`) give the values of the generic broadcast,
+/// for either operand order, owned or shared operands, and sizes on both sides of the
+/// parallel threshold.
+#[test]
+fn periodic_broadcast_fast_paths_match_elementwise_values() -> pfor::Result<()> {
+    for (big, small) in [(vec![3usize, 1, 4], vec![1usize, 4]), (vec![2, 3], vec![2, 3]), (vec![600, 256], vec![256])] {
+        let a = Tensor::randn(&big, 1).cast(DType::F64);
+        let b = Tensor::randn(&small, 2).cast(DType::F64).to_vec::<f64>()?;
+        let av = a.to_vec::<f64>()?;
+        let bt = f64t(&small, &b);
+        for k in [BinaryKind::Sub, BinaryKind::Div, BinaryKind::Maximum] {
+            let f = |x: f64, y: f64| match k {
+                BinaryKind::Sub => x - y,
+                BinaryKind::Div => x / y,
+                _ => x.max(y),
+            };
+            let want_ab: Vec<f64> = av.iter().enumerate().map(|(i, &x)| f(x, b[i % b.len()])).collect();
+            let want_ba: Vec<f64> = av.iter().enumerate().map(|(i, &x)| f(b[i % b.len()], x)).collect();
+            // owned big operand (in place) and a shared one (the graph keeps a second reader)
+            assert_eq!(bin(k, a.clone(), bt.clone()).to_vec::<f64>()?, want_ab, "{k:?} {big:?} {small:?}");
+            assert_eq!(bin(k, bt.clone(), a.clone()).to_vec::<f64>()?, want_ba, "{k:?} {small:?} {big:?}");
+            let mut g = Graph::new();
+            let x = g.input("x", DType::F64, big.as_slice());
+            let y = g.constant(bt.clone());
+            let z = g.binary(k, x, y)?;
+            let w = g.binary(k, y, x)?;
+            let got = run_once(&g, &[z, w, x], &[(x, a.clone())])?;
+            assert_eq!(got[0].to_vec::<f64>()?, want_ab);
+            assert_eq!(got[1].to_vec::<f64>()?, want_ba);
+            assert_eq!(got[2].to_vec::<f64>()?, av);
+        }
+    }
+    Ok(())
+}

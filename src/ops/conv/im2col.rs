@@ -8,9 +8,45 @@
 
 use rayon::prelude::*;
 
-use super::{Float, Geom, filled};
+use super::{Float, Geom, filled, for_each_chunk, is_parallel};
 use crate::error::Result;
 use crate::kernels::gemm::{PAR_FLOPS, gemm};
+
+/// Elementwise work applied to each chunk of `conv2d` output rows right after its GEMM
+/// wrote it (while it is cache resident): `v += bias[channel]`, then `relu`. The arithmetic
+/// and its order are those of the separate `bias_add` and `relu` kernels, so fused results
+/// are bit-identical to unfused ones.
+#[derive(Clone, Copy)]
+pub(super) struct Epilogue<'a, T> {
+    /// Per-output-channel bias (`O` values).
+    pub bias: Option<&'a [T]>,
+    /// Apply `relu` (NaN propagates; `-0.0` and negatives become `0.0`).
+    pub relu: bool,
+}
+
+impl<T: Float> Epilogue<'_, T> {
+    /// Nothing to apply.
+    fn is_none(&self) -> bool {
+        self.bias.is_none() && !self.relu
+    }
+    /// Apply to `out`, whole rows of `o` channels (one branch-free loop per case).
+    fn apply(&self, out: &mut [T], o: usize) {
+        let zero = T::default();
+        let relu = |v: T| if v > zero || v.is_nan() { v } else { zero };
+        match (self.bias, self.relu) {
+            (None, false) => {}
+            (Some(b), false) => out.chunks_exact_mut(o).for_each(|r| r.iter_mut().zip(b).for_each(|(v, &b)| *v += b)),
+            (Some(b), true) => out.chunks_exact_mut(o).for_each(|r| {
+                r.iter_mut().zip(b).for_each(|(v, &b)| {
+                    let mut s = *v;
+                    s += b;
+                    *v = relu(s);
+                })
+            }),
+            (None, true) => out.iter_mut().for_each(|v| *v = relu(*v)),
+        }
+    }
+}
 
 /// Bytes of patch matrices in flight at once (all threads together, at least one row each).
 const IM2COL_BUDGET_BYTES: usize = 64 << 20;
@@ -150,8 +186,11 @@ fn add_to<T: Float>(dst: &mut [T], src: &[T]) {
     }
 }
 
-/// `out [N*OH*OW, O] = patches(x) · filter [KH*KW*C, O]`.
-pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Result<Vec<T>> {
+/// `out [N*OH*OW, O] = epi(patches(x) · filter [KH*KW*C, O])`, the epilogue applied per
+/// GEMM output chunk. The output is written once up front in parallel ([`filled`]): a
+/// lazily zeroed `vec!` was measured slower, as the allocator memsets recycled heap
+/// blocks in one thread.
+pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>) -> Result<Vec<T>> {
     let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     let mut out = filled(rows * o, T::default());
     if out.is_empty() {
@@ -159,6 +198,11 @@ pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Result<Vec<T>> {
     }
     if g.pointwise() {
         gemm(rows, k, o, x, false, w, false, &mut out, false)?;
+        if !epi.is_none() {
+            // Tasks of whole rows, ≥ ~16K elements each.
+            let cr = (1usize << 14).div_ceil(o).max(1);
+            for_each_chunk(&mut out, cr * o, is_parallel(rows * o), |_, oc| epi.apply(oc, o));
+        }
         return Ok(out);
     }
     let run = |col: &mut Vec<T>, r0: usize, oc: &mut [T]| -> Result<()> {
@@ -166,10 +210,13 @@ pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Result<Vec<T>> {
         col.resize(nr * k, T::default());
         if g.c == 1 {
             im2col_t_c1(g, x, r0, nr, &mut col[..nr * k]);
-            return gemm(nr, k, o, &col[..nr * k], true, w, false, oc, false);
+            gemm(nr, k, o, &col[..nr * k], true, w, false, oc, false)?;
+        } else {
+            im2col(g, x, r0, &mut col[..nr * k]);
+            gemm(nr, k, o, &col[..nr * k], false, w, false, oc, false)?;
         }
-        im2col(g, x, r0, &mut col[..nr * k]);
-        gemm(nr, k, o, &col[..nr * k], false, w, false, oc, false)
+        epi.apply(oc, o);
+        Ok(())
     };
     match par_chunk_rows::<T>(rows, k, o) {
         Some(cr) => {

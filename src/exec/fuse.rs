@@ -1,0 +1,201 @@
+//! Plan-level fusion: `conv2d → [reshape]* → bias_add → [reshape]* → relu` (bias and relu
+//! each optional, at least one present) runs as ONE step whose conv kernel adds the bias
+//! and applies relu to each GEMM output chunk while it is cache resident, instead of three
+//! full passes over the output in memory.
+//!
+//! Invariants:
+//! - only values with exactly one consumer that are not fetched are fused away, so no one
+//!   can observe a skipped intermediate; the fused step replaces the chain's LAST step (its
+//!   position in the plan), where every input of the chain is already computed and every
+//!   consumer of the result still to come; slot releases are computed after fusion;
+//! - a `bias_add` is fused only when its input's static last dim equals the conv's static
+//!   output channels (reshapes in between keep the channel axis last);
+//! - results are bit-identical to the unfused plan: the epilogue does the same float
+//!   operations in the same order per element, and reshapes are metadata only;
+//! - at run time, operands the fused kernel does not take (non-float, a bias that is not
+//!   `[O]` of the input dtype) run the chain op by op instead, so every error is the unfused
+//!   one, naming the node that raised it.
+
+use hashbrown::{HashMap, HashSet};
+
+use super::{ExecCtx, Step};
+use crate::error::{Error, Result};
+use crate::ir::NodeId;
+use crate::ops::conv::ConvEpilogue;
+use crate::ops::{ConvOp, NnOp, Op, ShapeOp, UnaryKind};
+use crate::tensor::{DType, Dim, Tensor};
+
+/// One fused-away op after the conv.
+#[derive(Clone, Debug)]
+enum Tail {
+    /// A static reshape.
+    Reshape(NodeId, Op),
+    /// `bias_add` with the step's extra input (the bias).
+    BiasAdd(NodeId),
+    /// `relu`.
+    Relu(NodeId),
+}
+
+/// A fused conv chain (the plan step's inputs are `[x, filter]` or `[x, filter, bias]`).
+#[derive(Clone, Debug)]
+pub(super) struct ConvChain {
+    conv_node: NodeId,
+    conv: ConvOp,
+    /// Static output channels of the conv.
+    channels: usize,
+    tail: Vec<Tail>,
+}
+
+impl ConvChain {
+    fn has_bias(&self) -> bool {
+        self.tail.iter().any(|t| matches!(t, Tail::BiasAdd(_)))
+    }
+
+    /// Run the chain; errors are already attributed to the node that raised them.
+    pub(super) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
+        let want = if self.has_bias() { 3 } else { 2 };
+        if ins.len() != want {
+            return Err(Error::Verify(format!("fused conv chain: {} inputs, expected {want}", ins.len())));
+        }
+        let mut it = ins.into_iter();
+        let (x, w) = (it.next().expect("arity checked"), it.next().expect("arity checked"));
+        let bias = it.next();
+        let float = matches!(x.dtype(), DType::F32 | DType::F64) && w.dtype() == x.dtype();
+        let fast = float
+            && w.rank() == 4
+            && w.shape()[3] == self.channels
+            && bias.as_ref().is_none_or(|b| b.dtype() == x.dtype() && b.shape() == [self.channels]);
+        if !fast {
+            return self.eval_unfused(x, w, bias, ctx);
+        }
+        let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
+        let epi = ConvEpilogue { bias: bias.as_ref(), relu };
+        let mut y = self.conv.eval_fused(vec![x, w], epi).map_err(conv_err)?;
+        for t in &self.tail {
+            match t {
+                Tail::Reshape(node, op) => y = op.eval(y, ctx).map_err(|e| e.at_node(*node, op.to_string()))?,
+                Tail::BiasAdd(node) => {
+                    // Statically guaranteed; checked so a violated guarantee is an error.
+                    if y[0].shape().last() != Some(&self.channels) {
+                        return Err(Error::Verify(format!(
+                            "{node}: fused bias_add input {:?} does not end in the conv's {} channels",
+                            y[0].shape(),
+                            self.channels
+                        )));
+                    }
+                }
+                Tail::Relu(_) => {}
+            }
+        }
+        Ok(y)
+    }
+
+    /// Op by op, exactly as the unfused plan would run them.
+    fn eval_unfused(&self, x: Tensor, w: Tensor, bias: Option<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let conv = Op::Conv(self.conv.clone());
+        let mut y = conv.eval(vec![x, w], ctx).map_err(|e| e.at_node(self.conv_node, conv.to_string()))?;
+        let mut bias = bias;
+        for t in &self.tail {
+            let (node, op, ins) = match t {
+                Tail::Reshape(node, op) => (*node, op.clone(), y),
+                Tail::BiasAdd(node) => {
+                    let b = bias.take().ok_or_else(|| Error::Verify("fused conv chain: no bias".into()))?;
+                    let mut ins = y;
+                    ins.push(b);
+                    (*node, Op::Nn(NnOp::BiasAdd), ins)
+                }
+                Tail::Relu(node) => (*node, Op::Unary(UnaryKind::Relu), y),
+            };
+            y = op.eval(ins, ctx).map_err(|e| e.at_node(node, op.to_string()))?;
+        }
+        Ok(y)
+    }
+}
+
+/// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
+/// are the fetched slots.
+pub(super) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
+    let mut consumers: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut producer: HashMap<usize, usize> = HashMap::new();
+    for (si, st) in steps.iter().enumerate() {
+        for &(s, _) in &st.inputs {
+            consumers.entry(s).or_default().push(si);
+        }
+        for &s in &st.outputs {
+            producer.insert(s, si);
+        }
+    }
+    // The one consumer of slot `s`, if it is not fetched and read exactly once.
+    let sole = |s: usize| match consumers.get(&s).map(Vec::as_slice) {
+        Some(&[c]) if !pinned.contains(&s) => Some(c),
+        _ => None,
+    };
+    let mut removed = vec![false; steps.len()];
+    for a in 0..steps.len() {
+        let Op::Conv(conv @ ConvOp::Conv2D { .. }) = &steps[a].op else { continue };
+        if removed[a] || steps[a].fused.is_some() || steps[a].outputs.len() != 1 || steps[a].inputs.len() != 2 {
+            continue;
+        }
+        let Some(Dim::Fixed(channels)) = steps[a].out_types[0].shape.dims().last().cloned() else { continue };
+        let (mut cur, mut cur_ty) = (steps[a].outputs[0], steps[a].out_types[0].clone());
+        let (mut tail, mut chain, mut bias) = (Vec::new(), Vec::new(), None);
+        // Length of `tail` / `chain` up to the last bias_add or relu.
+        let mut keep = 0;
+        while let Some(c) = sole(cur) {
+            let st = &steps[c];
+            if st.outputs.len() != 1 || st.inputs.first().map(|i| i.0) != Some(cur) {
+                break;
+            }
+            let relu_seen = tail.iter().any(|t| matches!(t, Tail::Relu(_)));
+            match &st.op {
+                Op::Shape(ShapeOp::Reshape { .. }) if st.inputs.len() == 1 => {
+                    tail.push(Tail::Reshape(st.node, st.op.clone()))
+                }
+                Op::Nn(NnOp::BiasAdd)
+                    if st.inputs.len() == 2
+                        && bias.is_none()
+                        && !relu_seen
+                        && st.inputs[1].0 != cur
+                        && cur_ty.shape.dims().last() == Some(&Dim::Fixed(channels)) =>
+                {
+                    bias = Some(st.inputs[1].0);
+                    tail.push(Tail::BiasAdd(st.node));
+                    keep = tail.len();
+                }
+                Op::Unary(UnaryKind::Relu) if !relu_seen => {
+                    tail.push(Tail::Relu(st.node));
+                    keep = tail.len();
+                }
+                _ => break,
+            }
+            chain.push(c);
+            (cur, cur_ty) = (st.outputs[0], st.out_types[0].clone());
+        }
+        if keep == 0 {
+            continue;
+        }
+        tail.truncate(keep);
+        chain.truncate(keep);
+        let last = chain[keep - 1];
+        let mut inputs = steps[a].inputs.clone();
+        if let Some(b) = bias {
+            // Computed before the bias_add (topological order), hence before `last`.
+            debug_assert!(producer.get(&b).is_none_or(|&p| p < last));
+            inputs.push((b, false));
+        }
+        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail };
+        let st = &mut steps[last];
+        st.inputs = inputs;
+        st.fused = Some(Box::new(fused));
+        removed[a] = true;
+        for &c in &chain[..keep - 1] {
+            removed[c] = true;
+        }
+    }
+    let mut i = 0;
+    steps.retain(|_| {
+        i += 1;
+        !removed[i - 1]
+    });
+}

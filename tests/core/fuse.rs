@@ -1,0 +1,229 @@
+//! Core tests: plan-level fusion of `conv2d → [reshape] → bias_add → [reshape] → relu`
+//! (fused results bit-identical to the unfused plan; fetched or shared intermediates and
+//! mismatched operands disable it or fall back with the unfused errors).
+
+use pfor::ops::conv::{Conv2dParams, Padding};
+use pfor::prelude::*;
+
+fn unfused() -> ExecOptions {
+    ExecOptions { fuse: false, ..ExecOptions::default() }
+}
+
+/// Bit patterns (so NaN == NaN and -0.0 != 0.0).
+fn bits(t: &Tensor) -> (Vec<usize>, Vec<u64>) {
+    let v: Vec<u64> = match t.dtype() {
+        DType::F32 => t.to_array::<f32>().unwrap().iter().map(|v| v.to_bits() as u64).collect(),
+        DType::F64 => t.to_array::<f64>().unwrap().iter().map(|v| v.to_bits()).collect(),
+        d => panic!("unexpected dtype {d}"),
+    };
+    (t.shape().to_vec(), v)
+}
+
+fn rand(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
+    match dtype {
+        DType::F64 => Tensor::randn_f64(shape, seed),
+        _ => Tensor::randn(shape, seed),
+    }
+}
+
+/// How the bias reaches the `bias_add`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bias {
+    None,
+    Const,
+    Fed,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    nhwc: [usize; 4],
+    k: [usize; 2],
+    o: usize,
+    s: [usize; 2],
+    d: [usize; 2],
+    pad: Padding,
+    bias: Bias,
+    relu: bool,
+    /// Reshape the conv output to `[N*OH, OW, O]` before the bias and flatten before relu.
+    reshapes: bool,
+}
+
+/// Build the chain, run it fused and unfused, and return (fused steps, unfused steps).
+fn check(case: Case, dtype: DType, seed: u64) -> (usize, usize) {
+    let Case { nhwc, k, o, s, d, pad, bias, relu, reshapes } = case;
+    let mut g = Graph::new();
+    let x = g.input("x", dtype, nhwc);
+    let w = g.constant(rand(dtype, &[k[0], k[1], nhwc[3], o], seed + 1));
+    let b_val = rand(dtype, &[o], seed + 2);
+    let params = Conv2dParams { strides: s, padding: pad, dilations: d };
+    let mut h = g.conv2d(x, w, params).unwrap();
+    let conv_shape: Vec<usize> =
+        g.value_type(h).unwrap().shape.as_fixed().expect("static shapes in this test").to_vec();
+    if reshapes {
+        h = g.reshape(h, &[(conv_shape[0] * conv_shape[1]) as i64, conv_shape[2] as i64, o as i64]).unwrap();
+    }
+    let mut feeds_b = None;
+    match bias {
+        Bias::None => {}
+        Bias::Const => {
+            let b = g.constant(b_val.clone());
+            h = g.bias_add(h, b).unwrap();
+        }
+        Bias::Fed => {
+            let b = g.input("b", dtype, [Dim::dynamic("o")]);
+            feeds_b = Some((b, b_val.clone()));
+            h = g.bias_add(h, b).unwrap();
+        }
+    }
+    if reshapes {
+        h = g.reshape(h, &[-1]).unwrap();
+    }
+    if relu {
+        h = g.relu(h).unwrap();
+    }
+    let mut xv = rand(dtype, &nhwc, seed);
+    if xv.len() > 3 {
+        // A NaN must propagate through bias and relu identically.
+        let mut a = xv.to_array::<f64>().ok();
+        if let Some(a) = a.as_mut() {
+            a.as_slice_mut().unwrap()[xv.len() / 2] = f64::NAN;
+            xv = Tensor::from_array(a.clone());
+        } else {
+            let mut a = xv.to_array::<f32>().unwrap();
+            a.as_slice_mut().unwrap()[xv.len() / 2] = f32::NAN;
+            xv = Tensor::from_array(a);
+        }
+    }
+    let mut feeds = vec![(x, xv)];
+    feeds.extend(feeds_b);
+    let mut fused = Session::new(&g, &[h]).unwrap();
+    let mut plain = Session::with_options(&g, &[h], unfused()).unwrap();
+    let got = fused.run(&feeds).unwrap_or_else(|e| panic!("{case:?} {dtype}: {e}"));
+    let want = plain.run(&feeds).unwrap();
+    assert_eq!(bits(&got[0]), bits(&want[0]), "{case:?} {dtype}");
+    (fused.num_steps(), plain.num_steps())
+}
+
+fn base(nhwc: [usize; 4], k: [usize; 2], o: usize) -> Case {
+    Case { nhwc, k, o, s: [1, 1], d: [1, 1], pad: Padding::Same, bias: Bias::Const, relu: true, reshapes: false }
+}
+
+#[test]
+fn fused_conv_chains_are_bit_identical_to_unfused() {
+    let cases = [
+        base([2, 7, 9, 3], [3, 3], 5),
+        Case { s: [2, 1], pad: Padding::Valid, ..base([2, 9, 8, 4], [3, 2], 6) },
+        Case { s: [2, 3], d: [2, 1], ..base([3, 11, 10, 2], [3, 3], 4) },
+        // single-channel input (transposed patch path), MNIST conv1-like
+        base([3, 12, 12, 1], [5, 5], 8),
+        // 1x1 stride 1: the input is the patch matrix
+        Case { pad: Padding::Valid, ..base([2, 5, 6, 7], [1, 1], 9) },
+        // parallel chunks (rows*K*O above the GEMM parallel threshold)
+        base([4, 16, 16, 8], [3, 3], 32),
+        // wide layer: chunks in order, parallel GEMM
+        base([1, 8, 8, 64], [3, 3], 128),
+        // n = 0 and n = 1
+        base([0, 6, 6, 2], [3, 3], 3),
+        base([1, 6, 6, 2], [3, 3], 3),
+    ];
+    let variants = [
+        (Bias::Const, true, false),
+        (Bias::Fed, true, true),
+        (Bias::Const, false, true),
+        (Bias::None, true, false),
+        (Bias::None, true, true),
+    ];
+    for (i, &c) in cases.iter().enumerate() {
+        for (j, &(bias, relu, reshapes)) in variants.iter().enumerate() {
+            for dtype in [DType::F32, DType::F64] {
+                let case = Case { bias, relu, reshapes, ..c };
+                let (f, p) = check(case, dtype, (100 * i + 10 * j) as u64);
+                // conv + bias_add + relu + 2 reshapes collapse to one step.
+                let chain = 1 + usize::from(bias != Bias::None) + usize::from(relu) + 2 * usize::from(reshapes);
+                // A trailing reshape after the last fused op stays its own step.
+                let trailing = usize::from(reshapes && !relu);
+                assert_eq!(p - f, chain - 1 - trailing, "{case:?} {dtype}: {f} fused vs {p} unfused steps");
+            }
+        }
+    }
+}
+
+/// A small conv → bias_add → relu graph: (graph, x, conv, biased, relu).
+fn small_chain() -> (Graph, ValueId, ValueId, ValueId, ValueId) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2, 6, 5, 3]);
+    let w = g.constant(Tensor::randn(&[3, 3, 3, 4], 7));
+    let b = g.constant(Tensor::randn(&[4], 8));
+    let c = g.conv2d(x, w, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
+    let y = g.bias_add(c, b).unwrap();
+    let r = g.relu(y).unwrap();
+    (g, x, c, y, r)
+}
+
+#[test]
+fn fetched_or_shared_intermediates_are_not_fused_away() {
+    let (mut g, x, c, y, r) = small_chain();
+    let xv = Tensor::randn(&[2, 6, 5, 3], 9);
+    let feeds = [(x, xv.clone())];
+    let reference = Session::with_options(&g, &[c, y, r], unfused()).unwrap().run(&feeds).unwrap();
+    // Fully fusable: 4 steps (input, 2 consts, fused) instead of 6.
+    let s = Session::new(&g, &[r]).unwrap();
+    assert_eq!(s.num_steps(), 4);
+    // Fetching the conv output: the chain cannot start there, nothing fuses.
+    let mut s = Session::new(&g, &[r, c]).unwrap();
+    assert_eq!(s.num_steps(), 6);
+    let out = s.run(&feeds).unwrap();
+    assert_eq!(bits(&out[0]), bits(&reference[2]));
+    assert_eq!(bits(&out[1]), bits(&reference[0]));
+    // Fetching the bias_add output: conv + bias fuse, relu stays separate.
+    let mut s = Session::new(&g, &[r, y]).unwrap();
+    assert_eq!(s.num_steps(), 5);
+    let out = s.run(&feeds).unwrap();
+    assert_eq!(bits(&out[0]), bits(&reference[2]));
+    assert_eq!(bits(&out[1]), bits(&reference[1]));
+    // A second consumer of the biased value: the relu is not fused, the other reader sees
+    // the pre-relu values.
+    let e = g.exp(y).unwrap();
+    let mut s = Session::new(&g, &[r, e]).unwrap();
+    assert_eq!(s.num_steps(), 6);
+    let out = s.run(&feeds).unwrap();
+    let want_e = Session::with_options(&g, &[e], unfused()).unwrap().run(&feeds).unwrap();
+    assert_eq!(bits(&out[0]), bits(&reference[2]));
+    assert_eq!(bits(&out[1]), bits(&want_e[0]));
+    // The relu output must have no negatives and equal max(y, 0) elementwise.
+    let (yv, rv) = (reference[1].to_array::<f32>().unwrap(), reference[2].to_array::<f32>().unwrap());
+    for (a, b) in yv.iter().zip(rv.iter()) {
+        assert_eq!(*b, if *a > 0.0 { *a } else { 0.0 });
+    }
+}
+
+#[test]
+fn fused_chain_with_a_bad_bias_reports_the_unfused_error() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [1, 4, 4, 2]);
+    let b = g.input("b", DType::F32, [Dim::dynamic("o")]);
+    let w = g.constant(Tensor::randn(&[3, 3, 2, 3], 1));
+    let c = g.conv2d(x, w, Conv2dParams::default()).unwrap();
+    let y = g.bias_add(c, b).unwrap();
+    let r = g.relu(y).unwrap();
+    let feeds = [(x, Tensor::randn(&[1, 4, 4, 2], 2)), (b, Tensor::randn(&[4], 3))];
+    let mut fused = Session::new(&g, &[r]).unwrap();
+    assert!(fused.num_steps() < Session::with_options(&g, &[r], unfused()).unwrap().num_steps());
+    let got = fused.run(&feeds).unwrap_err();
+    let want = Session::with_options(&g, &[r], unfused()).unwrap().run(&feeds).unwrap_err();
+    assert_eq!(got.to_string(), want.to_string());
+    assert!(got.to_string().contains("bias_add"), "{got}");
+    assert!(matches!(&got, Error::AtNode { node, .. } if *node == y.node), "{got:?}");
+}
+
+#[test]
+fn fusion_inside_functions_matches() {
+    // Function bodies compile their own (fused) plans; a loop of conv layers agrees with
+    // the unfused top-level evaluation of the same layer.
+    let (g, x, _c, _y, r) = small_chain();
+    let xv = Tensor::randn(&[2, 6, 5, 3], 4);
+    let f = pfor::ir::Function::from_parts(g.clone(), vec![x], vec![r]).unwrap();
+    let got = pfor::run_function(&f, vec![xv.clone()]).unwrap();
+    let want = Session::with_options(&g, &[r], unfused()).unwrap().run(&[(x, xv)]).unwrap();
+    assert_eq!(bits(&got[0]), bits(&want[0]));
+}
