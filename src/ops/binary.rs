@@ -274,32 +274,40 @@ fn same<T: Element>(
     let par = shape.iter().product::<usize>() >= PAR_THRESHOLD;
     // contiguous fast paths: the owned operand is updated in place over flat slices while
     // the other one repeats with a period (same shape, or a row broadcast such as [1,256])
-    if a.shape() == shape.as_slice() && a.is_unique() && repeats_along(&shape, &b) {
-        if let (Some(ys), Some(xs)) = (b.as_slice(), a.as_slice_mut()) {
-            periodic(xs, ys, par, |x, y| *x = f(*x, y));
-            return Ok(T::wrap(a));
-        }
+    if a.shape() == shape.as_slice()
+        && a.is_unique()
+        && repeats_along(&shape, &b)
+        && let (Some(ys), Some(xs)) = (b.as_slice(), a.as_slice_mut())
+    {
+        periodic(xs, ys, par, |x, y| *x = f(*x, y));
+        return Ok(T::wrap(a));
     }
-    if b.shape() == shape.as_slice() && b.is_unique() && repeats_along(&shape, &a) {
-        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice_mut()) {
-            periodic(ys, xs, par, |y, x| *y = f(x, *y));
-            return Ok(T::wrap(b));
-        }
+    if b.shape() == shape.as_slice()
+        && b.is_unique()
+        && repeats_along(&shape, &a)
+        && let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice_mut())
+    {
+        periodic(ys, xs, par, |y, x| *y = f(x, *y));
+        return Ok(T::wrap(b));
     }
     // shared operands: copy the full-shape one, then the same in-place pass
-    if a.shape() == shape.as_slice() && a.is_standard_layout() && repeats_along(&shape, &b) {
-        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
-            let mut out = xs.to_vec();
-            periodic(&mut out, ys, par, |x, y| *x = f(*x, y));
-            return from_vec(op, &shape, out);
-        }
+    if a.shape() == shape.as_slice()
+        && a.is_standard_layout()
+        && repeats_along(&shape, &b)
+        && let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice())
+    {
+        let mut out = xs.to_vec();
+        periodic(&mut out, ys, par, |x, y| *x = f(*x, y));
+        return from_vec(op, &shape, out);
     }
-    if b.shape() == shape.as_slice() && b.is_standard_layout() && repeats_along(&shape, &a) {
-        if let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice()) {
-            let mut out = ys.to_vec();
-            periodic(&mut out, xs, par, |y, x| *y = f(x, *y));
-            return from_vec(op, &shape, out);
-        }
+    if b.shape() == shape.as_slice()
+        && b.is_standard_layout()
+        && repeats_along(&shape, &a)
+        && let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice())
+    {
+        let mut out = ys.to_vec();
+        periodic(&mut out, xs, par, |y, x| *y = f(x, *y));
+        return from_vec(op, &shape, out);
     }
     if a.shape() == shape.as_slice() && a.is_unique() {
         let bv = b.broadcast(IxDyn(&shape)).ok_or_else(|| bcast_err(op, b.shape(), &shape))?;
