@@ -15,7 +15,7 @@ use pfor::vectorize::{PforOptions, pfor_with};
 
 #[path = "../benches/workloads/mod.rs"]
 mod workloads;
-use workloads::{lstm_cell, mnist_logits, mnist_params};
+use workloads::{mnist_example, mnist_params, w5_forward, w5_input};
 
 /// A built pfor graph: the graph, its outputs and its feeds.
 struct Built {
@@ -28,34 +28,16 @@ fn w2(n: usize, opts: &PforOptions) -> Result<Built> {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, 28, 28, 1]);
     let p = mnist_params(&mut g);
-    let outs = pfor_with(&mut g, n, opts, |g, i| {
-        let xi = g.gather(x, i, 0)?;
-        let xi = g.expand_dims(xi, 0)?;
-        let l = mnist_logits(g, &p, xi)?;
-        Ok(vec![g.reshape(l, &[10])?])
-    })?;
+    let outs = pfor_with(&mut g, n, opts, |g, i| mnist_example(g, &p, x, i))?;
     Ok(Built { g, outs, feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3))] })
 }
 
 /// The W5 graph of `benches/workloads/grad.rs` (LSTM unrolled 10 steps, in 128, state 256).
 fn w5(out: usize, opts: &PforOptions) -> Result<Built> {
-    let (t, d, h) = (10, 128, 256);
     let mut g = Graph::new();
-    let x = g.input("x", DType::F32, [t, d]);
-    let scale = 1.0 / ((d + h) as f32).sqrt();
-    let w = g.constant(Tensor::from_array(Tensor::randn(&[d + h, 4 * h], 51).to_array::<f32>()? * scale));
-    let b = g.constant(Tensor::from_array(Tensor::randn(&[4 * h], 52).to_array::<f32>()? * scale));
-    let wo = g.constant(Tensor::from_array(Tensor::randn(&[h, out], 53).to_array::<f32>()? * (1.0 / 16.0)));
-    let mut hs = g.constant(Tensor::zeros(DType::F32, &[1, h]));
-    let mut cs = hs;
-    for xt in g.unstack(x, 0)? {
-        let xt = g.reshape(xt, &[1, d as i64])?;
-        (hs, cs) = lstm_cell(&mut g, xt, hs, cs, w, b, h)?;
-    }
-    let y = g.matmul(hs, wo)?;
-    let y = g.reshape(y, &[out as i64])?;
+    let (x, y) = w5_forward(&mut g, out)?;
     let j = jacobian_with(&mut g, y, x, opts)?;
-    Ok(Built { g, outs: vec![j], feeds: vec![(x, Tensor::randn(&[t, d], 55))] })
+    Ok(Built { g, outs: vec![j], feeds: vec![(x, w5_input())] })
 }
 
 fn live_kinds(b: &Built) -> Result<BTreeMap<String, usize>> {

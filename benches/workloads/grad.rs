@@ -55,8 +55,19 @@ const W5_HIDDEN: usize = 256;
 /// W5: `y = h_10 @ Wo [256,out]` of an LSTM unrolled over `x [10,128]`; the jacobian
 /// `d y / d x` `[out,10,128]`; units = jacobian rows (`out`). `Hand` is unavailable.
 pub fn w5(out: usize, mode: Mode) -> Result<Workload> {
-    let (t, d, h) = (W5_STEPS, W5_IN, W5_HIDDEN);
     let mut g = Graph::new();
+    let (x, y) = w5_forward(&mut g, out)?;
+    let j = match mode {
+        Mode::Pfor => jacobian_with(&mut g, y, x, &PforOptions::strict())?,
+        Mode::Loop => jacobian_loop(&mut g, y, x)?,
+        Mode::Hand => return Err(Error::InvalidArgument("W5 has no hand-batched mode".into())),
+    };
+    Ok(Workload { session: Session::new(&g, &[j])?, feeds: vec![(x, w5_input())], units: out as f64 })
+}
+
+/// The W5 forward graph: input `x [10,128]` and `y = h_10 @ Wo` `[out]`.
+pub fn w5_forward(g: &mut Graph, out: usize) -> Result<(ValueId, ValueId)> {
+    let (t, d, h) = (W5_STEPS, W5_IN, W5_HIDDEN);
     let x = g.input("x", DType::F32, [t, d]);
     let scale = 1.0 / ((d + h) as f32).sqrt();
     let w = g.constant(Tensor::from_array(Tensor::randn(&[d + h, 4 * h], 51).to_array::<f32>()? * scale));
@@ -64,17 +75,15 @@ pub fn w5(out: usize, mode: Mode) -> Result<Workload> {
     let wo = g.constant(Tensor::from_array(Tensor::randn(&[h, out], 53).to_array::<f32>()? * (1.0 / 16.0)));
     let mut hs = g.constant(Tensor::zeros(DType::F32, &[1, h]));
     let mut cs = hs;
-    let steps = g.unstack(x, 0)?;
-    for xt in steps {
+    for xt in g.unstack(x, 0)? {
         let xt = g.reshape(xt, &[1, d as i64])?;
-        (hs, cs) = lstm_cell(&mut g, xt, hs, cs, w, b, h)?;
+        (hs, cs) = lstm_cell(g, xt, hs, cs, w, b, h)?;
     }
     let y = g.matmul(hs, wo)?;
-    let y = g.reshape(y, &[out as i64])?;
-    let j = match mode {
-        Mode::Pfor => jacobian_with(&mut g, y, x, &PforOptions::strict())?,
-        Mode::Loop => jacobian_loop(&mut g, y, x)?,
-        Mode::Hand => return Err(Error::InvalidArgument("W5 has no hand-batched mode".into())),
-    };
-    Ok(Workload { session: Session::new(&g, &[j])?, feeds: vec![(x, Tensor::randn(&[t, d], 55))], units: out as f64 })
+    Ok((x, g.reshape(y, &[out as i64])?))
+}
+
+/// The W5 input sequence fed to [`w5_forward`]'s `x`.
+pub fn w5_input() -> Tensor {
+    Tensor::randn(&[W5_STEPS, W5_IN], 55)
 }

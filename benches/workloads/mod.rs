@@ -9,7 +9,7 @@ use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
 
 mod grad;
 #[allow(unused_imports)]
-pub use grad::{w4, w5};
+pub use grad::{w4, w5, w5_forward, w5_input};
 
 /// How a workload is batched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +126,14 @@ pub fn mnist_logits(g: &mut Graph, p: &MnistParams, x: ValueId) -> Result<ValueI
     g.bias_add(h, v[7])
 }
 
+/// The per-example W2 body: logits `[10]` of image `i` of `x [n,28,28,1]`.
+pub fn mnist_example(g: &mut Graph, p: &MnistParams, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
+    let xi = g.gather(x, i, 0)?;
+    let xi = g.expand_dims(xi, 0)?;
+    let l = mnist_logits(g, p, xi)?;
+    Ok(vec![g.reshape(l, &[10])?])
+}
+
 /// W2: MNIST CNN inference; units = images.
 pub fn w2(n: usize, mode: Mode) -> Result<Workload> {
     let mut g = Graph::new();
@@ -133,12 +141,7 @@ pub fn w2(n: usize, mode: Mode) -> Result<Workload> {
     let p = mnist_params(&mut g);
     let out = match mode {
         Mode::Hand => vec![mnist_logits(&mut g, &p, x)?],
-        m => per_example(&mut g, n, m, |g, i| {
-            let xi = g.gather(x, i, 0)?;
-            let xi = g.expand_dims(xi, 0)?;
-            let l = mnist_logits(g, &p, xi)?;
-            Ok(vec![g.reshape(l, &[10])?])
-        })?,
+        m => per_example(&mut g, n, m, |g, i| mnist_example(g, &p, x, i))?,
     };
     Ok(Workload {
         session: Session::new(&g, &out)?,

@@ -64,53 +64,22 @@ fn tanh1(x: f32) -> f32 {
     if x.is_nan() { x } else { v.copysign(x) }
 }
 
-/// Define a slice kernel `$name` over `$one`, compiled for the baseline and, on x86-64,
-/// also for AVX2 and AVX-512 (VEX/EVEX-encoded: 8 or 16 lanes, and no legacy-SSE code
-/// running right after the AVX-512 GEMM, whose dirty upper register state made the SSE loop
-/// 4-5x slower in the LSTM). Runtime detection picks the widest; the arithmetic is the same
-/// sequence of IEEE operations (no fused multiply-add contraction), so every variant gives
-/// bit-identical results.
-macro_rules! slice_kernel {
-    ($(#[$doc:meta])* $name:ident, $one:ident) => {
-        $(#[$doc])*
-        pub fn $name(xs: &mut [f32]) {
-            #[cfg(target_arch = "x86_64")]
-            {
-                #[target_feature(enable = "avx512f")]
-                fn avx512(xs: &mut [f32]) {
-                    for x in xs {
-                        *x = $one(*x);
-                    }
-                }
-                #[target_feature(enable = "avx2")]
-                fn avx2(xs: &mut [f32]) {
-                    for x in xs {
-                        *x = $one(*x);
-                    }
-                }
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: the CPU supports AVX-512F (checked just above).
-                    return unsafe { avx512(xs) };
-                }
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: the CPU supports AVX2 (checked just above).
-                    return unsafe { avx2(xs) };
-                }
-            }
-            for x in xs {
-                *x = $one(*x);
-            }
+/// `x ← sigmoid(x)` elementwise, compiled for the widest vector unit
+/// ([`widest`](crate::kernels::simd::widest): 16 or 8 lanes, VEX/EVEX-encoded, bit-identical
+/// to the baseline build).
+pub fn sigmoid_f32(xs: &mut [f32]) {
+    crate::kernels::simd::widest(|| {
+        for x in xs {
+            *x = sigmoid1(*x);
         }
-    };
+    })
 }
 
-slice_kernel!(
-    /// `x ← sigmoid(x)` elementwise.
-    sigmoid_f32,
-    sigmoid1
-);
-slice_kernel!(
-    /// `x ← tanh(x)` elementwise.
-    tanh_f32,
-    tanh1
-);
+/// `x ← tanh(x)` elementwise, compiled for the widest vector unit (see [`sigmoid_f32`]).
+pub fn tanh_f32(xs: &mut [f32]) {
+    crate::kernels::simd::widest(|| {
+        for x in xs {
+            *x = tanh1(*x);
+        }
+    })
+}

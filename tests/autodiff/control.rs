@@ -37,25 +37,24 @@ fn cond_case(name: &str, x: &[f64]) -> FdCase {
     .second()
 }
 
+/// The condition of the loops below: `Σ|x| <= bound` over carries `(i, x)` and captures
+/// `(c, bound)`.
+fn abs_sum_at_most(g: &mut Graph, a: &[ValueId]) -> Result<ValueId> {
+    let ab = g.abs(a[1])?;
+    let s = g.sum_all(ab)?;
+    g.less_equal(s, a[3])
+}
+
 /// `x ← x·c + sin(x)` with a counter, until `Σ|x| > bound`; outputs `(x, count)`.
-fn while_loop(g: &mut Graph, x: ValueId, c: ValueId, bound: f64) -> Result<Vec<ValueId>> {
+pub fn while_loop(g: &mut Graph, x: ValueId, c: ValueId, bound: f64) -> Result<Vec<ValueId>> {
     let i0 = g.constant(Tensor::scalar(0i64));
     let b = g.scalar(DType::F64, bound);
-    let out = g.while_loop(
-        &[i0, x],
-        &[c, b],
-        |g, a| {
-            let ab = g.abs(a[1])?;
-            let s = g.sum_all(ab)?;
-            g.less_equal(s, a[3])
-        },
-        |g, a| {
-            let xc = g.mul(a[1], a[2])?;
-            let sx = g.sin(a[1])?;
-            let one = g.constant(Tensor::scalar(1i64));
-            Ok(vec![g.add(a[0], one)?, g.add(xc, sx)?])
-        },
-    )?;
+    let out = g.while_loop(&[i0, x], &[c, b], abs_sum_at_most, |g, a| {
+        let xc = g.mul(a[1], a[2])?;
+        let sx = g.sin(a[1])?;
+        let one = g.constant(Tensor::scalar(1i64));
+        Ok(vec![g.add(a[0], one)?, g.add(xc, sx)?])
+    })?;
     Ok(vec![out[1], out[0]])
 }
 
@@ -64,37 +63,28 @@ fn while_loop(g: &mut Graph, x: ValueId, c: ValueId, bound: f64) -> Result<Vec<V
 fn while_cond_loop(g: &mut Graph, x: ValueId, c: ValueId, bound: f64) -> Result<Vec<ValueId>> {
     let i0 = g.constant(Tensor::scalar(0i64));
     let b = g.scalar(DType::F64, bound);
-    let out = g.while_loop(
-        &[i0, x],
-        &[c, b],
-        |g, a| {
-            let ab = g.abs(a[1])?;
-            let s = g.sum_all(ab)?;
-            g.less_equal(s, a[3])
-        },
-        |g, a| {
-            let two = g.constant(Tensor::scalar(2i64));
-            let r = g.floor_mod(a[0], two)?;
-            let zero = g.constant(Tensor::scalar(0i64));
-            let even = g.equal(r, zero)?;
-            let x = g.cond(
-                even,
-                &[a[1], a[2]],
-                |g, b| {
-                    let xc = g.mul(b[0], b[1])?;
-                    let sx = g.sin(b[0])?;
-                    Ok(vec![g.add(xc, sx)?])
-                },
-                |g, b| {
-                    let cx = g.cos(b[0])?;
-                    let m = g.mul(b[1], cx)?;
-                    Ok(vec![g.add(b[0], m)?])
-                },
-            )?;
-            let one = g.constant(Tensor::scalar(1i64));
-            Ok(vec![g.add(a[0], one)?, x[0]])
-        },
-    )?;
+    let out = g.while_loop(&[i0, x], &[c, b], abs_sum_at_most, |g, a| {
+        let two = g.constant(Tensor::scalar(2i64));
+        let r = g.floor_mod(a[0], two)?;
+        let zero = g.constant(Tensor::scalar(0i64));
+        let even = g.equal(r, zero)?;
+        let x = g.cond(
+            even,
+            &[a[1], a[2]],
+            |g, b| {
+                let xc = g.mul(b[0], b[1])?;
+                let sx = g.sin(b[0])?;
+                Ok(vec![g.add(xc, sx)?])
+            },
+            |g, b| {
+                let cx = g.cos(b[0])?;
+                let m = g.mul(b[1], cx)?;
+                Ok(vec![g.add(b[0], m)?])
+            },
+        )?;
+        let one = g.constant(Tensor::scalar(1i64));
+        Ok(vec![g.add(a[0], one)?, x[0]])
+    })?;
     Ok(vec![out[1], out[0]])
 }
 

@@ -10,7 +10,7 @@ use pfor::autodiff::gradients;
 use pfor::prelude::*;
 use pfor::vectorize::{ControlFlowMode, PforOptions};
 
-use super::control::{HID, IN, lstm_cell};
+use super::control::{HID, IN, lstm_cell, while_loop};
 
 type Loss = fn(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>;
 
@@ -61,24 +61,8 @@ fn tanh_loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> 
 
 /// `h ← h·w + sin(h)` while `Σ|h| <= 3`: the trip count depends on the row's values.
 fn threshold_loop(g: &mut Graph, x: ValueId, w: ValueId) -> Result<(ValueId, ValueId)> {
-    let t0 = g.constant(Tensor::scalar(0i64));
-    let bound = g.scalar(DType::F64, 3.0);
-    let out = g.while_loop(
-        &[t0, x],
-        &[w, bound],
-        |g, p| {
-            let ab = g.abs(p[1])?;
-            let s = g.sum_all(ab)?;
-            g.less_equal(s, p[3])
-        },
-        |g, p| {
-            let hw = g.mul(p[1], p[2])?;
-            let sh = g.sin(p[1])?;
-            let one = g.constant(Tensor::scalar(1i64));
-            Ok(vec![g.add(p[0], one)?, g.add(hw, sh)?])
-        },
-    )?;
-    Ok((out[1], out[0]))
+    let out = while_loop(g, x, w, 3.0)?;
+    Ok((out[0], out[1]))
 }
 
 /// Rows `(x [3])`, params `(w [3])`: `Σ cos(h)` of [`threshold_loop`].
@@ -310,18 +294,30 @@ fn per_example_gradients_of_an_lstm_run_to_per_example_lengths() {
     check(lstm_loss, &[xs, lens], &params, &opts, false);
 }
 
+/// The batch of the nested-derivative tests: rows `x [4,3]` with trip counts `[4, 0, 2, 7]`,
+/// and the params `(w [3], a [])`.
+fn tanh_batch() -> ([Tensor; 2], Vec<Tensor>) {
+    ([tanh_xs(4), ti(&[4], &[4, 0, 2, 7])], tanh_params())
+}
+
+/// A graph with inputs `x`, `k` (the batch) and `w`, `a` (the params), and their feeds.
+fn tanh_batch_graph(batch: &[Tensor; 2], params: &[Tensor]) -> (Graph, [ValueId; 4], Vec<(ValueId, Tensor)>) {
+    let mut g = Graph::new();
+    let (xs, ks) = (g.input("x", DType::F64, [4, 3]), g.input("k", DType::I64, [4]));
+    let (w, a) = (g.input("w", DType::F64, [3]), g.input("a", DType::F64, Shape::scalar()));
+    let feeds = vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
+    (g, [xs, ks, w, a], feeds)
+}
+
 /// Per-example jacobians `d h_b / d w` (a jacobian pfor nested in the per-example pfor):
 /// the inner pfor sees one trip count, the outer one a trip count per example.
 #[test]
 fn per_example_jacobians_of_while_loops_with_per_example_trip_counts() {
     use pfor::api::{jacobian_with, map_fn, vectorized_map_with};
-    let batch = [tanh_xs(4), ti(&[4], &[4, 0, 2, 7])];
-    let params = tanh_params();
+    let (batch, params) = tanh_batch();
     for mode in MODES {
         let opts = PforOptions::strict().with_control_flow(mode);
-        let mut g = Graph::new();
-        let (xs, ks) = (g.input("x", DType::F64, [4, 3]), g.input("k", DType::I64, [4]));
-        let (w, a) = (g.input("w", DType::F64, [3]), g.input("a", DType::F64, Shape::scalar()));
+        let (mut g, [xs, ks, w, a], feeds) = tanh_batch_graph(&batch, &params);
         let o2 = opts.clone();
         let body = move |g: &mut Graph, r: &[ValueId]| -> Result<Vec<ValueId>> {
             let (h, _) = tanh_loop(g, r[0], r[1], w, a)?;
@@ -329,8 +325,6 @@ fn per_example_jacobians_of_while_loops_with_per_example_trip_counts() {
         };
         let jv = vectorized_map_with(&mut g, &opts, body.clone(), &[xs, ks]).unwrap()[0];
         let jl = map_fn(&mut g, body, &[xs, ks]).unwrap()[0];
-        let feeds =
-            vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
         let v = run_once(&g, &[jv, jl], &feeds).unwrap();
         assert_eq!(v[0].shape(), &[4, 3, 3]);
         close("jacobian: pfor vs map_fn", &v[0].to_f64_vec(), &v[1].to_f64_vec(), 1e-12);
@@ -376,13 +370,10 @@ fn per_example_jacobians_of_while_loops_with_per_example_trip_counts() {
 #[test]
 fn per_example_hessians_of_while_loops_with_per_example_trip_counts() {
     use pfor::api::{hessian_with, map_fn, vectorized_map_with};
-    let batch = [tanh_xs(4), ti(&[4], &[4, 0, 2, 7])];
-    let params = tanh_params();
+    let (batch, params) = tanh_batch();
     for mode in MODES {
         let opts = PforOptions::strict().with_control_flow(mode);
-        let mut g = Graph::new();
-        let (xs, ks) = (g.input("x", DType::F64, [4, 3]), g.input("k", DType::I64, [4]));
-        let (w, a) = (g.input("w", DType::F64, [3]), g.input("a", DType::F64, Shape::scalar()));
+        let (mut g, [xs, ks, w, a], feeds) = tanh_batch_graph(&batch, &params);
         let o2 = opts.clone();
         let body = move |g: &mut Graph, r: &[ValueId]| -> Result<Vec<ValueId>> {
             let l = tanh_loss(g, &[r[0], r[1]], &[w, a])?;
@@ -390,8 +381,6 @@ fn per_example_hessians_of_while_loops_with_per_example_trip_counts() {
         };
         let hv = vectorized_map_with(&mut g, &opts, body.clone(), &[xs, ks]).unwrap()[0];
         let hl = map_fn(&mut g, body, &[xs, ks]).unwrap()[0];
-        let feeds =
-            vec![(xs, batch[0].clone()), (ks, batch[1].clone()), (w, params[0].clone()), (a, params[1].clone())];
         let v = run_once(&g, &[hv, hl], &feeds).unwrap();
         assert_eq!(v[0].shape(), &[4, 3, 3]);
         let h = v[0].to_f64_vec();
