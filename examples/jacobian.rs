@@ -3,7 +3,7 @@
 //! (`[out, 10, 128]`) — once with `pfor` over the rows of reverse-mode gradients, once
 //! with the reference loop (one backward pass per row), checking they agree.
 //!
-//! Run with `cargo run --release --example jacobian`.
+//! Run with `cargo run --release --example jacobian` (`--ab-fuse`: fusion on vs off, same process).
 
 use std::time::Instant;
 
@@ -93,6 +93,26 @@ fn main() -> Result<()> {
         let feeds = [(x, x_val.clone())];
         if args.iter().any(|a| a == "--dump") {
             dump(&g, j)?;
+        }
+        if args.iter().any(|a| a == "--ab-fuse") {
+            // same process, alternating: fusion on vs off (best of `reps` rounds of 10 runs)
+            let mut sess: Vec<Session> = [true, false]
+                .into_iter()
+                .map(|fuse| Session::with_options(&g, &[j], ExecOptions { fuse, ..ExecOptions::default() }))
+                .collect::<Result<_>>()?;
+            let mut best = [f64::INFINITY; 2];
+            for _ in 0..reps {
+                for (k, s) in sess.iter_mut().enumerate() {
+                    let t = Instant::now();
+                    for _ in 0..10 {
+                        s.run(&feeds)?;
+                    }
+                    best[k] = best[k].min(t.elapsed().as_secs_f64() / 10.0);
+                }
+            }
+            let rate = |t: f64| out as f64 / t;
+            println!("{out:>5} fused {:.0} rows/s, unfused {:.0} rows/s", rate(best[0]), rate(best[1]));
+            continue;
         }
         if let Some(m) = &mode {
             let v = if m == "loop" { jl } else { j };

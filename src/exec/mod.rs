@@ -10,9 +10,9 @@
 //! - every kernel output is checked against its inferred static type (dtype, rank, fixed
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
 //!   silently wrong answer;
-//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains whose
-//!   intermediates nobody else reads run as one fused step (see `fuse`); results are
-//!   bit-identical to the unfused plan.
+//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
+//!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
+//!   results are bit-identical to the unfused plan.
 
 mod fuse;
 
@@ -45,8 +45,10 @@ pub struct ExecOptions {
     /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
     /// big fresh allocations on every run.
     pub recycle_buffers: bool,
-    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains into one step (only
-    /// when no intermediate is fetched or read elsewhere; results are bit-identical).
+    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains, and connected groups
+    /// of f32 unary / binary / `bias_add` ops of one shape, into one step each (a value is
+    /// fused away only when it is not fetched and nothing else reads it; results are
+    /// bit-identical). On by default unless the environment variable `PFOR_NO_FUSE` is set.
     pub fuse: bool,
 }
 
@@ -57,9 +59,15 @@ impl Default for ExecOptions {
             check_types: true,
             profile: profile::env_top().is_some(),
             recycle_buffers: true,
-            fuse: true,
+            fuse: fuse_by_default(),
         }
     }
+}
+
+/// Fusion is on unless the environment variable `PFOR_NO_FUSE` is set (for A/B timing;
+/// function bodies, whose plans are cached with the function, follow it too).
+fn fuse_by_default() -> bool {
+    std::env::var_os("PFOR_NO_FUSE").is_none()
 }
 
 #[derive(Debug)]
@@ -72,8 +80,8 @@ struct Step {
     out_types: Vec<TensorType>,
     /// Slots to release after this step (values whose last consumer it is).
     release: Vec<usize>,
-    /// A fused conv chain run in place of `op` (which is then the chain's last op).
-    fused: Option<Box<fuse::ConvChain>>,
+    /// A fused group run in place of `op` (which is then the group's last op).
+    fused: Option<Box<fuse::Fused>>,
 }
 
 #[derive(Debug)]
@@ -99,7 +107,7 @@ impl Plan {
     /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run),
     /// with fusion.
     pub fn compile(g: &Graph, fetches: &[ValueId], keep_effects: bool) -> Result<Plan> {
-        Plan::compile_with(g, fetches, keep_effects, true)
+        Plan::compile_with(g, fetches, keep_effects, fuse_by_default())
     }
 
     /// [`Plan::compile`], fusing conv chains only when `fuse`.
@@ -151,6 +159,7 @@ impl Plan {
         }
         if fuse {
             fuse::conv_chains(&mut steps, &pinned);
+            fuse::elementwise_groups(&mut steps, &pinned);
         }
 
         // Last use of each slot: (step index, input position).
@@ -206,12 +215,16 @@ impl Plan {
                 (shapes, Instant::now())
             });
             let outs = match &step.fused {
-                Some(chain) => chain.eval(ins, ctx)?,
+                Some(fused) => fused.eval(ins, ctx)?,
                 None => step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?,
             };
             if let (Some((shapes, t0)), Some(p)) = (timing, ctx.profile.as_deref_mut()) {
                 let key = (self as *const Plan as usize, si);
-                p.record(key, step.node, &step.op, &shapes, &outs, t0.elapsed());
+                let label = || match &step.fused {
+                    Some(f) => f.label(),
+                    None => (step.op.to_string(), step.op.name().to_string()),
+                };
+                p.record(key, step.node, label, &shapes, &outs, t0.elapsed());
             }
             if outs.len() != step.outputs.len() {
                 return Err(Error::Verify(format!(

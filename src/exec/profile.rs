@@ -18,7 +18,6 @@ use std::time::Duration;
 use hashbrown::HashMap;
 
 use crate::ir::NodeId;
-use crate::ops::Op;
 use crate::tensor::Tensor;
 
 /// One profiled step.
@@ -53,19 +52,22 @@ impl Profile {
         &mut self,
         key: (usize, usize),
         node: NodeId,
-        op: &Op,
+        label: impl FnOnce() -> (String, String),
         inputs: &[Vec<usize>],
         outputs: &[Tensor],
         dt: Duration,
     ) {
-        let e = self.entries.entry(key).or_insert_with(|| ProfileEntry {
-            node,
-            op: op.to_string(),
-            kind: op.name().to_string(),
-            input_shapes: inputs.to_vec(),
-            output_shapes: outputs.iter().map(|t| t.shape().to_vec()).collect(),
-            count: 0,
-            total: Duration::ZERO,
+        let e = self.entries.entry(key).or_insert_with(|| {
+            let (op, kind) = label();
+            ProfileEntry {
+                node,
+                op,
+                kind,
+                input_shapes: inputs.to_vec(),
+                output_shapes: outputs.iter().map(|t| t.shape().to_vec()).collect(),
+                count: 0,
+                total: Duration::ZERO,
+            }
         });
         e.count += 1;
         e.total += dt;

@@ -438,6 +438,54 @@ fn logical(k: BinaryKind, a: ArcArray<bool, IxDyn>, b: ArcArray<bool, IxDyn>) ->
     }
 }
 
+/// One operand of [`f32_apply`]: a slice as long as the output, or one value for all.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum F32Arg<'a> {
+    /// One value per output element.
+    Slice(&'a [f32]),
+    /// The same value for every element.
+    Scalar(f32),
+}
+
+/// Whether [`f32_apply`] computes `k` (f32 operands, f32 result).
+pub(crate) fn f32_fusable(k: BinaryKind) -> bool {
+    use BinaryKind::*;
+    matches!(k, Add | Sub | Mul | Div | FloorDiv | FloorMod | Pow | Maximum | Minimum | SquaredDifference)
+}
+
+/// `dst[i] = k(a[i], b[i])`, element for element exactly what [`eval`] computes on f32
+/// tensors (exec's elementwise fusion runs it on cache-resident pieces); slices are as
+/// long as `dst`. `false`, with `dst` untouched, for kinds outside [`f32_fusable`].
+pub(crate) fn f32_apply(k: BinaryKind, dst: &mut [f32], a: F32Arg<'_>, b: F32Arg<'_>) -> bool {
+    use BinaryKind::*;
+    #[inline(always)]
+    fn zip(dst: &mut [f32], a: F32Arg<'_>, b: F32Arg<'_>, f: impl Fn(f32, f32) -> f32) {
+        crate::kernels::simd::widest(|| match (a, b) {
+            (F32Arg::Slice(x), F32Arg::Slice(y)) => dst.iter_mut().zip(x).zip(y).for_each(|((d, &x), &y)| *d = f(x, y)),
+            (F32Arg::Slice(x), F32Arg::Scalar(y)) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, y)),
+            (F32Arg::Scalar(x), F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(x, y)),
+            (F32Arg::Scalar(x), F32Arg::Scalar(y)) => dst.fill(f(x, y)),
+        })
+    }
+    match k {
+        Add => zip(dst, a, b, <f32 as Arith>::add),
+        Sub => zip(dst, a, b, <f32 as Arith>::sub),
+        Mul => zip(dst, a, b, <f32 as Arith>::mul),
+        Div => zip(dst, a, b, <f32 as Arith>::div),
+        FloorDiv => zip(dst, a, b, <f32 as Arith>::floor_div),
+        FloorMod => zip(dst, a, b, <f32 as Arith>::floor_mod),
+        Pow => zip(dst, a, b, <f32 as Arith>::pow),
+        Maximum => zip(dst, a, b, nan_max),
+        Minimum => zip(dst, a, b, nan_min),
+        SquaredDifference => zip(dst, a, b, |x, y| {
+            let d = <f32 as Arith>::sub(x, y);
+            <f32 as Arith>::mul(d, d)
+        }),
+        _ => return false,
+    }
+    true
+}
+
 /// Evaluate.
 pub fn eval(k: BinaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let op = k.name();

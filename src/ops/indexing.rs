@@ -485,7 +485,7 @@ fn take<const N: usize>(op: &str, inputs: Vec<Tensor>) -> Result<[Tensor; N]> {
 fn contiguous<T: Element>(a: &ArcArray<T, IxDyn>) -> Cow<'_, [T]> {
     match a.as_slice() {
         Some(s) => Cow::Borrowed(s),
-        None => Cow::Owned(a.iter().copied().collect()),
+        None => Cow::Owned(crate::tensor::layout::standard_vec(&a.view())),
     }
 }
 

@@ -218,7 +218,7 @@ impl<'a, T: GemmElem> Operand<'a, T> {
         } else if let Some(s) = swapped.to_slice() {
             (Cow::Borrowed(s), true)
         } else {
-            (Cow::Owned(x.iter().copied().collect::<Vec<T>>()), false)
+            (Cow::Owned(crate::tensor::layout::standard_vec(&x.view())), false)
         };
         let shape = x.shape();
         let item = shape[r - 2] * shape[r - 1];

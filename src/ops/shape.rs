@@ -273,7 +273,7 @@ fn filled<T: Element>(op: &str, shape: &[usize], v: T) -> Result<Tensor> {
 /// (which must have the view's element count).
 fn collect_std<T: Element>(op: &str, v: ArrayView<'_, T, IxDyn>, shape: &[usize]) -> Result<Tensor> {
     let mut data = try_vec(op, v.len())?;
-    data.extend(v.iter().copied());
+    crate::tensor::layout::extend_standard(&v, &mut data);
     Tensor::from_vec(shape, data)
 }
 

@@ -355,6 +355,27 @@ pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     Ok(vec![out])
 }
 
+/// `x ← k(x)` over an f32 slice, element for element exactly what [`eval`] computes on an
+/// f32 tensor (exec's elementwise fusion runs it on cache-resident pieces); `false`, with
+/// the slice untouched, for kinds whose result is not f32.
+pub(crate) fn f32_in_place(k: UnaryKind, xs: &mut [f32]) -> bool {
+    macro_rules! slice_kind {
+        ($($kind:ident),*) => {
+            match k {
+                $(UnaryKind::$kind => xs.iter_mut().for_each(|v| *v = f_f32(UnaryKind::$kind, *v)),)*
+                k => xs.iter_mut().for_each(|v| *v = f_f32(k, *v)),
+            }
+        };
+    }
+    match (k, k.dtype_rule()) {
+        (_, DtypeRule::Logical | DtypeRule::FloatPredicate) => return false,
+        (UnaryKind::Sigmoid, _) => crate::kernels::fastmath::sigmoid_f32(xs),
+        (UnaryKind::Tanh, _) => crate::kernels::fastmath::tanh_f32(xs),
+        _ => slice_kind!(Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Floor, Ceil),
+    }
+    true
+}
+
 macro_rules! unary_builders {
     ($($fn_name:ident => $variant:ident),* $(,)?) => {
         impl Graph {

@@ -17,9 +17,21 @@ pub fn standard_vec<T: Copy>(v: &ArrayViewD<'_, T>) -> Vec<T> {
     if let Some(s) = v.as_slice() {
         return s.to_vec();
     }
+    let mut out = Vec::with_capacity(v.len());
+    extend_standard(v, &mut out);
+    out
+}
+
+/// Appends the elements of `v` to `out` in row-major order (callers that must not abort on
+/// a failed allocation reserve `out` first).
+pub fn extend_standard<T: Copy>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
+    if let Some(s) = v.as_slice() {
+        out.extend_from_slice(s);
+        return;
+    }
     let mut w = v.view();
     if w.is_empty() {
-        return Vec::new();
+        return;
     }
     // Merge every axis into the next inner one where the walk is unchanged by it.
     if w.ndim() > 1 {
@@ -36,18 +48,18 @@ pub fn standard_vec<T: Copy>(v: &ArrayViewD<'_, T>) -> Vec<T> {
             w = w.index_axis_move(Axis(ax), 0);
         }
     }
-    let mut out = Vec::with_capacity(v.len());
     if w.ndim() == 0 {
         out.extend(w.iter().copied());
-        return out;
+        return;
     }
     for lane in w.rows() {
         match lane.as_slice() {
             Some(s) => out.extend_from_slice(s),
+            // a broadcast lane (stride 0) is one value repeated
+            None if lane.len() > 1 && lane.strides()[0] == 0 => out.extend(std::iter::repeat_n(lane[0], lane.len())),
             None => out.extend(lane.iter().copied()),
         }
     }
-    out
 }
 
 /// `v` copied into a standard-layout array of the same shape.

@@ -235,7 +235,7 @@ impl Tensor {
     }
     /// Elements in row-major order, as `T`.
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
-        Ok(self.array::<T>()?.iter().copied().collect())
+        Ok(layout::standard_vec(&self.array::<T>()?.view()))
     }
     /// Elements in row-major order converted to f64 (any dtype).
     pub fn to_f64_vec(&self) -> Vec<f64> {
@@ -300,7 +300,7 @@ impl Tensor {
         crate::dispatch_dtype!(dtype, T => {
             let mut data: Vec<T> = Vec::with_capacity(shape.iter().product());
             for p in parts {
-                data.extend(p.array::<T>()?.iter().copied());
+                layout::extend_standard(&p.array::<T>()?.view(), &mut data);
             }
             Tensor::from_vec(&shape, data)
         })

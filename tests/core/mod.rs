@@ -2,6 +2,7 @@
 
 mod exec;
 mod fuse;
+mod fuse_elementwise;
 mod ir;
 mod random_graphs;
 mod tensor;

@@ -18,8 +18,8 @@
 
 use hashbrown::{HashMap, HashSet};
 
-use super::{ExecCtx, Step};
 use crate::error::{Error, Result};
+use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
 use crate::ops::conv::ConvEpilogue;
 use crate::ops::{ConvOp, NnOp, Op, ShapeOp, UnaryKind};
@@ -38,7 +38,7 @@ enum Tail {
 
 /// A fused conv chain (the plan step's inputs are `[x, filter]` or `[x, filter, bias]`).
 #[derive(Clone, Debug)]
-pub(super) struct ConvChain {
+pub(crate) struct ConvChain {
     conv_node: NodeId,
     conv: ConvOp,
     /// Static output channels of the conv.
@@ -47,12 +47,25 @@ pub(super) struct ConvChain {
 }
 
 impl ConvChain {
+    /// The chain as text, e.g. `conv2d{..} → bias_add → relu` (for the profiler).
+    pub(crate) fn describe(&self) -> String {
+        let mut s = self.conv.to_string();
+        for t in &self.tail {
+            s.push_str(match t {
+                Tail::Reshape(..) => " → reshape",
+                Tail::BiasAdd(_) => " → bias_add",
+                Tail::Relu(_) => " → relu",
+            });
+        }
+        s
+    }
+
     fn has_bias(&self) -> bool {
         self.tail.iter().any(|t| matches!(t, Tail::BiasAdd(_)))
     }
 
     /// Run the chain; errors are already attributed to the node that raised them.
-    pub(super) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub(crate) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
         let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
         let want = if self.has_bias() { 3 } else { 2 };
         if ins.len() != want {
@@ -115,7 +128,7 @@ impl ConvChain {
 
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
 /// are the fetched slots.
-pub(super) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
+pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
     let mut consumers: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut producer: HashMap<usize, usize> = HashMap::new();
     for (si, st) in steps.iter().enumerate() {
@@ -187,7 +200,7 @@ pub(super) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
         let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail };
         let st = &mut steps[last];
         st.inputs = inputs;
-        st.fused = Some(Box::new(fused));
+        st.fused = Some(Box::new(super::Fused::Conv(fused)));
         removed[a] = true;
         for &c in &chain[..keep - 1] {
             removed[c] = true;

@@ -1,0 +1,55 @@
+//! Plan-level fusion: groups of steps that run as ONE step, so intermediates stay in cache
+//! instead of making full passes over memory.
+//!
+//! - [`conv`]: `conv2d → [reshape] → bias_add → [reshape] → relu`, the bias and relu applied to
+//!   each GEMM output chunk;
+//! - [`elementwise`]: connected groups of f32 unary / binary / `bias_add` steps of one shape
+//!   (an LSTM cell's gates and state update, a backward pass's `s·(1-s)·g` chains) evaluated
+//!   piece by piece, every intermediate living in a small scratch buffer.
+//!
+//! Invariants shared by both:
+//! - a value is fused away only when every reader is in the group and it is not fetched;
+//!   values read outside (or fetched) are still produced, by the fused step;
+//! - the fused step takes the position of the group's LAST step in the plan: every input
+//!   of the group is computed before it and every outside reader of its results after it;
+//!   slot releases are computed after fusion;
+//! - results are bit-identical to the unfused plan (the same float operations per element,
+//!   in the same order); operands a fused kernel does not take run the group op by op, so
+//!   every error is the unfused one, naming the node that raised it.
+
+mod conv;
+mod elementwise;
+
+pub(super) use conv::conv_chains;
+pub(super) use elementwise::elementwise_groups;
+
+use super::ExecCtx;
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// A fused group run in place of its last step.
+#[derive(Clone, Debug)]
+pub(super) enum Fused {
+    /// A conv chain (the step's inputs are `[x, filter]` or `[x, filter, bias]`).
+    Conv(conv::ConvChain),
+    /// An elementwise group (the step's inputs are the group's outside operands).
+    Elementwise(elementwise::EwGroup),
+}
+
+impl Fused {
+    /// Run the group on the step's inputs; errors are attributed to the node that raised them.
+    pub(super) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        match self {
+            Fused::Conv(c) => c.eval(ins, ctx),
+            Fused::Elementwise(g) => g.eval(ins, ctx),
+        }
+    }
+
+    /// `(text, kind)` for the profiler.
+    pub(super) fn label(&self) -> (String, String) {
+        match self {
+            Fused::Conv(c) => (c.describe(), "fused_conv".into()),
+            Fused::Elementwise(g) => (g.describe(), "fused_elementwise".into()),
+        }
+    }
+}
