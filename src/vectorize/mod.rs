@@ -16,6 +16,7 @@
 
 mod ctx;
 mod driver;
+mod narrow;
 mod registry;
 mod simplify;
 

@@ -19,6 +19,9 @@
 //!   op that broadcasts its operands anyway (binary math, `select`, `clip`) → the
 //!   un-broadcast operand, when the op's output type stays the same (broadcasting twice
 //!   is broadcasting once);
+//! - a `matmul` whose result reaches a last-axis `split` (through reshapes keeping that
+//!   axis) of which one piece is read → a `matmul` of just that piece's columns (see
+//!   `narrow`; its invariants hold there);
 //! - dead nodes: nodes no output (and no kept node) reads.
 //!
 //! Invariants, and why they hold:
@@ -32,7 +35,8 @@
 //! - only nodes in the region (all nodes, or those added since a [`Graph::mark`]) are
 //!   rewritten or removed; older nodes are only read;
 //! - rewritten nodes read only values older than themselves, so creation order stays a
-//!   topological order; the pass is one forward sweep and one backward sweep, each
+//!   topological order — except the readers the narrowing rewires to its new (younger)
+//!   matmul; every consumer of graph order uses [`Graph::topo_order`], which is exact; the pass is one forward sweep and one backward sweep, each
 //!   visiting every node once (linear in the graph size, up to the id sort).
 
 use hashbrown::{HashMap, HashSet};
@@ -56,6 +60,9 @@ pub struct SimplifyReport {
     pub broadcasts_dropped: usize,
     /// Nodes removed because nothing read them.
     pub removed: usize,
+    /// Matmuls narrowed to the one column range a split of their result reads (see
+    /// `narrow`).
+    pub narrowed: usize,
 }
 
 /// Simplify the whole graph for `outputs`: apply the rewrites above everywhere and remove
@@ -129,7 +136,10 @@ fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<Simplif
             }
         }
     }
-    report.outputs = outputs.iter().map(|o| repl.get(o).copied().unwrap_or(*o)).collect();
+    let mut outs: Vec<ValueId> = outputs.iter().map(|o| repl.get(o).copied().unwrap_or(*o)).collect();
+    let in_region: HashSet<NodeId> = region.iter().copied().filter(|&n| g.node(n).is_ok()).collect();
+    report.narrowed = super::narrow::narrow_matmuls(g, &region, &in_region, &mut outs, &mut bypassed)?;
+    report.outputs = outs;
     // Sweep 2: what the rewrites left unread, and then its producers.
     let keep: HashSet<NodeId> = report.outputs.iter().map(|o| o.node).collect();
     let dead = dead_set(g, bypassed.into_iter(), &keep, since)?;

@@ -379,3 +379,72 @@ fn nested_pfor_and_chunked_pfor_stay_correct_with_simplify() {
     assert_eq!(run(true, None), want);
     assert_eq!(run(true, Some(2)), want);
 }
+
+const MATMUL: OpKind = OpKind::Linear(pfor::ops::LinearKind::MatMul);
+const SPLIT: OpKind = OpKind::Slicing(pfor::ops::SlicingKind::Split);
+
+#[test]
+fn a_matmul_read_through_one_split_piece_computes_only_those_columns() {
+    // constant b: folded into a narrower constant
+    let (g, rep, ks) = golden(&[("a", DType::F32, &[5, 7])], |g, x| {
+        let b = g.constant(Tensor::randn(&[7, 9], 3));
+        let m = g.matmul(x[0], b)?;
+        let m = g.reshape(m, &[5, 1, 9])?;
+        let parts = g.split(m, 2, &[2, 3, 4])?;
+        Ok(vec![g.tanh(parts[1])?])
+    });
+    assert_eq!(rep.narrowed, 1, "{rep:?}\n{g}");
+    assert_eq!(count(&ks, SPLIT), 0, "{g}");
+    assert_eq!(count(&ks, MATMUL), 1);
+    let mm = g.ancestors(&rep.outputs).unwrap().into_iter().find(|&n| g.node(n).unwrap().op.kind() == MATMUL).unwrap();
+    assert_eq!(g.node(mm).unwrap().outputs[0].shape.as_fixed(), Some(vec![5, 3]));
+    // b an input stored transposed: a slice of its rows; the live piece is an output itself
+    let (g, rep, ks) = golden(&[("a", DType::F32, &[4, 6]), ("bt", DType::F32, &[10, 6])], |g, x| {
+        let m = g.matmul_t(x[0], x[1], false, true)?;
+        let parts = g.split(m, -1, &[7, 3])?;
+        Ok(vec![parts[1]])
+    });
+    assert_eq!(rep.narrowed, 1, "{rep:?}\n{g}");
+    assert_eq!(count(&ks, OpKind::Slicing(pfor::ops::SlicingKind::Slice)), 1, "{g}");
+    assert_eq!(count(&ks, SPLIT), 0, "{g}");
+}
+
+#[test]
+fn matmuls_whose_columns_are_all_needed_are_left_alone() {
+    let inputs: &[(&str, DType, &[usize])] = &[("a", DType::F32, &[3, 4]), ("b", DType::F32, &[4, 6])];
+    // two pieces read
+    let (_, rep, _) = golden(inputs, |g, x| {
+        let m = g.matmul(x[0], x[1])?;
+        let p = g.split(m, 1, &[2, 4])?;
+        Ok(vec![g.exp(p[0])?, g.exp(p[1])?])
+    });
+    assert_eq!(rep.narrowed, 0);
+    // a split of the rows
+    let (_, rep, _) = golden(inputs, |g, x| {
+        let m = g.matmul(x[0], x[1])?;
+        let p = g.split(m, 0, &[1, 2])?;
+        Ok(vec![g.exp(p[0])?])
+    });
+    assert_eq!(rep.narrowed, 0);
+    // the matmul result is read elsewhere too, or is an output
+    let (_, rep, _) = golden(inputs, |g, x| {
+        let m = g.matmul(x[0], x[1])?;
+        let p = g.split(m, 1, &[2, 4])?;
+        Ok(vec![g.exp(p[0])?, g.tanh(m)?])
+    });
+    assert_eq!(rep.narrowed, 0);
+    let (_, rep, _) = golden(inputs, |g, x| {
+        let m = g.matmul(x[0], x[1])?;
+        let p = g.split(m, 1, &[2, 4])?;
+        Ok(vec![g.exp(p[0])?, m])
+    });
+    assert_eq!(rep.narrowed, 0);
+    // a reshape that mixes the last axis with another
+    let (_, rep, _) = golden(inputs, |g, x| {
+        let m = g.matmul(x[0], x[1])?;
+        let r = g.reshape(m, &[6, 3])?;
+        let p = g.split(r, 1, &[1, 2])?;
+        Ok(vec![g.exp(p[0])?])
+    });
+    assert_eq!(rep.narrowed, 0);
+}

@@ -1,0 +1,159 @@
+//! Dead-column narrowing, part of [`simplify`](super::simplify): a `matmul` whose result
+//! reaches a `split` of its last axis (through `reshape`s that keep that axis) of which only
+//! ONE piece is read computes just that piece's columns — `matmul(a, b[:, c0..c1])` — instead
+//! of all of them. Reverse mode produces this shape: the cotangent of `concat(x_t, h)` in
+//! `concat(x_t, h) · W` is computed whole and split, and for the first step of an unrolled
+//! recurrence (a constant initial `h`) only the `x_t` columns are ever read; in the W5 LSTM
+//! jacobian that skips two thirds of one of the ten backward GEMMs.
+//!
+//! Invariants:
+//! - only fully static types; the matmul and every reshape in the chain have exactly one
+//!   reader (the next link) and are no outputs, and every reshape keeps the last dim, so in
+//!   row-major order column `c` of the matmul is column `c` of the reshaped value;
+//! - the narrowed operand is `b`'s column range (`b` stored `[k, n]`) or row range (`b`
+//!   stored `[n, k]` with `transpose_b`), folded into a new constant when `b` is one;
+//! - every element of the live piece is the same dot product as before, over the same `k`
+//!   terms (the GEMM's internal blocking may group the sum differently, as any GEMM of a
+//!   different width may);
+//! - new nodes read only values older than the split, and every reader of the live piece is
+//!   rewired to the narrowed value (same static type); the old chain is left unread for the
+//!   dead-node sweep.
+
+use hashbrown::HashSet;
+
+use crate::error::Result;
+use crate::ir::{Graph, NodeId, ValueId};
+use crate::ops::{LinearOp, Op, ShapeOp, SlicingOp};
+use crate::tensor::Tensor;
+
+/// Longest reshape chain followed between the matmul and the split.
+const MAX_CHAIN: usize = 8;
+
+/// Narrow every eligible matmul feeding a split in `region`; returns how many. `outputs` are
+/// updated when a live piece is one of them; nodes left unread are pushed to `bypassed`.
+pub(super) fn narrow_matmuls(
+    g: &mut Graph,
+    region: &[NodeId],
+    in_region: &HashSet<NodeId>,
+    outputs: &mut [ValueId],
+    bypassed: &mut Vec<NodeId>,
+) -> Result<usize> {
+    let mut count = 0;
+    for &s in region {
+        let Some(plan) = plan_for(g, s, in_region, outputs)? else { continue };
+        let Plan { live, c0, width, chain, matmul } = plan;
+        let mm = g.node(matmul)?.clone();
+        let Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }) = mm.op else { continue };
+        let (a, b) = (mm.inputs[0], mm.inputs[1]);
+        let (begin, size) =
+            if transpose_b { ([c0 as i64, 0], [width as i64, -1]) } else { ([0, c0 as i64], [-1, width as i64]) };
+        let b_narrow = match &g.node(b.node)?.op {
+            Op::Const { value } => {
+                let value = slice_constant(value, &begin, &size)?;
+                g.constant(value)
+            }
+            _ => g.slice(b, &begin, &size)?,
+        };
+        let mut v = g.matmul_t(a, b_narrow, transpose_a, transpose_b)?;
+        for &r in chain.iter().rev() {
+            let mut dims: Vec<i64> = g
+                .value_type(ValueId { node: r, slot: 0 })?
+                .shape
+                .as_fixed()
+                .map(|d| d.iter().map(|&x| x as i64).collect())
+                .unwrap_or_default();
+            if let Some(last) = dims.last_mut() {
+                *last = width as i64;
+            }
+            v = g.reshape(v, &dims)?;
+        }
+        let old = ValueId { node: s, slot: live as u32 };
+        for c in g.consumers(s) {
+            let ins = g.node(c)?.inputs.clone();
+            for (pos, x) in ins.iter().enumerate() {
+                if *x == old {
+                    g.replace_input(c, pos, v)?;
+                }
+            }
+        }
+        for o in outputs.iter_mut().filter(|o| **o == old) {
+            *o = v;
+        }
+        bypassed.push(s);
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// What to narrow for split `s`.
+struct Plan {
+    /// The one read output of the split.
+    live: usize,
+    /// Its first column and width.
+    c0: usize,
+    width: usize,
+    /// The reshapes between matmul and split, split side first.
+    chain: Vec<NodeId>,
+    matmul: NodeId,
+}
+
+fn plan_for(g: &Graph, s: NodeId, in_region: &HashSet<NodeId>, outputs: &[ValueId]) -> Result<Option<Plan>> {
+    let Ok(node) = g.node(s) else { return Ok(None) };
+    let Op::Slicing(SlicingOp::Split { axis, sizes }) = &node.op else { return Ok(None) };
+    let Some(&x) = node.inputs.first() else { return Ok(None) };
+    let Some(xd) = g.value_type(x)?.shape.as_fixed() else { return Ok(None) };
+    let rank = xd.len() as i64;
+    if rank == 0 || (*axis != rank - 1 && *axis != -1) {
+        return Ok(None);
+    }
+    let n = xd[xd.len() - 1];
+    // the read outputs of the split
+    let mut live: HashSet<usize> = outputs.iter().filter(|o| o.node == s).map(|o| o.slot as usize).collect();
+    for c in g.consumers(s) {
+        live.extend(g.node(c)?.inputs.iter().filter(|v| v.node == s).map(|v| v.slot as usize));
+    }
+    let Some(&k) = live.iter().next() else { return Ok(None) };
+    if live.len() != 1 || sizes.get(k).is_none_or(|&w| w == n) {
+        return Ok(None);
+    }
+    let (c0, width) = (sizes[..k].iter().sum(), sizes[k]);
+    // the only reader of `v` is `reader`, `v` is no output, and its node is in the region
+    let sole = |v: ValueId, reader: NodeId| -> Result<bool> {
+        Ok(in_region.contains(&v.node)
+            && g.consumers(v.node) == [reader]
+            && !outputs.iter().any(|o| o.node == v.node)
+            && g.node(reader)?.inputs.iter().filter(|i| **i == v).count() == 1)
+    };
+    let (mut v, mut reader, mut chain) = (x, s, Vec::new());
+    loop {
+        if !sole(v, reader)? {
+            return Ok(None);
+        }
+        let p = g.node(v.node)?;
+        match &p.op {
+            Op::Shape(ShapeOp::Reshape { .. }) if chain.len() < MAX_CHAIN => {
+                let src = p.inputs[0];
+                let keeps_last = g.value_type(src)?.shape.as_fixed().is_some_and(|d| d.last() == Some(&n));
+                if !keeps_last {
+                    return Ok(None);
+                }
+                chain.push(v.node);
+                (reader, v) = (v.node, src);
+            }
+            Op::Linear(LinearOp::MatMul { .. }) => {
+                let static_b = g.value_type(p.inputs[1])?.shape.as_fixed().is_some_and(|d| d.len() == 2);
+                return Ok(static_b.then_some(Plan { live: k, c0, width, chain, matmul: v.node }));
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// `value[begin .. begin + size]` (size `-1` = to the end), evaluated now.
+fn slice_constant(value: &Tensor, begin: &[i64], size: &[i64]) -> Result<Tensor> {
+    let mut g = Graph::new();
+    let c = g.constant(value.clone());
+    let out = g.slice(c, begin, size)?;
+    let mut res = crate::exec::run_once(&g, &[out], &[])?;
+    Ok(res.remove(0))
+}
