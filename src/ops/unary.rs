@@ -367,13 +367,20 @@ pub(crate) fn f32_in_place(k: UnaryKind, xs: &mut [f32]) -> bool {
             }
         };
     }
-    match (k, k.dtype_rule()) {
-        (_, DtypeRule::Logical | DtypeRule::FloatPredicate) => return false,
-        (UnaryKind::Sigmoid, _) => crate::kernels::fastmath::sigmoid_f32(xs),
-        (UnaryKind::Tanh, _) => crate::kernels::fastmath::tanh_f32(xs),
+    if !f32_to_f32(k) {
+        return false;
+    }
+    match k {
+        UnaryKind::Sigmoid => crate::kernels::fastmath::sigmoid_f32(xs),
+        UnaryKind::Tanh => crate::kernels::fastmath::tanh_f32(xs),
         _ => slice_kind!(Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Floor, Ceil),
     }
     true
+}
+
+/// Whether `k` maps f32 to f32 (what [`f32_in_place`] computes).
+pub(crate) fn f32_to_f32(k: UnaryKind) -> bool {
+    matches!(k.dtype_rule(), DtypeRule::Float | DtypeRule::Numeric)
 }
 
 macro_rules! unary_builders {

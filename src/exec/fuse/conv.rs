@@ -16,7 +16,7 @@
 //!   `[O]` of the input dtype) run the chain op by op instead, so every error is the unfused
 //!   one, naming the node that raised it.
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashSet;
 
 use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
@@ -129,16 +129,7 @@ impl ConvChain {
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
 /// are the fetched slots.
 pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
-    let mut consumers: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut producer: HashMap<usize, usize> = HashMap::new();
-    for (si, st) in steps.iter().enumerate() {
-        for &(s, _) in &st.inputs {
-            consumers.entry(s).or_default().push(si);
-        }
-        for &s in &st.outputs {
-            producer.insert(s, si);
-        }
-    }
+    let (consumers, producer) = super::slot_maps(steps);
     // The one consumer of slot `s`, if it is not fetched and read exactly once.
     let sole = |s: usize| match consumers.get(&s).map(Vec::as_slice) {
         Some(&[c]) if !pinned.contains(&s) => Some(c),
@@ -206,9 +197,5 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
             removed[c] = true;
         }
     }
-    let mut i = 0;
-    steps.retain(|_| {
-        i += 1;
-        !removed[i - 1]
-    });
+    super::remove_steps(steps, &removed);
 }

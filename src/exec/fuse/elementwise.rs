@@ -120,16 +120,11 @@ fn kind_of(st: &Step) -> Option<Kind> {
         return None;
     }
     match &st.op {
-        Op::Unary(k) if st.inputs.len() == 1 && unary_fusable(*k) => Some(Kind::Unary(*k)),
+        Op::Unary(k) if st.inputs.len() == 1 && unary::f32_to_f32(*k) => Some(Kind::Unary(*k)),
         Op::Binary(k) if st.inputs.len() == 2 && binary::f32_fusable(*k) => Some(Kind::Binary(*k)),
         Op::Nn(NnOp::BiasAdd) if st.inputs.len() == 2 && st.out_types[0].shape.rank() >= 1 => Some(Kind::BiasAdd),
         _ => None,
     }
-}
-
-fn unary_fusable(k: UnaryKind) -> bool {
-    let mut probe = [0.0f32];
-    unary::f32_in_place(k, &mut probe)
 }
 
 /// Same rank and equal fixed dims (a dynamic dim agrees with anything; checked at run time).
@@ -144,16 +139,7 @@ fn compatible(a: &Shape, b: &Shape) -> bool {
 /// Fuse every eligible elementwise group of two or more steps in `steps` (after conv
 /// chains, before slot releases are computed); `pinned` are the fetched slots.
 pub(crate) fn elementwise_groups(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
-    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
-    let mut producer: HashMap<usize, usize> = HashMap::new();
-    for (si, st) in steps.iter().enumerate() {
-        for &(s, _) in &st.inputs {
-            readers.entry(s).or_default().push(si);
-        }
-        for &s in &st.outputs {
-            producer.insert(s, si);
-        }
-    }
+    let (readers, producer) = super::slot_maps(steps);
     let kinds: Vec<Option<Kind>> = steps.iter().map(kind_of).collect();
     let mut group_of: Vec<Option<usize>> = vec![None; steps.len()];
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -169,19 +155,8 @@ pub(crate) fn elementwise_groups(steps: &mut Vec<Step>, pinned: &HashSet<usize>)
         let joinable = |gs: &[usize]| {
             let size: usize = gs.iter().map(|&g| groups[g].len()).sum();
             size < MAX_MEMBERS
-                && gs.iter().all(|&g| {
-                    let m0 = groups[g][0];
-                    compatible(&steps[m0].out_types[0].shape, &steps[s].out_types[0].shape)
-                        && groups[g].iter().all(|&m| {
-                            steps[m].outputs.iter().all(|slot| {
-                                readers
-                                    .get(slot)
-                                    .into_iter()
-                                    .flatten()
-                                    .all(|&r| r >= s || group_of[r].is_some_and(|rg| gs.contains(&rg)))
-                            })
-                        })
-                })
+                && gs.iter().all(|&g| compatible(&steps[groups[g][0]].out_types[0].shape, &steps[s].out_types[0].shape))
+                && readers_settled(steps, &groups, &group_of, &readers, gs, s)
         };
         let join: Vec<usize> = if !cands.is_empty() && joinable(&cands) {
             cands
@@ -189,18 +164,12 @@ pub(crate) fn elementwise_groups(steps: &mut Vec<Step>, pinned: &HashSet<usize>)
             // the most recent single group that can take it
             cands.iter().rev().copied().find(|&g| joinable(&[g])).into_iter().collect()
         };
-        let Some((&into, rest)) = join.split_first() else {
+        if join.is_empty() {
             group_of[s] = Some(groups.len());
             groups.push(vec![s]);
             continue;
-        };
-        for &g in rest {
-            let moved = std::mem::take(&mut groups[g]);
-            for &m in &moved {
-                group_of[m] = Some(into);
-            }
-            groups[into].extend(moved);
         }
+        let into = merge(&mut groups, &mut group_of, &join);
         groups[into].push(s);
         groups[into].sort_unstable();
         group_of[s] = Some(into);
@@ -262,11 +231,42 @@ pub(crate) fn elementwise_groups(steps: &mut Vec<Step>, pinned: &HashSet<usize>)
             removed[m] = true;
         }
     }
-    let mut i = 0;
-    steps.retain(|_| {
-        i += 1;
-        !removed[i - 1]
-    });
+    super::remove_steps(steps, &removed);
+}
+
+/// Whether every reader of a member of the groups `gs` runs at or after step `from` or is
+/// itself in `gs` (so a fused step placed before `from` precedes all its outside readers).
+fn readers_settled(
+    steps: &[Step],
+    groups: &[Vec<usize>],
+    group_of: &[Option<usize>],
+    readers: &HashMap<usize, Vec<usize>>,
+    gs: &[usize],
+    from: usize,
+) -> bool {
+    gs.iter().flat_map(|&g| &groups[g]).all(|&m| {
+        steps[m].outputs.iter().all(|slot| {
+            readers
+                .get(slot)
+                .into_iter()
+                .flatten()
+                .all(|&r| r >= from || group_of[r].is_some_and(|rg| gs.contains(&rg)))
+        })
+    })
+}
+
+/// Move the members of groups `gs[1..]` into `gs[0]` (kept sorted); returns `gs[0]`.
+fn merge(groups: &mut [Vec<usize>], group_of: &mut [Option<usize>], gs: &[usize]) -> usize {
+    let into = gs[0];
+    for &g in &gs[1..] {
+        let moved = std::mem::take(&mut groups[g]);
+        for &m in &moved {
+            group_of[m] = Some(into);
+        }
+        groups[into].extend(moved);
+    }
+    groups[into].sort_unstable();
+    into
 }
 
 /// Merge the groups whose results are the operands of one `concat` along the last axis
@@ -302,29 +302,9 @@ fn merge_concat_groups(
         let same_shape =
             gs.iter().all(|&g| compatible(&steps[groups[g][0]].out_types[0].shape, &steps[m0].out_types[0].shape));
         let last = gs.iter().filter_map(|&g| groups[g].last().copied()).max().unwrap_or(0);
-        let valid = gs.iter().all(|&g| {
-            groups[g].iter().all(|&m| {
-                steps[m].outputs.iter().all(|slot| {
-                    readers
-                        .get(slot)
-                        .into_iter()
-                        .flatten()
-                        .all(|&r| r > last || group_of[r].is_some_and(|rg| gs.contains(&rg)))
-                })
-            })
-        });
-        if !(same_shape && valid) {
-            continue;
+        if same_shape && readers_settled(steps, groups, group_of, readers, &gs, last + 1) {
+            merge(groups, group_of, &gs);
         }
-        let into = gs[0];
-        for &g in &gs[1..] {
-            let moved = std::mem::take(&mut groups[g]);
-            for &m in &moved {
-                group_of[m] = Some(into);
-            }
-            groups[into].extend(moved);
-        }
-        groups[into].sort_unstable();
     }
 }
 

@@ -23,9 +23,36 @@ mod elementwise;
 pub(super) use conv::conv_chains;
 pub(super) use elementwise::elementwise_groups;
 
-use super::ExecCtx;
+use hashbrown::HashMap;
+
+use super::{ExecCtx, Step};
 use crate::error::Result;
 use crate::tensor::Tensor;
+
+/// Who reads and who writes each slot of a plan: `(readers, producer)` by step index
+/// (a step reading a slot twice is listed twice).
+fn slot_maps(steps: &[Step]) -> (HashMap<usize, Vec<usize>>, HashMap<usize, usize>) {
+    let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut producer: HashMap<usize, usize> = HashMap::new();
+    for (si, st) in steps.iter().enumerate() {
+        for &(s, _) in &st.inputs {
+            readers.entry(s).or_default().push(si);
+        }
+        for &s in &st.outputs {
+            producer.insert(s, si);
+        }
+    }
+    (readers, producer)
+}
+
+/// Drop the steps marked in `removed` (fused into a later step), keeping the order.
+fn remove_steps(steps: &mut Vec<Step>, removed: &[bool]) {
+    let mut i = 0;
+    steps.retain(|_| {
+        i += 1;
+        !removed[i - 1]
+    });
+}
 
 /// A fused group run in place of its last step.
 #[derive(Clone, Debug)]
