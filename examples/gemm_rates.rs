@@ -1,9 +1,12 @@
 //! GEMM rate by shape: `cargo run --release --example gemm_rates -- K N [M...]` prints
-//! GFLOP/s of `[M,K] x [K,N]` (f32, row-major, our `kernels::gemm`) for each `M`.
+//! GFLOP/s of `[M,K] x [K,N]` (f32, row-major, our `kernels::gemm`) for each `M`; `--ta` / `--tb`
+//! store `A` / `B` transposed (`[K,M]` / `[N,K]`).
 use std::time::Instant;
 
 fn main() -> pfor::Result<()> {
     pfor::tune_system_allocator()?;
+    let ta = std::env::args().any(|a| a == "--ta");
+    let tb = std::env::args().any(|a| a == "--tb");
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let (k, n) = (args.first().copied().unwrap_or(384), args.get(1).copied().unwrap_or(1024));
     let ms: Vec<usize> = if args.len() > 2 { args[2..].to_vec() } else { vec![512, 256, 128, 64, 32, 16, 8, 4, 1] };
@@ -16,11 +19,15 @@ fn main() -> pfor::Result<()> {
         for _ in 0..3 {
             let t = Instant::now();
             for _ in 0..reps {
-                pfor::kernels::gemm::gemm(m, k, n, &a, false, &b, false, &mut c, false)?;
+                pfor::kernels::gemm::gemm(m, k, n, &a, ta, &b, tb, &mut c, false)?;
             }
             best = best.min(t.elapsed().as_secs_f64() / reps as f64);
         }
-        println!("m={m:5} k={k} n={n}: {:8.1} us  {:6.1} GFLOP/s", best * 1e6, 2.0 * (m * k * n) as f64 / best / 1e9);
+        println!(
+            "m={m:5} k={k} n={n} ta={ta} tb={tb}: {:8.1} us  {:6.1} GFLOP/s",
+            best * 1e6,
+            2.0 * (m * k * n) as f64 / best / 1e9
+        );
     }
     Ok(())
 }

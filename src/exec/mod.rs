@@ -18,9 +18,10 @@ mod fuse;
 
 mod pool;
 mod profile;
+mod workers;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hashbrown::{HashMap, HashSet};
 
@@ -50,7 +51,16 @@ pub struct ExecOptions {
     /// fused away only when it is not fetched and nothing else reads it; results are
     /// bit-identical). On by default unless the environment variable `PFOR_NO_FUSE` is set.
     pub fuse: bool,
+    /// Hand a run whose plan issues several parallel kernels to one of pfor's worker threads
+    /// (it then takes part in every parallel kernel instead of sleeping between them; see
+    /// `exec::workers`); results are identical. Only when the session's previous run took at
+    /// least [`HAND_OFF_MIN_RUN`] (the hand-off itself costs a cross-thread round trip). On by
+    /// default unless the environment variable `PFOR_ON_CALLER` is set.
+    pub on_workers: bool,
 }
+
+/// Runs shorter than this stay on the caller's thread (see [`ExecOptions::on_workers`]).
+pub const HAND_OFF_MIN_RUN: Duration = Duration::from_micros(100);
 
 impl Default for ExecOptions {
     fn default() -> Self {
@@ -60,6 +70,7 @@ impl Default for ExecOptions {
             profile: profile::env_top().is_some(),
             recycle_buffers: true,
             fuse: fuse_by_default(),
+            on_workers: std::env::var_os("PFOR_ON_CALLER").is_none(),
         }
     }
 }
@@ -101,6 +112,8 @@ pub struct Plan {
     fetch_slots: Vec<usize>,
     /// All Input nodes of the graph (for feed validation), by value.
     graph_inputs: HashSet<ValueId>,
+    /// Parallel kernels a run may issue (0, 1, or 2 = several; see `exec::workers`).
+    parallel_kernels: usize,
 }
 
 impl Plan {
@@ -183,7 +196,22 @@ impl Plan {
                 }
             }
         }
-        Ok(Plan { steps, n_slots, inputs, fetch_slots, graph_inputs: g.inputs().into_iter().collect() })
+        let parallel_kernels = estimate_parallel(&steps, n_slots, g.library());
+        Ok(Plan {
+            steps,
+            n_slots,
+            inputs,
+            fetch_slots,
+            graph_inputs: g.inputs().into_iter().collect(),
+            parallel_kernels,
+        })
+    }
+
+    /// Whether a run of this plan from the current thread would be handed to a pfor worker
+    /// thread (see [`ExecOptions::on_workers`]; the session also requires its previous run to
+    /// have taken [`HAND_OFF_MIN_RUN`]).
+    pub fn hands_off(&self) -> bool {
+        workers::would_hand_off(self.parallel_kernels)
     }
 
     /// Number of steps (nodes that run).
@@ -258,6 +286,21 @@ impl Plan {
             .map(|&s| slots[s].clone().ok_or_else(|| Error::Verify(format!("fetch slot {s} empty"))))
             .collect()
     }
+}
+
+/// [`workers::op_estimate`] summed over the plan's steps (a fused step counts once).
+fn estimate_parallel(steps: &[Step], n_slots: usize, lib: &Library) -> usize {
+    let mut slot_ty: Vec<Option<&TensorType>> = vec![None; n_slots];
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for st in steps {
+        for (&s, t) in st.outputs.iter().zip(&st.out_types) {
+            slot_ty[s] = Some(t);
+        }
+        let ins: Vec<&TensorType> = st.inputs.iter().filter_map(|&(s, _)| slot_ty[s]).collect();
+        total += workers::op_estimate(&st.op, &ins, &st.out_types, lib, &mut seen);
+    }
+    total.min(workers::SEVERAL)
 }
 
 /// Runtime context handed to stateful and control-flow kernels.
@@ -349,6 +392,8 @@ pub struct Session {
     pool: BufferPool,
     /// The last run's outputs (recycled at the next run if the caller dropped them).
     last_outputs: Vec<Tensor>,
+    /// How long the last run took (decides whether the next one is handed to a worker).
+    last_run: Option<Duration>,
 }
 
 impl Session {
@@ -373,6 +418,7 @@ impl Session {
             profile: Profile::default(),
             pool: BufferPool::default(),
             last_outputs: Vec::new(),
+            last_run: None,
         })
     }
 
@@ -410,7 +456,14 @@ impl Session {
         let pool = recycle.then_some(&mut self.pool);
         let mut ctx =
             ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0, profile, pool };
-        let r = plan.run(init, &mut ctx);
+        let hand_off = self.options.on_workers && self.last_run.is_none_or(|d| d >= HAND_OFF_MIN_RUN);
+        let t0 = Instant::now();
+        let r = if hand_off {
+            workers::run(plan.parallel_kernels, || plan.run(init, &mut ctx))
+        } else {
+            plan.run(init, &mut ctx)
+        };
+        self.last_run = Some(t0.elapsed());
         if self.options.profile {
             self.profile.count_run();
         }
@@ -451,6 +504,12 @@ impl Session {
         }
         *slot = v;
         Ok(())
+    }
+
+    /// Whether the next run from this thread would be handed to a pfor worker thread
+    /// (see [`ExecOptions::on_workers`]).
+    pub fn hands_off(&self) -> bool {
+        self.options.on_workers && self.last_run.is_none_or(|d| d >= HAND_OFF_MIN_RUN) && self.plan.hands_off()
     }
 
     /// Number of nodes the plan runs.

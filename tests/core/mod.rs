@@ -6,3 +6,4 @@ mod fuse_elementwise;
 mod ir;
 mod random_graphs;
 mod tensor;
+mod workers;

@@ -41,7 +41,7 @@ const PIECE: usize = 1024;
 /// Work (elements × member cost, see [`Kind::cost`]) above which the walk is split into
 /// tasks on the rayon pool: waking the workers costs tens of microseconds, so cheap groups
 /// (a few multiplies over some thousand elements) stay on the calling thread.
-const PAR_WORK: usize = 1 << 19;
+const PAR_WORK: usize = 1 << 17;
 /// Tasks per rayon thread when parallel (some slack for uneven progress).
 const TASKS_PER_THREAD: usize = 2;
 /// Most members in one group (bounds the scratch per task).

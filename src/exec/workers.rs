@@ -1,0 +1,150 @@
+//! Where a run executes: on the caller's thread, or handed whole to a pfor worker thread.
+//!
+//! A parallel kernel issued from a thread outside the rayon pool injects its job and puts the
+//! caller to sleep until the workers finish it: two cross-thread wake-ups per kernel, measured
+//! at ~20 µs a round trip on the project's 2-core VM (`examples/workers_probe.rs`) — a tenth
+//! of an LSTM step's `[128,1024]x[1024,384]` GEMM. A run that issues several parallel kernels
+//! is therefore faster as ONE job on a pool thread: that thread takes part in every parallel
+//! kernel, the other workers steal their share, and nobody sleeps between kernels (W5: +8-15 %,
+//! W3: +8 %). A plan that issues at most one (small graphs, GEMVs) stays on the caller, whom the
+//! hand-off would cost one round trip per run.
+//!
+//! Invariants:
+//! - results are identical either way: the same kernels run in the same order, and the pool
+//!   has the thread count of the caller's rayon pool, so work splits are the same;
+//! - a run hands off only from a thread outside pfor's pool (a nested run, e.g. a custom op
+//!   running a session, stays where it is), only when [`ExecOptions::on_workers`] allows it
+//!   and the plan's [`parallel_kernels`] estimate is at least two;
+//! - pool threads have [`STACK_BYTES`] stacks (reserved, committed as touched), so `call`
+//!   recursion to the default depth limit fits as it does on a main thread;
+//! - if the pool cannot be built, runs stay on the caller.
+//!
+//! [`ExecOptions::on_workers`]: super::ExecOptions::on_workers
+
+use std::sync::OnceLock;
+
+use hashbrown::HashSet;
+
+use crate::ir::{Graph, Library};
+use crate::ops::{ControlOp, LinearOp, Op};
+use crate::tensor::{Dim, TensorType};
+
+/// Stack of each pool thread.
+pub const STACK_BYTES: usize = 64 << 20;
+/// Elements from which an elementwise-like kernel may split over threads (the smallest
+/// parallel threshold among the crate's kernels, rounded down).
+const PAR_ELEMS: usize = 1 << 15;
+/// Estimates saturate here: "several".
+pub(crate) const SEVERAL: usize = 2;
+
+static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .stack_size(STACK_BYTES)
+            .thread_name(|i| format!("pfor-worker-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// True if a run with this estimate would be handed to a worker from the current thread.
+pub(crate) fn would_hand_off(estimate: usize) -> bool {
+    estimate >= SEVERAL
+        && rayon::current_num_threads() > 1
+        && pool().is_some_and(|p| p.current_num_threads() > 1 && p.current_thread_index().is_none())
+}
+
+/// Run `f` on a pool thread when [`would_hand_off`], else here.
+pub(crate) fn run<R: Send>(estimate: usize, f: impl FnOnce() -> R + Send) -> R {
+    match pool() {
+        Some(p) if would_hand_off(estimate) => p.install(f),
+        _ => f(),
+    }
+}
+
+fn has_dynamic(t: &TensorType) -> bool {
+    t.shape.dims().iter().any(|d| !matches!(d, Dim::Fixed(_)))
+}
+
+fn elements(t: &TensorType) -> usize {
+    t.shape.num_elements().unwrap_or(0)
+}
+
+/// Parallel kernels (saturating at "several") one evaluation of `op` may issue, from its
+/// static input and output types: dynamic shapes count as large; control flow counts what
+/// its functions may issue, loops as several times that; a call to a function already being
+/// estimated (recursion) as several.
+pub(crate) fn op_estimate(
+    op: &Op,
+    ins: &[&TensorType],
+    outs: &[TensorType],
+    lib: &Library,
+    seen: &mut HashSet<String>,
+) -> usize {
+    let dynamic = ins.iter().any(|t| has_dynamic(t)) || outs.iter().any(has_dynamic);
+    let largest = ins.iter().map(|t| elements(t)).chain(outs.iter().map(elements)).max().unwrap_or(0);
+    match op {
+        Op::Input { .. } | Op::Const { .. } => 0,
+        Op::Control(c) => control_estimate(c, lib, seen),
+        Op::Linear(l) => {
+            if dynamic {
+                return 1;
+            }
+            // multiply-adds: output elements times the contracted length
+            let k = ins.first().map_or(0, |a| {
+                let d: Vec<usize> = a.shape.dims().iter().map(|d| if let Dim::Fixed(x) = d { *x } else { 0 }).collect();
+                let r = d.len();
+                let ta = match l {
+                    LinearOp::MatMul { transpose_a, .. } => *transpose_a,
+                    LinearOp::BatchMatMul { adj_a, .. } => *adj_a,
+                };
+                match (r, ta) {
+                    (0, _) => 0,
+                    (1, _) => d[0],
+                    (_, false) => d[r - 1],
+                    (_, true) => d[r - 2],
+                }
+            });
+            let flops = outs.iter().map(elements).sum::<usize>().saturating_mul(k);
+            usize::from(flops >= crate::kernels::gemm::PAR_FLOPS)
+        }
+        _ => usize::from(dynamic || largest >= PAR_ELEMS),
+    }
+}
+
+fn control_estimate(c: &ControlOp, lib: &Library, seen: &mut HashSet<String>) -> usize {
+    let mut f = |g: &Graph| graph_estimate(g, lib, seen);
+    let est = match c {
+        ControlOp::Cond { then, else_ } => f(&then.graph) + f(&else_.graph),
+        // a loop body runs many times: anything it issues, it issues several times
+        ControlOp::While { cond, body, .. } => SEVERAL * (f(&cond.graph) + f(&body.graph)),
+        ControlOp::For { body, .. } => SEVERAL * f(&body.graph),
+        ControlOp::Call { function, .. } => {
+            if !seen.insert(function.clone()) {
+                return SEVERAL;
+            }
+            let est = lib.get(function).map_or(SEVERAL, |func| graph_estimate(&func.graph, lib, seen));
+            seen.remove(function);
+            est
+        }
+    };
+    est.min(SEVERAL)
+}
+
+/// [`op_estimate`] summed over the nodes of `g` (saturating).
+pub(crate) fn graph_estimate(g: &Graph, lib: &Library, seen: &mut HashSet<String>) -> usize {
+    let mut total = 0;
+    for n in g.node_ids() {
+        let Ok(node) = g.node(n) else { continue };
+        let ins: Vec<&TensorType> = node.inputs.iter().filter_map(|v| g.value_type(*v).ok()).collect();
+        total += op_estimate(&node.op, &ins, &node.outputs, lib, seen);
+        if total >= SEVERAL {
+            return SEVERAL;
+        }
+    }
+    total
+}
