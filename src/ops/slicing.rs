@@ -381,14 +381,8 @@ fn concat_views<T: Element>(op: &str, axis: usize, parts: &[ArrayViewD<'_, T>]) 
         }
         shape[axis] += p.len_of(Axis(axis));
     }
-    let mut out = ArrayD::from_elem(IxDyn(&shape), T::from_f64(0.0));
-    let mut off = 0;
-    for p in parts {
-        let n = p.len_of(Axis(axis));
-        out.slice_axis_mut(Axis(axis), Slice::from(off..off + n)).assign(p);
-        off += n;
-    }
-    Ok(out)
+    crate::tensor::layout::concat_standard(parts, axis, Vec::new())
+        .ok_or_else(|| Error::shape(op, format!("internal: cannot join parts of {:?} along axis {axis}", shape)))
 }
 
 /// Checked length of `x[begin .. begin + size]` on a dim (`None` = unknown).

@@ -69,16 +69,47 @@ pub fn standard_array<T: Copy>(v: &ArrayViewD<'_, T>) -> ArrayD<T> {
     ArrayD::from_shape_vec(IxDyn(v.shape()), data).unwrap_or_else(|_| v.to_owned())
 }
 
-/// Stack standard-or-not views of one shape along a new axis `axis` (≤ their rank) into a
-/// standard-layout array: for each index of the axes before `axis`, one contiguous block
-/// of every part in turn. `buf` is reused for the output (its content is discarded).
-pub fn stack_standard<T: Copy>(parts: &[ArrayViewD<'_, T>], axis: usize, buf: Vec<T>) -> Option<ArrayD<T>> {
+/// Elements from which [`concat_standard`] copies on the rayon pool.
+const PAR_COPY: usize = 1 << 18;
+
+/// Stack views of one shape along a new axis `axis` (≤ their rank) into a standard-layout
+/// array (see [`concat_standard`]; `buf` is reused for the output, its content discarded).
+pub fn stack_standard<T: Copy + Send + Sync>(
+    parts: &[ArrayViewD<'_, T>],
+    axis: usize,
+    buf: Vec<T>,
+) -> Option<ArrayD<T>> {
     let first = parts.first()?;
     if axis > first.ndim() || parts.iter().any(|p| p.shape() != first.shape()) {
         return None;
     }
+    let expanded: Vec<ArrayViewD<'_, T>> = parts.iter().map(|p| p.clone().insert_axis(Axis(axis))).collect();
+    concat_standard(&expanded, axis, buf)
+}
+
+/// Join standard-or-not views along the existing axis `axis` into a standard-layout array:
+/// for each index of the axes before `axis`, one contiguous block of every part in turn
+/// (a `memcpy` each; on the rayon pool when the result is large). `None` if the parts
+/// disagree on a dim other than `axis` or have different ranks. `buf` is reused for the
+/// output (its content is discarded).
+pub fn concat_standard<T: Copy + Send + Sync>(
+    parts: &[ArrayViewD<'_, T>],
+    axis: usize,
+    buf: Vec<T>,
+) -> Option<ArrayD<T>> {
+    use rayon::prelude::*;
+    let first = parts.first()?;
+    let rank = first.ndim();
+    let same_rest = |p: &ArrayViewD<'_, T>| {
+        p.ndim() == rank && p.shape().iter().zip(first.shape()).enumerate().all(|(i, (a, b))| i == axis || a == b)
+    };
+    if axis >= rank || !parts.iter().all(same_rest) {
+        return None;
+    }
     let pre: usize = first.shape()[..axis].iter().product();
-    let post: usize = first.shape()[axis..].iter().product();
+    // per part: elements of one block (its axis length times the trailing dims)
+    let blocks: Vec<usize> = parts.iter().map(|p| p.shape()[axis..].iter().product()).collect();
+    let width: usize = blocks.iter().sum();
     let owned: Vec<std::borrow::Cow<'_, [T]>> = parts
         .iter()
         .map(|p| match p.as_slice() {
@@ -86,17 +117,34 @@ pub fn stack_standard<T: Copy>(parts: &[ArrayViewD<'_, T>], axis: usize, buf: Ve
             None => std::borrow::Cow::Owned(standard_vec(p)),
         })
         .collect();
+    let total = pre * width;
     let mut out = buf;
     out.clear();
-    out.reserve(pre * post * parts.len());
-    if post > 0 {
-        for i in 0..pre {
-            for p in &owned {
-                out.extend_from_slice(&p[i * post..(i + 1) * post]);
+    out.reserve(total);
+    if total > 0 {
+        let fill = |(chunk_i, chunk): (usize, &mut [std::mem::MaybeUninit<T>]), rows_per: usize| {
+            for (k, row) in chunk.chunks_mut(width).enumerate() {
+                let i = chunk_i * rows_per + k;
+                let mut at = 0;
+                for (p, &b) in owned.iter().zip(&blocks) {
+                    row[at..at + b].write_copy_of_slice(&p[i * b..(i + 1) * b]);
+                    at += b;
+                }
             }
+        };
+        let spare = &mut out.spare_capacity_mut()[..total];
+        let threads = rayon::current_num_threads();
+        if total >= PAR_COPY && threads > 1 && pre > 1 {
+            let rows_per = pre.div_ceil(threads * 2);
+            spare.par_chunks_mut(rows_per * width).enumerate().for_each(|c| fill(c, rows_per));
+        } else {
+            fill((0, spare), pre);
         }
+        // SAFETY: the chunks cover the first `total` spare elements and every row of every
+        // chunk was written block by block (the blocks sum to `width`).
+        unsafe { out.set_len(total) };
     }
     let mut shape = first.shape().to_vec();
-    shape.insert(axis, parts.len());
+    shape[axis] = parts.iter().map(|p| p.shape()[axis]).sum();
     ArrayD::from_shape_vec(IxDyn(&shape), out).ok()
 }

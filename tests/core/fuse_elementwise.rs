@@ -68,9 +68,75 @@ fn lstm_cell_fuses_into_one_step_and_matches() {
         }
         let feeds = [(z, Tensor::from_array(zv)), (c, Tensor::randn(&[m, h], 2)), (b, Tensor::randn(&[4 * h], 3))];
         let (f, p) = same_both_ways(&g, &[h2, c2], &feeds);
-        // nine gate/state ops become one step (bias_add feeds the split: not in the group)
+        // the bias moves through the split into the group (which then reads `z` and the
+        // bias pieces): bias_add + split + nine ops → split z, split b, one fused step
         assert_eq!(p - f, 8, "m={m} h={h}: {f} fused vs {p} unfused steps");
+        let ops = fused_ops(&g, &[h2, c2], &feeds);
+        assert!(
+            ops.iter().any(|o| o.starts_with("fused[bias_add, bias_add, bias_add, bias_add, sigmoid")),
+            "m={m} h={h}: {ops:?}"
+        );
+        assert!(!ops.iter().any(|o| o == "bias_add"), "m={m} h={h}: {ops:?}");
     }
+}
+
+/// The ops a profiled fused run executed (fused groups as `fused[...] → k results`).
+fn fused_ops(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Vec<String> {
+    let mut s = Session::with_options(g, fetches, ExecOptions { profile: true, ..ExecOptions::default() }).unwrap();
+    s.run(feeds).unwrap();
+    s.profile()
+        .entries()
+        .iter()
+        .map(|e| if e.kind == "fused_elementwise" { e.op.clone() } else { e.kind.clone() })
+        .collect()
+}
+
+#[test]
+fn bias_moves_through_a_split_only_when_nothing_else_needs_it() {
+    let (m, h) = (6, 40);
+    let feeds = |z, b| [(z, Tensor::randn(&[m, 4 * h], 1)), (b, Tensor::randn(&[4 * h], 2))];
+    // the sum y = bias_add(z, b) read by the split and by `extra`, or fetched, or split
+    // along axis 0, or the pieces read only by non-elementwise ops: the bias_add stays
+    for case in 0..4 {
+        let mut g = Graph::new();
+        let z = g.input("z", DType::F32, [m, 4 * h]);
+        let b = g.input("b", DType::F32, [4 * h]);
+        let y = g.bias_add(z, b).unwrap();
+        let mut fetches = Vec::new();
+        let pieces = match case {
+            2 => g.split(y, 0, &[2, 4]).unwrap(),
+            _ => g.split(y, 1, &[h, 3 * h]).unwrap(),
+        };
+        match case {
+            0 => fetches.push(g.reduce_sum(y, &[1], false).unwrap()),
+            1 => fetches.push(y),
+            3 => fetches.extend(pieces.iter().map(|&p| g.reduce_sum(p, &[1], false).unwrap())),
+            _ => {}
+        }
+        if case != 3 {
+            for &p in &pieces {
+                let s = g.sigmoid(p).unwrap();
+                fetches.push(g.mul(s, p).unwrap());
+            }
+        }
+        let fd = feeds(z, b);
+        same_both_ways(&g, &fetches, &fd);
+        let ops = fused_ops(&g, &fetches, &fd);
+        assert!(ops.iter().any(|o| o == "bias_add"), "case {case}: {ops:?}");
+    }
+    // a piece nobody reads gets no bias_add; the read ones fuse
+    let mut g = Graph::new();
+    let z = g.input("z", DType::F32, [m, 4 * h]);
+    let b = g.input("b", DType::F32, [4 * h]);
+    let y = g.bias_add(z, b).unwrap();
+    let pieces = g.split(y, -1, &[h, 2 * h, h]).unwrap();
+    let t0 = g.tanh(pieces[0]).unwrap();
+    let t2 = g.mul(pieces[2], t0).unwrap();
+    let fd = feeds(z, b);
+    same_both_ways(&g, &[t2, pieces[0]], &fd);
+    let ops = fused_ops(&g, &[t2, pieces[0]], &fd);
+    assert!(ops.iter().any(|o| o.starts_with("fused[bias_add, bias_add, tanh, mul] → 2 results")), "{ops:?}");
+    assert!(!ops.iter().any(|o| o == "bias_add"), "{ops:?}");
 }
 
 #[test]

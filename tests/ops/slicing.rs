@@ -105,6 +105,43 @@ fn concat_errors() {
     assert_eq!(g.shape(ok).unwrap(), Shape::fixed(&[5, 3]));
 }
 
+#[test]
+fn concat_large_and_strided_parts() {
+    // big enough for the parallel copy; one part transposed (not standard layout), one empty
+    // along the axis; every element checked against its source index
+    let (rows, a_w, b_w) = (700usize, 130usize, 260usize);
+    let mut g = Graph::new();
+    let a = g.constant(ar(&[rows, 1, a_w]));
+    let bt = g.constant(ar(&[b_w, 1, rows]));
+    let b = g.transpose(bt, &[2, 1, 0]).unwrap();
+    let e = g.constant(i64t(&[rows, 1, 0], &[]));
+    let y = g.concat(&[a, e, b], 2).unwrap();
+    let out = run_once(&g, &[y], &[]).unwrap().remove(0);
+    assert_eq!(out.shape(), &[rows, 1, a_w + b_w]);
+    let v = out.to_vec::<i64>().unwrap();
+    for r in 0..rows {
+        for c in 0..a_w + b_w {
+            let want = if c < a_w { (r * a_w + c) as i64 } else { ((c - a_w) * rows + r) as i64 };
+            assert_eq!(v[r * (a_w + b_w) + c], want, "row {r} col {c}");
+        }
+    }
+    // along the leading axis (one block per part), and the stack built on the same copy
+    let y0 = g.concat(&[a, a], 0).unwrap();
+    let bs = g.slice(b, &[0, 0, 0], &[-1, -1, a_w as i64]).unwrap();
+    let st = g.stack(&[bs, a], 1).unwrap();
+    let outs = run_once(&g, &[y0, st], &[]).unwrap();
+    let av = ar(&[rows, 1, a_w]).to_vec::<i64>().unwrap();
+    assert_eq!(outs[0].to_vec::<i64>().unwrap(), [av.clone(), av.clone()].concat());
+    assert_eq!(outs[1].shape(), &[rows, 2, 1, a_w]);
+    let sv = outs[1].to_vec::<i64>().unwrap();
+    for r in 0..rows {
+        for c in 0..a_w {
+            assert_eq!(sv[(r * 2) * a_w + c], (c * rows + r) as i64, "stack row {r} col {c}");
+            assert_eq!(sv[(r * 2 + 1) * a_w + c], (r * a_w + c) as i64, "stack row {r} col {c}");
+        }
+    }
+}
+
 // ---------------------------------------------------------------- split
 
 #[test]

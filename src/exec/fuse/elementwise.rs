@@ -127,6 +127,11 @@ fn kind_of(st: &Step) -> Option<Kind> {
     }
 }
 
+/// Whether elementwise fusion can take `st` into a group.
+pub(crate) fn fusable(st: &Step) -> bool {
+    kind_of(st).is_some()
+}
+
 /// Same rank and equal fixed dims (a dynamic dim agrees with anything; checked at run time).
 fn compatible(a: &Shape, b: &Shape) -> bool {
     a.rank() == b.rank()

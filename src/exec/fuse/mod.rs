@@ -3,6 +3,8 @@
 //!
 //! - [`conv`]: `conv2d → [reshape] → bias_add → [reshape] → relu`, the bias and relu applied to
 //!   each GEMM output chunk;
+//! - [`bias_split`]: `split(bias_add(z, b))` along the last axis becomes per-piece `bias_add`s
+//!   of the split pieces, which the elementwise groups then take in;
 //! - [`elementwise`]: connected groups of f32 unary / binary / `bias_add` steps of one shape
 //!   (an LSTM cell's gates and state update, a backward pass's `s·(1-s)·g` chains) evaluated
 //!   piece by piece, every intermediate living in a small scratch buffer.
@@ -17,11 +19,13 @@
 //!   in the same order); operands a fused kernel does not take run the group op by op, so
 //!   every error is the unfused one, naming the node that raised it.
 
+mod bias_split;
 mod conv;
 mod elementwise;
 
+pub(super) use bias_split::split_biases;
 pub(super) use conv::conv_chains;
-pub(super) use elementwise::elementwise_groups;
+pub(super) use elementwise::{elementwise_groups, fusable};
 
 use hashbrown::HashMap;
 
