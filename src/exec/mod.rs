@@ -544,6 +544,17 @@ pub fn run_once(graph: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)])
     Session::new(graph, fetches)?.run(feeds)
 }
 
+/// Evaluate a pure op on concrete inputs outside any run (no variables, no library): for
+/// constant folding at graph-rewrite time.
+pub(crate) fn eval_detached(op: &Op, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    let mut vars = HashMap::new();
+    let library = Library::default();
+    let options = ExecOptions::default();
+    let mut ctx =
+        ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0, profile: None, pool: None };
+    op.eval(inputs, &mut ctx)
+}
+
 /// Run a function on arguments outside any session (no variables). Used for graph
 /// `Function`s as batched primitive ops (e.g. by the auto-batching interpreter).
 pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {

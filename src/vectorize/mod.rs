@@ -16,6 +16,7 @@
 
 mod ctx;
 mod driver;
+mod fold;
 mod narrow;
 mod registry;
 mod simplify;

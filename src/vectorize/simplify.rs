@@ -22,6 +22,8 @@
 //! - a `matmul` whose result reaches a last-axis `split` (through reshapes keeping that
 //!   axis) of which one piece is read → a `matmul` of just that piece's columns (see
 //!   `narrow`; its invariants hold there);
+//! - a pure op whose inputs are all constants → the constant it evaluates to (see `fold`
+//!   for which ops and sizes; its invariants hold there);
 //! - dead nodes: nodes no output (and no kept node) reads.
 //!
 //! Invariants, and why they hold:
@@ -63,6 +65,8 @@ pub struct SimplifyReport {
     /// Matmuls narrowed to the one column range a split of their result reads (see
     /// `narrow`).
     pub narrowed: usize,
+    /// Nodes replaced by the constant they evaluate to (all inputs constant; see `fold`).
+    pub constants_folded: usize,
 }
 
 /// Simplify the whole graph for `outputs`: apply the rewrites above everywhere and remove
@@ -115,6 +119,12 @@ fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<Simplif
             bypassed.extend(node.inputs.iter().map(|v| v.node));
             let op = node.op.clone();
             g.rewrite_node(n, op, &inputs)?;
+        }
+        if !fixed_op && let Some(value) = super::fold::fold(g, n)? {
+            bypassed.extend(g.node(n)?.inputs.iter().map(|v| v.node));
+            g.rewrite_node(n, Op::Const { value }, &[])?;
+            report.constants_folded += 1;
+            continue;
         }
         let action = if fixed_op { None } else { decide(g, n)? };
         let Some(action) = action else { continue };

@@ -192,6 +192,55 @@ fn dynamic_shapes_are_skipped() {
 }
 
 #[test]
+fn pure_ops_of_constants_fold_into_one_constant() {
+    // a jacobian seed: one_hot(constant rows) reshaped, times a constant weight; x is live
+    let (g, rep, ks) = golden(&[("x", DType::F32, &[4, 6])], |g, x| {
+        let rows = g.constant(Tensor::from_vec(&[4], vec![2i64, 0, 3, 1]).unwrap());
+        let e = g.one_hot(rows, 4, -1, 1.0, 0.0, DType::F32)?;
+        let e = g.reshape(e, &[4, 1, 4])?;
+        let e = g.reshape(e, &[4, 4])?;
+        let w = g.constant(Tensor::randn(&[4, 6], 5));
+        let seed = g.matmul(e, w)?;
+        Ok(vec![g.mul(seed, x[0])?, seed])
+    });
+    assert_eq!(ks, vec![OpKind::Input, OpKind::Const, OpKind::Binary(pfor::ops::BinaryKind::Mul)], "{g}");
+    assert!(rep.constants_folded >= 2, "{rep:?}");
+    // the folded seed holds the rows of w picked by the one-hot rows
+    let w = Tensor::randn(&[4, 6], 5).to_vec::<f32>().unwrap();
+    let Op::Const { value } = &g.node(rep.outputs[1].node).unwrap().op else { panic!("not folded\n{g}") };
+    let got = value.to_vec::<f32>().unwrap();
+    for (r, &src) in [2usize, 0, 3, 1].iter().enumerate() {
+        assert_eq!(got[r * 6..(r + 1) * 6], w[src * 6..(src + 1) * 6], "row {r}");
+    }
+}
+
+#[test]
+fn constants_do_not_fold_through_random_ops_errors_or_big_broadcasts() {
+    let mut g = Graph::new();
+    let key = g.constant(Tensor::from_vec(&[], vec![7i64]).unwrap());
+    let draw = g.random_normal(key, &[3], DType::F32, 0.0, 1.0).unwrap();
+    let drawn = g.tanh(draw).unwrap();
+    // a broadcast of a scalar to 2^17 elements: far larger than its input
+    let one = g.constant(Tensor::scalar(1f32));
+    let big = g.broadcast_to(one, &[512, 256]).unwrap();
+    let big_sum = g.reduce_sum(big, &[0, 1], false).unwrap();
+    // an out-of-range gather of constants: left for the run to report, at this node
+    let p = g.constant(Tensor::from_vec(&[3], vec![1f32, 2., 3.]).unwrap());
+    let bad = g.constant(Tensor::from_vec(&[1], vec![5i64]).unwrap());
+    let gathered = g.gather(p, bad, 0).unwrap();
+    let rep = simplify(&mut g, &[drawn, big_sum, gathered]).unwrap();
+    g.verify().unwrap();
+    assert_eq!(g.node(draw.node).unwrap().op.kind(), OpKind::Random(RandomKind::RandomNormal));
+    assert_eq!(g.node(rep.outputs[0].node).unwrap().op.kind(), OpKind::Unary(UnaryKind::Tanh));
+    assert_eq!(g.node(big.node).unwrap().op.kind(), OpKind::Shape(ShapeKind::BroadcastTo));
+    assert_eq!(rep.constants_folded, 0, "{rep:?}\n{g}");
+    let e = run_once(&g, &[rep.outputs[2]], &[]).unwrap_err();
+    assert!(e.to_string().contains("gather"), "{e}");
+    let sum = run_once(&g, &[rep.outputs[1]], &[]).unwrap();
+    assert_eq!(sum[0], Tensor::scalar(131072f32));
+}
+
+#[test]
 fn dead_nodes_go_but_inputs_random_and_stateful_ops_stay() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [3]);
