@@ -3,7 +3,18 @@
 //! Invariants: `a`, `b`, `c` are dense row-major buffers of the stated logical shapes
 //! (`op(A)` is `[m,k]`, `op(B)` is `[k,n]`, `C` is `[m,n]`); lengths are checked (an `Err`,
 //! never a panic). faer runs single-threaded below [`PAR_FLOPS`] multiply-adds (rayon
-//! overhead dominates small products) and on the rayon pool above it.
+//! overhead dominates small products) and on the rayon pool above it: as one independent
+//! single-threaded faer GEMM per thread over a slice of `C`'s columns (or rows, when `C` is
+//! taller than wide) when every slice gets at least [`MIN_SLICE`] of them, else with faer's
+//! own parallel schedule.
+//!
+//! Why slices: measured on the project's 2-core machine (`examples/gemm_split_probe.rs`),
+//! faer's parallel schedule synchronizes its threads inside the product and reaches 143-276
+//! GFLOP/s on thin shapes (`[128,1024]x[1024,128]`, `[128,128]x[128,1024]`), where two
+//! independent halves reach 419-433; on square and tall shapes the halves are as fast or a
+//! few percent faster (`[4096,768]x[768,768]`: 388 → 422). Each slice is a whole GEMM over
+//! the full `k`, so no partial sums cross threads (the slicing depends only on the shape and
+//! the thread count, so a given call is deterministic).
 
 use faer::{Accum, MatMut, MatRef, Par};
 
@@ -12,6 +23,8 @@ use crate::tensor::Element;
 
 /// Multiply-add count above which GEMM runs multi-threaded.
 pub const PAR_FLOPS: usize = 1 << 21;
+/// Fewest columns (or rows) per thread for the sliced parallel GEMM.
+pub const MIN_SLICE: usize = 64;
 
 /// Element types with a GEMM kernel.
 pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
@@ -26,6 +39,17 @@ fn par_for(m: usize, k: usize, n: usize) -> Par {
     } else {
         Par::Seq
     }
+}
+
+/// How to slice `C` `[m, n]` over `threads`: `(along columns, slice length)`, a multiple of 16
+/// (whole vector registers) with at least [`MIN_SLICE`] per thread; `None` when too small.
+fn slices(m: usize, n: usize, threads: usize) -> Option<(bool, usize)> {
+    let along_n = n >= m;
+    let len = if along_n { n } else { m };
+    if threads < 2 || len / threads < MIN_SLICE {
+        return None;
+    }
+    Some((along_n, len.div_ceil(threads).div_ceil(16) * 16))
 }
 
 macro_rules! faer_gemm {
@@ -54,7 +78,37 @@ macro_rules! faer_gemm {
                 };
                 let accum = if acc { Accum::Add } else { Accum::Replace };
                 let par = par_for(m, k, n);
-                faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par);
+                let threads = rayon::current_num_threads();
+                match (par, slices(m, n, threads)) {
+                    (Par::Rayon(_), Some((along_n, step))) => {
+                        use rayon::prelude::*;
+                        let mut parts = Vec::with_capacity(threads);
+                        let (mut c_rest, mut a_rest, mut b_rest) = (cm, am, bm);
+                        loop {
+                            let len = if along_n { c_rest.ncols() } else { c_rest.nrows() };
+                            if len <= step {
+                                parts.push((c_rest, a_rest, b_rest));
+                                break;
+                            }
+                            if along_n {
+                                let (c0, c1) = c_rest.split_at_col_mut(step);
+                                let (b0, b1) = b_rest.split_at_col(step);
+                                parts.push((c0, a_rest, b0));
+                                (c_rest, b_rest) = (c1, b1);
+                            } else {
+                                let (c0, c1) = c_rest.split_at_row_mut(step);
+                                let (a0, a1) = a_rest.split_at_row(step);
+                                parts.push((c0, a0, b_rest));
+                                (c_rest, a_rest) = (c1, a1);
+                            }
+                        }
+                        parts.into_par_iter().for_each(|(c, a, b)| {
+                            faer::linalg::matmul::matmul(c, accum, a, b, 1.0, Par::Seq);
+                            crate::kernels::simd::clear_upper();
+                        });
+                    }
+                    _ => faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par),
+                }
                 // faer's AVX-512 micro-kernels leave dirty upper register state, which makes
                 // the SSE code that follows several times slower (see `kernels::simd`)
                 crate::kernels::simd::clear_upper();

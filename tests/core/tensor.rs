@@ -85,6 +85,42 @@ fn gemm_kernel_matches_naive() {
 }
 
 #[test]
+fn gemm_kernel_matches_naive_on_parallel_slices() {
+    // large enough to run on the pool, sliced along columns (wide C) or rows (tall C), with
+    // sizes that are not multiples of the slice alignment; small-integer data, so the sums
+    // are exact whatever the order
+    use pfor::kernels::gemm::gemm;
+    for (m, k, n) in [(100, 300, 517), (701, 90, 130), (128, 1024, 128), (64, 48, 1000)] {
+        let a: Vec<f64> = (0..m * k).map(|x| ((x * 7) % 5) as f64 - 2.0).collect();
+        let b: Vec<f64> = (0..k * n).map(|x| ((x * 3) % 7) as f64 - 3.0).collect();
+        let mut want = vec![0.0; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                let x = a[i * k + p];
+                for j in 0..n {
+                    want[i * n + j] += x * b[p * n + j];
+                }
+            }
+        }
+        let at: Vec<f64> = (0..k * m).map(|x| a[(x % m) * k + x / m]).collect();
+        let bt: Vec<f64> = (0..n * k).map(|x| b[(x % k) * n + x / k]).collect();
+        for (ta, tb, acc) in [(false, false, false), (true, false, true), (false, true, false), (true, true, true)] {
+            let mut c = vec![if acc { 1.5 } else { f64::NAN }; m * n];
+            let (aa, bb) = (if ta { &at } else { &a }, if tb { &bt } else { &b });
+            gemm(m, k, n, aa, ta, bb, tb, &mut c, acc).unwrap();
+            let want: Vec<f64> = want.iter().map(|w| if acc { w + 1.5 } else { *w }).collect();
+            assert_eq!(c, want, "m={m} k={k} n={n} ta={ta} tb={tb} acc={acc}");
+            // f32 too
+            let a32: Vec<f32> = aa.iter().map(|&v| v as f32).collect();
+            let b32: Vec<f32> = bb.iter().map(|&v| v as f32).collect();
+            let mut c32 = vec![if acc { 1.5f32 } else { f32::NAN }; m * n];
+            gemm(m, k, n, &a32, ta, &b32, tb, &mut c32, acc).unwrap();
+            assert!(c32.iter().zip(&want).all(|(x, w)| *x as f64 == *w), "f32 m={m} k={k} n={n} ta={ta} tb={tb}");
+        }
+    }
+}
+
+#[test]
 fn standard_copies_of_strided_views_keep_row_major_order() {
     use ndarray::{Array, Axis, IxDyn, Slice};
     use pfor::tensor::layout::{stack_standard, standard_vec};
