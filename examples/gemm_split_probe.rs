@@ -27,7 +27,7 @@ fn main() {
                 let am = MatRef::from_row_major_slice(&a, m, k);
                 let bm = MatRef::from_row_major_slice(&b, k, n);
                 let cm = MatMut::from_row_major_slice_mut(&mut c, m, n);
-                let h = (n / 2).div_ceil(16) * 16;
+                let h = ((n / 2).div_ceil(16) * 16).min(n);
                 let (c0, c1) = cm.split_at_col_mut(h);
                 let (b0, b1) = bm.split_at_col(h);
                 rayon::join(
@@ -41,7 +41,7 @@ fn main() {
                 let am = MatRef::from_row_major_slice(&a, m, k);
                 let bm = MatRef::from_row_major_slice(&b, k, n);
                 let cm = MatMut::from_row_major_slice_mut(&mut c, m, n);
-                let h = (m / 2).div_ceil(16) * 16;
+                let h = ((m / 2).div_ceil(16) * 16).min(m);
                 let (c0, c1) = cm.split_at_row_mut(h);
                 let (a0, a1) = am.split_at_row(h);
                 rayon::join(

@@ -5,8 +5,8 @@
 //! never a panic). faer runs single-threaded below [`PAR_FLOPS`] multiply-adds (rayon
 //! overhead dominates small products) and on the rayon pool above it: as one independent
 //! single-threaded faer GEMM per thread over a slice of `C`'s columns (or rows, when `C` is
-//! taller than wide) when every slice gets at least [`MIN_SLICE`] of them, else with faer's
-//! own parallel schedule.
+//! taller than wide) when every slice gets at least [`MIN_SLICE`] of them and `C` has at
+//! least 16 rows and columns, else with faer's own parallel schedule.
 //!
 //! Why slices: measured on the project's 2-core machine (`examples/gemm_split_probe.rs`),
 //! faer's parallel schedule synchronizes its threads inside the product and reaches 143-276
@@ -25,6 +25,8 @@ use crate::tensor::Element;
 pub const PAR_FLOPS: usize = 1 << 21;
 /// Fewest columns (or rows) per thread for the sliced parallel GEMM.
 pub const MIN_SLICE: usize = 64;
+/// Fewest rows and columns of `C` for the sliced parallel GEMM.
+const MIN_OTHER: usize = 16;
 
 /// Element types with a GEMM kernel.
 pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
@@ -44,6 +46,11 @@ fn par_for(m: usize, k: usize, n: usize) -> Par {
 /// How to slice `C` `[m, n]` over `threads`: `(along columns, slice length)`, a multiple of 16
 /// (whole vector registers) with at least [`MIN_SLICE`] per thread; `None` when too small.
 fn slices(m: usize, n: usize, threads: usize) -> Option<(bool, usize)> {
+    // matrix-vector shapes stay with faer's schedule: its single-threaded kernels are made
+    // for blocks, and a [1,3136]x[3136,512] slice ran 2.3x slower than faer's parallel GEMV
+    if m < MIN_OTHER || n < MIN_OTHER {
+        return None;
+    }
     let along_n = n >= m;
     let len = if along_n { n } else { m };
     if threads < 2 || len / threads < MIN_SLICE {

@@ -90,7 +90,7 @@ fn gemm_kernel_matches_naive_on_parallel_slices() {
     // sizes that are not multiples of the slice alignment; small-integer data, so the sums
     // are exact whatever the order
     use pfor::kernels::gemm::gemm;
-    for (m, k, n) in [(100, 300, 517), (701, 90, 130), (128, 1024, 128), (64, 48, 1000)] {
+    for (m, k, n) in [(100, 300, 517), (701, 90, 130), (128, 1024, 128), (64, 48, 1000), (3, 700, 900)] {
         let a: Vec<f64> = (0..m * k).map(|x| ((x * 7) % 5) as f64 - 2.0).collect();
         let b: Vec<f64> = (0..k * n).map(|x| ((x * 3) % 7) as f64 - 3.0).collect();
         let mut want = vec![0.0; m * n];

@@ -39,9 +39,12 @@ use crate::tensor::{DType, Dim, Shape, Tensor};
 /// Elements per piece (per member scratch buffer: 4 KiB of f32).
 const PIECE: usize = 1024;
 /// Work (elements × member cost, see [`Kind::cost`]) above which the walk is split into
-/// tasks on the rayon pool: waking the workers costs tens of microseconds, so cheap groups
-/// (a few multiplies over some thousand elements) stay on the calling thread.
-const PAR_WORK: usize = 1 << 17;
+/// tasks on the rayon pool: from a pool thread (a run handed to a worker, `exec::workers`)
+/// the split costs a few microseconds, from any other thread a cross-thread round trip of
+/// tens of microseconds, so cheap groups stay on the calling thread.
+fn par_work() -> usize {
+    if rayon::current_thread_index().is_some() { 1 << 17 } else { 1 << 19 }
+}
 /// Tasks per rayon thread when parallel (some slack for uneven progress).
 const TASKS_PER_THREAD: usize = 2;
 /// Most members in one group (bounds the scratch per task).
@@ -584,7 +587,7 @@ impl EwGroup {
         // (a concat result's row is not one contiguous range per task: one task then)
         let work = total.saturating_mul(self.members.iter().map(|m| m.kind.cost()).sum());
         let threads = rayon::current_num_threads();
-        let parallel = work >= PAR_WORK && threads > 1 && (rows > 1 || !has_concat);
+        let parallel = work >= par_work() && threads > 1 && (rows > 1 || !has_concat);
         let n_tasks = if parallel { threads * TASKS_PER_THREAD } else { 1 };
         let (task_rows, task_cols) =
             if rows > 1 { (rows.div_ceil(n_tasks).max(1), len) } else { (1, len.div_ceil(n_tasks).max(1)) };
