@@ -18,7 +18,7 @@ mod fuse;
 
 mod pool;
 mod profile;
-mod workers;
+pub(crate) mod workers;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -34,6 +34,9 @@ pub const STACK_BYTES: usize = 64 << 20;
 /// Elements from which an elementwise-like kernel may split over threads (the smallest
 /// parallel threshold among the crate's kernels, rounded down).
 const PAR_ELEMS: usize = 1 << 15;
+/// Batch from which the auto-batching interpreters run on a pool thread (a run at batch
+/// 256 takes milliseconds and issues hundreds of kernels).
+pub(crate) const VM_HAND_OFF_BATCH: usize = 256;
 /// Estimates saturate here: "several".
 pub(crate) const SEVERAL: usize = 2;
 
