@@ -112,8 +112,11 @@ pub(crate) fn op_estimate(
                     (_, true) => d[r - 2],
                 }
             });
+            // a product of 16x the parallel threshold runs long enough (~0.1 ms) that the
+            // hand-off is cheap next to it, and runs faster on a pool thread (sliced GEMM)
             let flops = outs.iter().map(elements).sum::<usize>().saturating_mul(k);
-            usize::from(flops >= crate::kernels::gemm::PAR_FLOPS)
+            let par = crate::kernels::gemm::PAR_FLOPS;
+            if flops >= 16 * par { SEVERAL } else { usize::from(flops >= par) }
         }
         _ => usize::from(dynamic || largest >= PAR_ELEMS),
     }

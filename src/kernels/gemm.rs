@@ -5,8 +5,8 @@
 //! never a panic). faer runs single-threaded below [`PAR_FLOPS`] multiply-adds (rayon
 //! overhead dominates small products) and on the rayon pool above it: as one independent
 //! single-threaded faer GEMM per thread over a slice of `C`'s columns (or rows, when `C` is
-//! taller than wide) when every slice gets at least [`MIN_SLICE`] of them and `C` has at
-//! least 16 rows and columns, else with faer's own parallel schedule.
+//! taller than wide) when called on a pool thread, every slice gets at least [`MIN_SLICE`]
+//! of them and `C` has at least 16 rows and columns; else with faer's own parallel schedule.
 //!
 //! Why slices: measured on the project's 2-core machine (`examples/gemm_split_probe.rs`),
 //! faer's parallel schedule synchronizes its threads inside the product and reaches 143-276
@@ -46,9 +46,14 @@ fn par_for(m: usize, k: usize, n: usize) -> Par {
 /// How to slice `C` `[m, n]` over `threads`: `(along columns, slice length)`, a multiple of 16
 /// (whole vector registers) with at least [`MIN_SLICE`] per thread; `None` when too small.
 fn slices(m: usize, n: usize, threads: usize) -> Option<(bool, usize)> {
-    // matrix-vector shapes stay with faer's schedule: its single-threaded kernels are made
-    // for blocks, and a [1,3136]x[3136,512] slice ran 2.3x slower than faer's parallel GEMV
-    if m < MIN_OTHER || n < MIN_OTHER {
+    // Matrix-vector shapes stay with faer's schedule: its single-threaded kernels are made
+    // for blocks, and a [1,3136]x[3136,512] slice ran 2.3x slower than faer's parallel GEMV.
+    // So do calls from outside the pool: there the slices start one wake-up apart (the second
+    // worker is woken by the first); `[64,768]x[768,768]` from the main thread ran at 212
+    // GFLOP/s sliced vs 290 with faer's schedule. Runs that issue big products are handed to
+    // a pool thread (`exec::workers`), where the same product sliced takes 226-235 us against
+    // 283-291 us with faer's schedule from the caller.
+    if m < MIN_OTHER || n < MIN_OTHER || rayon::current_thread_index().is_none() {
         return None;
     }
     let along_n = n >= m;

@@ -86,9 +86,15 @@ fn gemm_kernel_matches_naive() {
 
 #[test]
 fn gemm_kernel_matches_naive_on_parallel_slices() {
-    // large enough to run on the pool, sliced along columns (wide C) or rows (tall C), with
-    // sizes that are not multiples of the slice alignment; small-integer data, so the sums
-    // are exact whatever the order
+    // large enough to run in parallel: on a pool thread sliced along columns (wide C) or rows
+    // (tall C), from outside with faer's schedule; sizes that are not multiples of the slice
+    // alignment; small-integer data, so the sums are exact whatever the order
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    gemm_cases();
+    pool.install(gemm_cases);
+}
+
+fn gemm_cases() {
     use pfor::kernels::gemm::gemm;
     for (m, k, n) in [(100, 300, 517), (701, 90, 130), (128, 1024, 128), (64, 48, 1000), (3, 700, 900)] {
         let a: Vec<f64> = (0..m * k).map(|x| ((x * 7) % 5) as f64 - 2.0).collect();
