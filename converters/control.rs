@@ -13,11 +13,12 @@
 //! - `while`: carries reach a stackedness fixpoint (an invariant carry becomes stacked when
 //!   the body makes it so). With a loop-invariant predicate the loop stays one loop over
 //!   converted cond/body. With a loop-variant predicate:
-//!   * `Subset` (and `Auto`): the loop carries the set of active positions; each step
-//!     evaluates the converted condition on the active rows only, drops finished rows, runs
-//!     the converted body on the rest and scatters their new values into the full carries.
-//!     Finished rows are never touched again, so the body never runs past an iteration's
-//!     own trip count.
+//!   * `Subset` (and `Auto`): the loop carries the set of active positions and the active
+//!     rows of each carry (compacted, in position order) beside the full carries; each step
+//!     evaluates the converted condition on the active rows, scatters the rows that finish
+//!     into the full carries (once, as they finish), keeps the rest and runs the converted
+//!     body on them. Finished rows are never touched again, so the body never runs past an
+//!     iteration's own trip count.
 //!   * `Mask`: run until no row is active, updating carries with `select`.
 //!
 //!   Carries the body passes through unchanged stay loop-invariant.
@@ -407,14 +408,21 @@ fn while_subset(
     pass: &[bool],
 ) -> Result<Vec<ValueId>> {
     let k = init.len();
-    // carries: [active positions, full carries...]
+    // carries: [active positions, the active rows of each carry (in `active` order), the full
+    // carries (finished rows written as they finish)]; rows of carries that stay invariant
+    // (pass-through or unstacked) are not tracked
     let zero = g.constant(Tensor::scalar(0i64));
     let one = g.constant(Tensor::scalar(1i64));
     let active0 = g.range(zero, info.n, one)?;
     let mut init_vals = vec![active0];
+    for w in init {
+        // the compact rows start as all rows (a gather by the full range, so their type has
+        // the dynamic row count the body's results have)
+        init_vals.push(if w.stacked { g.gather(w.value, active0, 0)? } else { w.value });
+    }
     init_vals.extend(init.iter().map(|w| w.value));
     let (inputs, types) = while_inputs(g, info, &init_vals, cap_vals)?;
-    let kk = k + 1;
+    let kk = 2 * k + 1;
     let cf = Function::build(g, &types, |sub, p| {
         let sz = sub.size_of(p[0])?;
         let z = sub.constant(Tensor::scalar(0i64));
@@ -422,11 +430,11 @@ fn while_subset(
     })?;
     let bf = Function::build(g, &types, |sub, p| {
         let active = p[0];
-        let full = rewrap(&p[1..kk], init);
+        let rows = rewrap(&p[1..k + 1], init);
+        let full = rewrap(&p[k + 1..kk], init);
         let lp = LoopParts { n: p[kk], index: p[kk + 1], captures: rewrap(&p[kk + 2..], captures) };
         let outer = inner_info(info, lp.n, lp.index);
-        // the condition, on the active rows only
-        let rows = gather_rows(sub, &full, active)?;
+        // the condition, on the active rows
         let caps = gather_rows(sub, &lp.captures, active)?;
         let ainfo = subset_info(sub, &outer, active)?;
         let mut args = rows.clone();
@@ -434,30 +442,39 @@ fn while_subset(
         let pr = convert_function(sub, cond_f, &args, &ainfo, options)?;
         let pr = force_stacked(sub, &ainfo, pr[0], true)?.value;
         let keep = positions(sub, pr)?;
+        let not_pr = sub.logical_not(pr)?;
+        let done = positions(sub, not_pr)?;
         let still = sub.gather(active, keep, 0)?;
-        // the body, on the rows still running (gathered straight from the full values,
-        // so the condition's row gathers die when the condition does not read them)
-        let rows2 = gather_rows(sub, &full, still)?;
+        let done_ix = sub.gather(active, done, 0)?;
+        let done_ix = sub.reshape(done_ix, &[-1, 1])?;
+        // finished rows go to the full carries; the rest run the body
+        let rows2 = gather_rows(sub, &rows, keep)?;
         let sinfo = subset_info(sub, &outer, still)?;
-        let mut args2 = rows2;
+        let mut args2 = rows2.clone();
         args2.extend(gather_rows(sub, &lp.captures, still)?);
         let r = convert_function(sub, body, &args2, &sinfo, options)?;
-        let ix = sub.reshape(still, &[-1, 1])?;
-        let mut vals = vec![still];
+        let mut new_rows = Vec::with_capacity(k);
+        let mut new_full = Vec::with_capacity(k);
         for (j, w) in r.into_iter().enumerate() {
             if pass[j] || !full[j].stacked {
-                vals.push(full[j].value);
+                // unchanged: invariant, or the kept rows of a stacked pass-through carry
+                new_rows.push(rows2[j].value);
+                new_full.push(full[j].value);
                 continue;
             }
-            let w = force_stacked(sub, &sinfo, w, true)?;
-            vals.push(sub.tensor_scatter_update(full[j].value, ix, w.value)?);
+            new_rows.push(force_stacked(sub, &sinfo, w, true)?.value);
+            let finished = sub.gather(rows[j].value, done, 0)?;
+            new_full.push(sub.tensor_scatter_update(full[j].value, done_ix, finished)?);
         }
+        let mut vals = vec![still];
+        vals.extend(new_rows);
+        vals.extend(new_full);
         Ok(vals)
     })?;
     let op =
         ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
     let outs = g.add_op_multi(Op::Control(op), &inputs)?;
-    Ok(outs[1..kk].to_vec())
+    Ok(outs[k + 1..kk].to_vec())
 }
 
 /// True if `name` can reach itself through calls.
