@@ -173,9 +173,7 @@ impl Vm {
 
     /// Run on inputs of shape `[batch] + event shape` each.
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        let batch = inputs.first().and_then(|t| t.shape().first().copied()).unwrap_or(0);
-        let est = if batch >= crate::exec::workers::VM_HAND_OFF_BATCH { crate::exec::workers::SEVERAL } else { 0 };
-        crate::exec::workers::run(est, || self.run_here(inputs, config))
+        crate::exec::workers::run_batched(inputs, || self.run_here(inputs, config))
     }
 
     fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {

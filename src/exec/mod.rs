@@ -453,11 +453,11 @@ impl Session {
         for t in std::mem::take(&mut self.last_outputs) {
             self.pool.donate(t);
         }
+        let hand_off = self.may_hand_off();
         let profile = self.options.profile.then_some(&mut self.profile);
         let pool = recycle.then_some(&mut self.pool);
         let mut ctx =
             ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0, profile, pool };
-        let hand_off = self.options.on_workers && self.last_run.is_none_or(|d| d >= HAND_OFF_MIN_RUN);
         let t0 = Instant::now();
         let r = if hand_off {
             workers::run(plan.parallel_kernels, || plan.run(init, &mut ctx))
@@ -510,7 +510,12 @@ impl Session {
     /// Whether the next run from this thread would be handed to a pfor worker thread
     /// (see [`ExecOptions::on_workers`]).
     pub fn hands_off(&self) -> bool {
-        self.options.on_workers && self.last_run.is_none_or(|d| d >= HAND_OFF_MIN_RUN) && self.plan.hands_off()
+        self.may_hand_off() && self.plan.hands_off()
+    }
+
+    /// The session's side of the hand-off rule: allowed, and the last run was long enough.
+    fn may_hand_off(&self) -> bool {
+        self.options.on_workers && self.last_run.is_none_or(|d| d >= HAND_OFF_MIN_RUN)
     }
 
     /// Number of nodes the plan runs.

@@ -6,7 +6,7 @@
 //! of an LSTM step's `[128,1024]x[1024,384]` GEMM. A run that issues several parallel kernels
 //! is therefore faster as ONE job on a pool thread: that thread takes part in every parallel
 //! kernel, the other workers steal their share, and nobody sleeps between kernels (W5: +8-15 %,
-//! W3: +8 %). A plan that issues at most one (small graphs, GEMVs) stays on the caller, whom the
+//! W3: +10 %). A plan that issues at most one (small graphs, GEMVs) stays on the caller, whom the
 //! hand-off would cost one round trip per run.
 //!
 //! Invariants:
@@ -14,7 +14,8 @@
 //!   has the thread count of the caller's rayon pool, so work splits are the same;
 //! - a run hands off only from a thread outside pfor's pool (a nested run, e.g. a custom op
 //!   running a session, stays where it is), only when [`ExecOptions::on_workers`] allows it
-//!   and the plan's [`parallel_kernels`] estimate is at least two;
+//!   and the plan's estimate of the parallel kernels it issues ([`op_estimate`]) is at least
+//!   two;
 //! - pool threads have [`STACK_BYTES`] stacks (reserved, committed as touched), so `call`
 //!   recursion to the default depth limit fits as it does on a main thread;
 //! - if the pool cannot be built, runs stay on the caller.
@@ -27,7 +28,7 @@ use hashbrown::HashSet;
 
 use crate::ir::{Graph, Library};
 use crate::ops::{ControlOp, LinearOp, Op};
-use crate::tensor::{Dim, TensorType};
+use crate::tensor::{Tensor, TensorType};
 
 /// Stack of each pool thread.
 pub const STACK_BYTES: usize = 64 << 20;
@@ -36,7 +37,7 @@ pub const STACK_BYTES: usize = 64 << 20;
 const PAR_ELEMS: usize = 1 << 15;
 /// Batch from which the auto-batching interpreters run on a pool thread (a run at batch
 /// 256 takes milliseconds and issues hundreds of kernels).
-pub(crate) const VM_HAND_OFF_BATCH: usize = 256;
+const VM_HAND_OFF_BATCH: usize = 256;
 /// Estimates saturate here: "several".
 pub(crate) const SEVERAL: usize = 2;
 
@@ -61,16 +62,19 @@ pub(crate) fn would_hand_off(estimate: usize) -> bool {
         && pool().is_some_and(|p| p.current_num_threads() > 1 && p.current_thread_index().is_none())
 }
 
+/// Run an auto-batching interpreter's `f` on `inputs` (`[batch] + event shape` each) on a
+/// pool thread from batch [`VM_HAND_OFF_BATCH`] on, else here.
+pub(crate) fn run_batched<R: Send>(inputs: &[Tensor], f: impl FnOnce() -> R + Send) -> R {
+    let batch = inputs.first().and_then(|t| t.shape().first().copied()).unwrap_or(0);
+    run(if batch >= VM_HAND_OFF_BATCH { SEVERAL } else { 0 }, f)
+}
+
 /// Run `f` on a pool thread when [`would_hand_off`], else here.
 pub(crate) fn run<R: Send>(estimate: usize, f: impl FnOnce() -> R + Send) -> R {
     match pool() {
         Some(p) if would_hand_off(estimate) => p.install(f),
         _ => f(),
     }
-}
-
-fn has_dynamic(t: &TensorType) -> bool {
-    t.shape.dims().iter().any(|d| !matches!(d, Dim::Fixed(_)))
 }
 
 fn elements(t: &TensorType) -> usize {
@@ -88,7 +92,7 @@ pub(crate) fn op_estimate(
     lib: &Library,
     seen: &mut HashSet<String>,
 ) -> usize {
-    let dynamic = ins.iter().any(|t| has_dynamic(t)) || outs.iter().any(has_dynamic);
+    let dynamic = ins.iter().any(|t| !t.shape.is_fixed()) || outs.iter().any(|t| !t.shape.is_fixed());
     let largest = ins.iter().map(|t| elements(t)).chain(outs.iter().map(elements)).max().unwrap_or(0);
     match op {
         Op::Input { .. } | Op::Const { .. } => 0,
@@ -98,8 +102,7 @@ pub(crate) fn op_estimate(
                 return 1;
             }
             // multiply-adds: output elements times the contracted length
-            let k = ins.first().map_or(0, |a| {
-                let d: Vec<usize> = a.shape.dims().iter().map(|d| if let Dim::Fixed(x) = d { *x } else { 0 }).collect();
+            let k = ins.first().and_then(|a| a.shape.as_fixed()).map_or(0, |d| {
                 let r = d.len();
                 let ta = match l {
                     LinearOp::MatMul { transpose_a, .. } => *transpose_a,

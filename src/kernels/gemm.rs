@@ -114,19 +114,22 @@ macro_rules! faer_gemm {
                                 (c_rest, a_rest) = (c1, a1);
                             }
                         }
+                        // each slice cleans the register state of the thread that ran it
                         parts.into_par_iter().for_each(|(c, a, b)| {
                             faer::linalg::matmul::matmul(c, accum, a, b, 1.0, Par::Seq);
                             crate::kernels::simd::clear_upper();
                         });
                     }
-                    _ => faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par),
+                    _ => {
+                        faer::linalg::matmul::matmul(cm, accum, am, bm, 1.0, par);
+                        if !matches!(par, Par::Seq) {
+                            crate::kernels::simd::clear_upper_on_workers();
+                        }
+                    }
                 }
                 // faer's AVX-512 micro-kernels leave dirty upper register state, which makes
                 // the SSE code that follows several times slower (see `kernels::simd`)
                 crate::kernels::simd::clear_upper();
-                if !matches!(par, Par::Seq) {
-                    crate::kernels::simd::clear_upper_on_workers();
-                }
             }
         }
     };
