@@ -32,6 +32,7 @@
 
 mod direct;
 mod im2col;
+mod narrow;
 pub mod patches;
 
 use std::fmt;
@@ -40,6 +41,7 @@ use ndarray::{CowArray, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::GemmElem;
 use crate::ops::unary::PAR_THRESHOLD;
@@ -232,10 +234,19 @@ pub(crate) struct ConvEpilogue<'a> {
 /// Float element types the kernels run on.
 trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum {
     fn is_nan(self) -> bool;
+    /// `conv2d` by the direct kernel for few input channels ([`narrow`]) into `out`; false
+    /// (nothing written) where it does not apply.
+    fn narrow_conv(g: &Geom, x: &[Self], w: &[Self], epi: im2col::Epilogue<'_, Self>, out: &mut [Self]) -> bool {
+        let _ = (g, x, w, epi, out);
+        false
+    }
 }
 impl Float for f32 {
     fn is_nan(self) -> bool {
         f32::is_nan(self)
+    }
+    fn narrow_conv(g: &Geom, x: &[f32], w: &[f32], epi: im2col::Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+        narrow::conv2d(g, x, w, epi, out)
     }
 }
 impl Float for f64 {
@@ -423,6 +434,30 @@ fn filled<T: Float>(len: usize, v: T) -> Vec<T> {
     out
 }
 
+/// Where a kernel's output buffer comes from: a buffer recycled by the run (stale content,
+/// see `exec::pool`) or, without one, a fresh allocation.
+struct OutBuf<T>(Option<Vec<T>>);
+
+impl<T: Float> OutBuf<T> {
+    /// `len` copies of `v`.
+    fn filled(self, len: usize, v: T) -> Vec<T> {
+        match self.0 {
+            Some(mut b) if b.len() == len => {
+                for_each_chunk(&mut b, 1 << 16, is_parallel(len), |_, c| c.fill(v));
+                b
+            }
+            _ => filled(len, v),
+        }
+    }
+    /// `len` elements that the kernel overwrites, every one (stale when recycled).
+    fn overwritten(self, len: usize) -> Vec<T> {
+        match self.0 {
+            Some(b) if b.len() == len => b,
+            _ => filled(len, T::default()),
+        }
+    }
+}
+
 fn is_parallel(work: usize) -> bool {
     work >= PAR_THRESHOLD && rayon::current_num_threads() > 1
 }
@@ -576,12 +611,23 @@ impl ConvOp {
 
     /// Evaluate.
     pub fn eval(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        self.eval_fused(inputs, ConvEpilogue::default())
+        self.eval_fused(inputs, ConvEpilogue::default(), None)
+    }
+
+    /// Evaluate inside a run, writing the output into a recycled buffer when one fits.
+    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        self.eval_fused(inputs, ConvEpilogue::default(), Some(ctx))
     }
 
     /// Evaluate with `epi` applied to the output as the kernel writes it (`conv2d` only; an
-    /// epilogue on another kind, or a bias that is not `[O]` of the input dtype, is an error).
-    pub(crate) fn eval_fused(&self, inputs: Vec<Tensor>, epi: ConvEpilogue<'_>) -> Result<Vec<Tensor>> {
+    /// epilogue on another kind, or a bias that is not `[O]` of the input dtype, is an
+    /// error); inside a run (`ctx`), the output goes into a recycled buffer when one fits.
+    pub(crate) fn eval_fused(
+        &self,
+        inputs: Vec<Tensor>,
+        epi: ConvEpilogue<'_>,
+        ctx: Option<&mut ExecCtx<'_>>,
+    ) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         if (epi.bias.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
             return Err(Error::Verify(format!("{op}: internal: only conv2d takes a fused epilogue")));
@@ -596,12 +642,22 @@ impl ConvOp {
         if out_shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).is_none() {
             return Err(Error::shape(op, format!("output shape {out_shape:?} too large")));
         }
-        let out = crate::dispatch_float!(out_ty.dtype, T => self.run::<T>(&inputs, &out_shape, epi)?,
+        let len: usize = out_shape.iter().product();
+        let out = crate::dispatch_float!(out_ty.dtype, T => {
+            let buf = OutBuf(ctx.and_then(|c| c.recycled::<T>(len)));
+            self.run::<T>(&inputs, &out_shape, epi, buf)?
+        },
             _ => return Err(Error::dtype(op, "a float type (f32 or f64)", out_ty.dtype)));
         Ok(vec![out])
     }
 
-    fn run<T: Float>(&self, inputs: &[Tensor], out_shape: &[usize], epi: ConvEpilogue<'_>) -> Result<Tensor> {
+    fn run<T: Float>(
+        &self,
+        inputs: &[Tensor],
+        out_shape: &[usize],
+        epi: ConvEpilogue<'_>,
+        buf: OutBuf<T>,
+    ) -> Result<Tensor> {
         let op = self.kind().name();
         let views: Vec<CowArray<'_, T, IxDyn>> =
             inputs.iter().map(|t| Ok(t.array::<T>()?.as_standard_layout())).collect::<Result<_>>()?;
@@ -631,12 +687,12 @@ impl ConvOp {
                     .as_ref()
                     .map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
                 let epi = im2col::Epilogue { bias: bias.transpose()?, relu: epi.relu };
-                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi)?
+                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi, buf)?
             }
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {
                 let (w, dy) = (shp(0), shp(1));
                 let g = Geom::new(op, [dy[0], h, wd, w[2]], [w[0], w[1]], w[3], s, d, p)?;
-                im2col::conv2d_backprop_input(&g, data[0], data[1])?
+                im2col::conv2d_backprop_input(&g, data[0], data[1], buf)?
             }
             ConvOp::Conv2DBackpropFilter { filter_hw, .. } => {
                 let g = Geom::new(op, shp(0), filter_hw, shp(1)[3], s, d, p)?;
@@ -644,12 +700,12 @@ impl ConvOp {
             }
             ConvOp::DepthwiseConv2D { .. } => {
                 let (x, w) = (shp(0), shp(1));
-                direct::depthwise(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1])
+                direct::depthwise(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], buf)
             }
             ConvOp::DepthwiseConv2DBackpropInput { input_hw: [h, wd], .. } => {
                 let (w, dy) = (shp(0), shp(1));
                 let g = Geom::new(op, [dy[0], h, wd, w[2]], [w[0], w[1]], w[3], s, d, p)?;
-                direct::depthwise_backprop_input(&g, data[0], data[1])
+                direct::depthwise_backprop_input(&g, data[0], data[1], buf)
             }
             ConvOp::DepthwiseConv2DBackpropFilter { filter_hw, .. } => {
                 let g = Geom::new(op, shp(0), filter_hw, out_shape[3], s, d, p)?;
@@ -658,15 +714,15 @@ impl ConvOp {
             ConvOp::MaxPool { ksize, .. } | ConvOp::AvgPool { ksize, .. } => {
                 let x = shp(0);
                 let g = Geom::new(op, x, ksize, x[3], s, d, p)?;
-                direct::pool(&g, data[0], self.kind() == ConvKind::MaxPool)
+                direct::pool(&g, data[0], self.kind() == ConvKind::MaxPool, buf)
             }
             ConvOp::MaxPoolGrad { ksize, .. } => {
                 let x = shp(0);
-                direct::max_pool_grad(&Geom::new(op, x, ksize, x[3], s, d, p)?, data[0], data[1])
+                direct::max_pool_grad(&Geom::new(op, x, ksize, x[3], s, d, p)?, data[0], data[1], buf)
             }
             ConvOp::AvgPoolGrad { ksize, input_hw: [h, w], .. } => {
                 let dy = shp(0);
-                direct::avg_pool_grad(&Geom::new(op, [dy[0], h, w, dy[3]], ksize, dy[3], s, d, p)?, data[0])
+                direct::avg_pool_grad(&Geom::new(op, [dy[0], h, w, dy[3]], ksize, dy[3], s, d, p)?, data[0], buf)
             }
         };
         Tensor::from_vec(out_shape, out)

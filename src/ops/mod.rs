@@ -310,7 +310,7 @@ impl Op {
             Op::Slicing(o) => o.eval(inputs),
             Op::Index(o) => o.eval(inputs),
             Op::Linear(o) => o.eval_in(inputs, ctx),
-            Op::Conv(o) => o.eval(inputs),
+            Op::Conv(o) => o.eval_in(inputs, ctx),
             Op::Nn(o) => o.eval(inputs),
             Op::Linalg(o) => o.eval(inputs),
             Op::Random(o) => o.eval(inputs),

@@ -116,6 +116,10 @@ fn fused_conv_chains_are_bit_identical_to_unfused() {
         Case { s: [2, 3], d: [2, 1], ..base([3, 11, 10, 2], [3, 3], 4) },
         // single-channel input (transposed patch path), MNIST conv1-like
         base([3, 12, 12, 1], [5, 5], 8),
+        // single channel, 32/64 outputs: the direct kernel on AVX-512 CPUs (a NaN input
+        // and negative sums go through its in-register bias + relu); a partial pixel tile
+        base([3, 12, 12, 1], [5, 5], 32),
+        Case { s: [2, 1], d: [1, 2], pad: Padding::Valid, ..base([2, 11, 13, 1], [3, 3], 64) },
         // 1x1 stride 1: the input is the patch matrix
         Case { pad: Padding::Valid, ..base([2, 5, 6, 7], [1, 1], 9) },
         // parallel chunks (rows*K*O above the GEMM parallel threshold)

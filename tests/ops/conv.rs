@@ -280,6 +280,9 @@ fn configs() -> Vec<Cfg> {
         // to output rows; a strided one.
         c(9, 28, 28, 1, 5, 5, 32, p([1, 1], Same, [1, 1])),
         c(2, 11, 10, 1, 3, 4, 3, p([2, 3], Same, [1, 2])),
+        // Single channel, 64 outputs, row stride 2, dilated, VALID, 7 output columns (a
+        // partial pixel tile): f32 takes the direct kernel on AVX-512 CPUs.
+        c(3, 13, 11, 1, 3, 3, 64, p([2, 1], Valid, [2, 2])),
     ]
 }
 

@@ -84,7 +84,7 @@ impl ConvChain {
         }
         let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
         let epi = ConvEpilogue { bias: bias.as_ref(), relu };
-        let mut y = self.conv.eval_fused(vec![x, w], epi).map_err(conv_err)?;
+        let mut y = self.conv.eval_fused(vec![x, w], epi, Some(&mut *ctx)).map_err(conv_err)?;
         for t in &self.tail {
             match t {
                 Tail::Reshape(node, op) => y = op.eval(y, ctx).map_err(|e| e.at_node(*node, op.to_string()))?,

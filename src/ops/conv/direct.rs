@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::{Float, Geom, filled, for_each_chunk, is_parallel};
+use super::{Float, Geom, OutBuf, filled, for_each_chunk, is_parallel};
 
 /// `o[c*m + j] += a[c] * b[c*m + j]` over one pixel.
 fn madd<T: Float>(o: &mut [T], a: &[T], b: &[T], m: usize) {
@@ -31,10 +31,10 @@ fn better<T: Float>(v: T, cur: T) -> bool {
 }
 
 /// Depthwise conv: `out[n,oy,ox,c*M+m] = Σ x[n,iy,ix,c] · w[ky,kx,c,m]`.
-pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Vec<T> {
+pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, m) = (g.c, g.o);
     let (cm, row_len) = (c * m, g.w * c);
-    let mut out = filled(g.n * g.oh * g.ow * cm, T::default());
+    let mut out = buf.filled(g.n * g.oh * g.ow * cm, T::default());
     let par = is_parallel(out.len() * g.kh * g.kw);
     for_each_chunk(&mut out, g.ow * cm, par, |r, orow| {
         let (n, oy) = (r / g.oh, r % g.oh);
@@ -54,10 +54,10 @@ pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T]) -> Vec<T> {
 
 /// Gradient w.r.t. the input, per input row (n, iy) from the output rows whose windows
 /// cover it: `dx[n,iy,ix,c] += Σ_m dy[n,oy,ox,c*M+m] · w[ky,kx,c,m]`.
-pub(super) fn depthwise_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T]) -> Vec<T> {
+pub(super) fn depthwise_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, m) = (g.c, g.o);
     let (cm, dy_row) = (c * m, g.ow * c * m);
-    let mut dx = filled(g.n * g.h * g.w * c, T::default());
+    let mut dx = buf.filled(g.n * g.h * g.w * c, T::default());
     if m == 0 {
         return dx;
     }
@@ -149,9 +149,10 @@ fn col_counts(g: &Geom) -> Vec<usize> {
 /// Max pooling when every window lies inside the input (no padding taps): each output
 /// pixel starts from its first tap and folds the others in row-major order (same result as
 /// the general loop), per output row.
-fn max_pool_inside<T: Float>(g: &Geom, x: &[T]) -> Vec<T> {
+fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, row_len) = (g.c, g.w * g.c);
-    let mut out = filled(g.n * g.oh * g.ow * c, T::default());
+    // every output element is written (the window's first tap is always inside)
+    let mut out = buf.overwritten(g.n * g.oh * g.ow * c);
     let par = is_parallel(out.len() * g.kh * g.kw);
     for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
         let (n, oy) = (r / g.oh, r % g.oh);
@@ -177,7 +178,7 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T]) -> Vec<T> {
 }
 
 /// Max or average pooling (average over the in-bounds elements of each window).
-pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool) -> Vec<T> {
+pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool, buf: OutBuf<T>) -> Vec<T> {
     let inside = g.pt == 0
         && g.pl == 0
         && g.oh > 0
@@ -185,11 +186,11 @@ pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool) -> Vec<T> {
         && (g.oh - 1) * g.sh + g.kh <= g.h
         && (g.ow - 1) * g.sw + g.kw <= g.w;
     if max && inside && g.kh > 0 && g.kw > 0 {
-        return max_pool_inside(g, x);
+        return max_pool_inside(g, x, buf);
     }
     let (c, row_len) = (g.c, g.w * g.c);
     let init = if max { T::from_f64(f64::NEG_INFINITY) } else { T::default() };
-    let mut out = filled(g.n * g.oh * g.ow * c, init);
+    let mut out = buf.filled(g.n * g.oh * g.ow * c, init);
     let cnt_x = col_counts(g);
     let par = is_parallel(out.len() * g.kh * g.kw);
     for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
@@ -226,9 +227,9 @@ pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool) -> Vec<T> {
 
 /// Max-pool gradient: each `dy` element is added at the first maximal element of its window
 /// (row-major window order).
-pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Vec<T> {
+pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, img_len, ohw) = (g.c, g.h * g.w * g.c, g.oh * g.ow);
-    let mut dx = filled(x.len(), T::default());
+    let mut dx = buf.filled(x.len(), T::default());
     let par = g.n > 1 && is_parallel(g.n * ohw * c * g.kh * g.kw);
     for_each_chunk(&mut dx, img_len, par, |n, dimg| {
         let img = &x[n * img_len..(n + 1) * img_len];
@@ -268,11 +269,11 @@ pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Vec<T> {
 
 /// Average-pool gradient, per input row: `dx[iy,ix] += dy[oy,ox] / count(oy,ox)` over the
 /// windows covering `(iy,ix)`.
-pub(super) fn avg_pool_grad<T: Float>(g: &Geom, dy: &[T]) -> Vec<T> {
+pub(super) fn avg_pool_grad<T: Float>(g: &Geom, dy: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, dy_row) = (g.c, g.ow * g.c);
     let cnt_y: Vec<usize> = (0..g.oh).map(|oy| g.taps_y(oy).count()).collect();
     let cnt_x = col_counts(g);
-    let mut dx = filled(g.n * g.h * g.w * c, T::default());
+    let mut dx = buf.filled(g.n * g.h * g.w * c, T::default());
     let par = is_parallel(dx.len() * g.kh * g.kw);
     for_each_chunk(&mut dx, g.w * c, par, |r, drow| {
         let (n, iy) = (r / g.h, r % g.h);

@@ -8,7 +8,7 @@
 
 use rayon::prelude::*;
 
-use super::{Float, Geom, filled, for_each_chunk, is_parallel};
+use super::{Float, Geom, OutBuf, for_each_chunk, is_parallel};
 use crate::error::Result;
 use crate::kernels::gemm::{PAR_FLOPS, gemm};
 
@@ -26,11 +26,11 @@ pub(super) struct Epilogue<'a, T> {
 
 impl<T: Float> Epilogue<'_, T> {
     /// Nothing to apply.
-    fn is_none(&self) -> bool {
+    pub(super) fn is_none(&self) -> bool {
         self.bias.is_none() && !self.relu
     }
     /// Apply to `out`, whole rows of `o` channels (one branch-free loop per case).
-    fn apply(&self, out: &mut [T], o: usize) {
+    pub(super) fn apply(&self, out: &mut [T], o: usize) {
         let zero = T::default();
         let relu = |v: T| if v > zero || v.is_nan() { v } else { zero };
         match (self.bias, self.relu) {
@@ -190,10 +190,14 @@ fn add_to<T: Float>(dst: &mut [T], src: &[T]) {
 /// GEMM output chunk. The output is written once up front in parallel ([`filled`]): a
 /// lazily zeroed `vec!` was measured slower, as the allocator memsets recycled heap
 /// blocks in one thread.
-pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>) -> Result<Vec<T>> {
+pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>, buf: OutBuf<T>) -> Result<Vec<T>> {
     let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
-    let mut out = filled(rows * o, T::default());
+    // every path below overwrites the whole output (GEMMs without accumulation)
+    let mut out = if k == 0 { buf.filled(rows * o, T::default()) } else { buf.overwritten(rows * o) };
     if out.is_empty() {
+        return Ok(out);
+    }
+    if T::narrow_conv(g, x, w, epi, &mut out) {
         return Ok(out);
     }
     if g.pointwise() {
@@ -233,10 +237,10 @@ pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>)
 }
 
 /// `dx = col2im(dy [N*OH*OW, O] · filterᵀ)`; chunks are whole images (disjoint scatters).
-pub(super) fn conv2d_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T]) -> Result<Vec<T>> {
+pub(super) fn conv2d_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], buf: OutBuf<T>) -> Result<Vec<T>> {
     let (ohw, k, o) = (g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     let img_len = g.h * g.w * g.c;
-    let mut dx = filled(g.n * img_len, T::default());
+    let mut dx = buf.filled(g.n * img_len, T::default());
     if dx.is_empty() || ohw == 0 || o == 0 {
         return Ok(dx);
     }

@@ -1,0 +1,171 @@
+//! Direct f32 `conv2d` for single-channel inputs (the first layer of a grayscale image
+//! model), stride 1, output channels a multiple of 32, on CPUs with AVX-512.
+//!
+//! im2col + GEMM is a poor fit there: the reduction is only `KH*KW*C` long (25 for a 5x5
+//! single-channel filter), so the GEMM spends much of its time packing, and the patch matrix
+//! is `KH*KW` times the input. This kernel keeps a tile of 8 output pixels x 32 output
+//! channels in registers and walks the taps: per tap, one broadcast input value per
+//! pixel times one filter row, fused multiply-adds. The `+ bias` and `relu` epilogue is
+//! applied to the finished tile in registers (`v + b`, then `v` if `v > 0` or NaN, else 0:
+//! the arithmetic of the separate kernels). Measured on W2's first layer
+//! (`cargo run --release --example conv_probe -- 512 28 28 1 5 32`): see BENCHMARKS.md.
+//!
+//! Work is split by output row `(n, oy)`, in tasks of whole rows. Each row first copies the
+//! `KH` input rows its windows read into a zero-padded band (wide enough for full tiles past
+//! the last column), so the tap loops have no bounds branches and padding costs nothing.
+//!
+//! Invariants: [`conv2d`] runs only where [`applies`] holds (f32 callers check the CPU);
+//! for those shapes it computes the same function as the im2col path, up to the order of
+//! float summation (taps in `(ky, kx)` order from zero, then the bias). Strided or
+//! multi-channel variants were measured slower than im2col + GEMM and are not taken.
+
+use super::im2col::Epilogue;
+use super::{Geom, for_each_chunk, is_parallel};
+
+/// Output channels per register (f32 lanes of a 512-bit register).
+const BLOCK: usize = 16;
+/// Output pixels per register tile.
+const PIXELS: usize = 8;
+/// Output values per parallel task (whole rows).
+const TASK_VALUES: usize = 1 << 15;
+
+/// Whether this kernel handles an f32 conv of this geometry on this CPU.
+pub(super) fn applies(g: &Geom) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        g.c == 1
+            && g.sw == 1
+            && g.o > 0
+            && g.o % (2 * BLOCK) == 0
+            && g.kh * g.kw > 1
+            && std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = g;
+        false
+    }
+}
+
+/// `out [N*OH*OW, O] = epi(conv2d(x, w))` with `w` the `[KH*KW*C, O]` filter; every element
+/// of `out` is written. Callers check [`applies`] first; a call where it does not hold
+/// leaves `out` untouched and returns false.
+pub(super) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+    if !applies(g) || epi.bias.is_some_and(|b| b.len() != g.o) || w.len() != g.kh * g.kw * g.c * g.o {
+        return false;
+    }
+    let row_len = g.ow * g.o;
+    if row_len == 0 || g.n * g.oh == 0 {
+        return true;
+    }
+    let c = g.c;
+    // Band width (pixels): every tap of every output column lands inside, and so do the
+    // reads of a full tile past the last column.
+    let wp = (g.ow.div_ceil(PIXELS) * PIXELS - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+    // Band offset of each tap's first channel, taps row-major over the window.
+    let taps: Vec<usize> = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky * wp + kx * g.dw) * c)).collect();
+    let par = is_parallel(out.len() * g.kh * g.kw * c);
+    let rows = TASK_VALUES.div_ceil(row_len).max(1);
+    for_each_chunk(out, rows * row_len, par, |i, chunk| {
+        let mut band = vec![0.0; g.kh * wp * c];
+        for (j, orow) in chunk.chunks_exact_mut(row_len).enumerate() {
+            fill_band(g, x, i * rows + j, wp, &mut band);
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `applies` checked that the CPU supports AVX-512F.
+            unsafe {
+                avx512::row(g, &band, &taps, w, &epi, orow)
+            };
+        }
+    });
+    true
+}
+
+/// The `KH` input rows read by output row `r = n*OH + oy`, zero-padded to `wp` pixels.
+fn fill_band(g: &Geom, x: &[f32], r: usize, wp: usize, band: &mut [f32]) {
+    let (n, oy, c) = (r / g.oh, r % g.oh, g.c);
+    let img = &x[n * g.h * g.w * c..(n + 1) * g.h * g.w * c];
+    for (ky, dst) in band.chunks_exact_mut(wp * c).enumerate() {
+        dst.fill(0.0);
+        let Some(iy) = (oy * g.sh + ky * g.dh).checked_sub(g.pt).filter(|&iy| iy < g.h) else { continue };
+        // input column ix lands at band column ix + pl (cut to the band's width)
+        let cols = g.w.min(wp.saturating_sub(g.pl));
+        dst[g.pl * c..(g.pl + cols) * c].copy_from_slice(&img[iy * g.w * c..(iy * g.w + cols) * c]);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{BLOCK, Epilogue, Geom, PIXELS};
+
+    /// One output row, epilogue included.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn row(g: &Geom, band: &[f32], taps: &[usize], w: &[f32], epi: &Epilogue<'_, f32>, orow: &mut [f32]) {
+        pairs(g, band, taps, w, epi, orow)
+    }
+
+    /// `v + bias`, then relu, as the epilogue's separate kernels compute them.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn finish(v: __m512, bias: Option<__m512>, relu: bool) -> __m512 {
+        let v = match bias {
+            Some(b) => _mm512_add_ps(v, b),
+            None => v,
+        };
+        if relu {
+            // kept where v > 0 or v is NaN (not less-or-equal, unordered); 0.0 elsewhere
+            _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps()), v)
+        } else {
+            v
+        }
+    }
+
+    /// The bias lanes `cb..cb+BLOCK`, if any.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn bias_at(epi: &Epilogue<'_, f32>, cb: usize) -> Option<__m512> {
+        let b = epi.bias?.get(cb..cb + BLOCK)?;
+        // SAFETY: `b` holds BLOCK = 16 f32.
+        Some(unsafe { _mm512_loadu_ps(b.as_ptr()) })
+    }
+
+    /// Tiles of 8 pixels x 32 channels (16 accumulators; each broadcast input value feeds
+    /// two FMAs).
+    #[target_feature(enable = "avx512f")]
+    fn pairs(g: &Geom, band: &[f32], taps: &[usize], w: &[f32], epi: &Epilogue<'_, f32>, orow: &mut [f32]) {
+        let o = g.o;
+        for cb in (0..o).step_by(2 * BLOCK) {
+            let (b0, b1) = (bias_at(epi, cb), bias_at(epi, cb + BLOCK));
+            for ox0 in (0..g.ow).step_by(PIXELS) {
+                let mut lo = [_mm512_setzero_ps(); PIXELS];
+                let mut hi = [_mm512_setzero_ps(); PIXELS];
+                for (t, &off) in taps.iter().enumerate() {
+                    let Some(xs) = band.get(off + ox0..).and_then(|s| s.first_chunk::<PIXELS>()) else { continue };
+                    let Some(wv) = w.get(t * o + cb..).and_then(|s| s.first_chunk::<{ 2 * BLOCK }>()) else {
+                        continue;
+                    };
+                    // SAFETY: `wv` holds 2 * BLOCK = 32 f32.
+                    let (w0, w1) = unsafe { (_mm512_loadu_ps(wv.as_ptr()), _mm512_loadu_ps(wv.as_ptr().add(BLOCK))) };
+                    for p in 0..PIXELS {
+                        let xb = _mm512_set1_ps(xs[p]);
+                        lo[p] = _mm512_fmadd_ps(xb, w0, lo[p]);
+                        hi[p] = _mm512_fmadd_ps(xb, w1, hi[p]);
+                    }
+                }
+                for p in 0..PIXELS.min(g.ow - ox0) {
+                    let Some(dst) =
+                        orow.get_mut((ox0 + p) * o + cb..).and_then(|s| s.first_chunk_mut::<{ 2 * BLOCK }>())
+                    else {
+                        continue;
+                    };
+                    // SAFETY: `dst` holds 2 * BLOCK = 32 f32.
+                    unsafe {
+                        _mm512_storeu_ps(dst.as_mut_ptr(), finish(lo[p], b0, epi.relu));
+                        _mm512_storeu_ps(dst.as_mut_ptr().add(BLOCK), finish(hi[p], b1, epi.relu));
+                    }
+                }
+            }
+        }
+    }
+}
