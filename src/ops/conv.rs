@@ -27,9 +27,15 @@
 //! direct loops over contiguous channel vectors, parallel over rows or images above
 //! [`PAR_THRESHOLD`] multiply-adds. Outputs are allocated written (first touch in parallel).
 //!
-//! [`patches`] builds window patches (and their adjoint, `col2im`) as graph values from
-//! existing ops, for derivative rules and converters that need them.
+//! `extract_patches` is the im2col patch matrix as an op of its own (TF
+//! `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, tap-major, zero at padded
+//! positions, with `conv2d`'s geometry; `extract_patches_grad` is its exact adjoint
+//! (scatter-add of every tap, padding dropped). They run the conv kernels' own im2col /
+//! col2im, in parallel over row chunks / whole images above [`PAR_THRESHOLD`] elements.
+//! [`patches`] wraps them as `[M,OH,OW,KH*KW,C]` graph values for derivative rules and
+//! converters (the batched per-example conv GEMMs).
 
+mod builders;
 mod direct;
 mod im2col;
 pub mod patches;
@@ -40,10 +46,9 @@ use ndarray::{CowArray, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::GemmElem;
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, expect_arity, expect_float};
+use crate::ops::{expect_arity, expect_float};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 
 /// Convolution / pooling padding.
@@ -161,6 +166,25 @@ pub enum ConvOp {
         /// Spatial size of the forward input.
         input_hw: [usize; 2],
     },
+    /// Window patches (TF `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, the last
+    /// axis tap-major (`(ky*KW + kx)*C + c`), zero at padded positions; the geometry of a
+    /// `conv2d` with a `[KH,KW]` filter.
+    ExtractPatches {
+        /// Window `[KH, KW]`.
+        ksize: [usize; 2],
+        /// Strides, padding, dilations.
+        params: Conv2dParams,
+    },
+    /// The adjoint of [`ConvOp::ExtractPatches`]: `[N,OH,OW,KH*KW*C] -> [N,H,W,C]` with
+    /// `[H,W] = input_hw`, every tap added back at its input position (padding dropped).
+    ExtractPatchesGrad {
+        /// Window `[KH, KW]`.
+        ksize: [usize; 2],
+        /// Strides, padding, dilations of the forward op.
+        params: Conv2dParams,
+        /// Spatial size of the forward input.
+        input_hw: [usize; 2],
+    },
 }
 
 /// Kinds of the conv family.
@@ -186,6 +210,10 @@ pub enum ConvKind {
     MaxPoolGrad,
     /// [`ConvOp::AvgPoolGrad`].
     AvgPoolGrad,
+    /// [`ConvOp::ExtractPatches`].
+    ExtractPatches,
+    /// [`ConvOp::ExtractPatchesGrad`].
+    ExtractPatchesGrad,
 }
 
 impl ConvKind {
@@ -201,6 +229,8 @@ impl ConvKind {
         ConvKind::AvgPool,
         ConvKind::MaxPoolGrad,
         ConvKind::AvgPoolGrad,
+        ConvKind::ExtractPatches,
+        ConvKind::ExtractPatchesGrad,
     ];
     /// The op name.
     pub fn name(self) -> &'static str {
@@ -215,6 +245,8 @@ impl ConvKind {
             ConvKind::AvgPool => "avg_pool",
             ConvKind::MaxPoolGrad => "max_pool_grad",
             ConvKind::AvgPoolGrad => "avg_pool_grad",
+            ConvKind::ExtractPatches => "extract_patches",
+            ConvKind::ExtractPatchesGrad => "extract_patches_grad",
         }
     }
 }
@@ -311,6 +343,14 @@ fn rank4<'a>(op: &str, what: &str, layout: &str, t: &'a TensorType) -> Result<&'
         return Err(Error::shape(op, format!("{what} must have rank 4 ({layout}), got shape {}", t.shape)));
     }
     Ok(t.shape.dims())
+}
+
+/// `KH*KW` of a window (each ≥ 1, the product not overflowing).
+fn num_taps(op: &str, ctx: &dyn Fn() -> String, ksize: [usize; 2]) -> Result<usize> {
+    positive(op, "ksize", ksize)?;
+    ksize[0]
+        .checked_mul(ksize[1])
+        .ok_or_else(|| Error::shape(op, format!("{}: window {ksize:?} has too many taps", ctx())))
 }
 
 fn positive(op: &str, what: &str, v: [usize; 2]) -> Result<()> {
@@ -441,6 +481,8 @@ impl ConvOp {
             ConvOp::AvgPool { .. } => ConvKind::AvgPool,
             ConvOp::MaxPoolGrad { .. } => ConvKind::MaxPoolGrad,
             ConvOp::AvgPoolGrad { .. } => ConvKind::AvgPoolGrad,
+            ConvOp::ExtractPatches { .. } => ConvKind::ExtractPatches,
+            ConvOp::ExtractPatchesGrad { .. } => ConvKind::ExtractPatchesGrad,
         }
     }
 
@@ -452,9 +494,9 @@ impl ConvOp {
             | ConvOp::Conv2DBackpropFilter { params, .. }
             | ConvOp::DepthwiseConv2D { params }
             | ConvOp::DepthwiseConv2DBackpropInput { params, .. }
-            | ConvOp::DepthwiseConv2DBackpropFilter { params, .. } => {
-                (params.strides, params.dilations, params.padding)
-            }
+            | ConvOp::DepthwiseConv2DBackpropFilter { params, .. }
+            | ConvOp::ExtractPatches { params, .. }
+            | ConvOp::ExtractPatchesGrad { params, .. } => (params.strides, params.dilations, params.padding),
             ConvOp::MaxPool { strides, padding, .. }
             | ConvOp::AvgPool { strides, padding, .. }
             | ConvOp::MaxPoolGrad { strides, padding, .. }
@@ -469,7 +511,11 @@ impl ConvOp {
         positive(op, "strides", s)?;
         positive(op, "dilations", d)?;
         let arity = match self {
-            ConvOp::AvgPool { .. } | ConvOp::MaxPool { .. } | ConvOp::AvgPoolGrad { .. } => 1,
+            ConvOp::AvgPool { .. }
+            | ConvOp::MaxPool { .. }
+            | ConvOp::AvgPoolGrad { .. }
+            | ConvOp::ExtractPatches { .. }
+            | ConvOp::ExtractPatchesGrad { .. } => 1,
             _ => 2,
         };
         expect_arity(op, inputs, arity)?;
@@ -567,6 +613,40 @@ impl ConvOp {
                 positive(op, "ksize", ksize)?;
                 let dy = rank4(op, "out_backprop", "N,OH,OW,C", &inputs[0])?;
                 let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), dy[3].clone()];
+                check_dy(dy, spatial(&x, [&fixed(ksize[0]), &fixed(ksize[1])])?)?;
+                x.to_vec()
+            }
+            ConvOp::ExtractPatches { ksize, .. } => {
+                let taps = num_taps(op, &ctx, ksize)?;
+                let x = rank4(op, "input", "N,H,W,C", &inputs[0])?;
+                let [oh, ow] = spatial(x, [&fixed(ksize[0]), &fixed(ksize[1])])?;
+                let kc =
+                    match x[3].value() {
+                        Some(c) => fixed(c.checked_mul(taps).ok_or_else(|| {
+                            Error::shape(op, format!("{}: {taps} taps x {c} channels overflow", ctx()))
+                        })?),
+                        None => x[3].mul(&fixed(taps)),
+                    };
+                vec![x[0].clone(), oh, ow, kc]
+            }
+            ConvOp::ExtractPatchesGrad { ksize, input_hw, .. } => {
+                let taps = num_taps(op, &ctx, ksize)?;
+                let dy = rank4(op, "patch gradient", "N,OH,OW,KH*KW*C", &inputs[0])?;
+                let c = match dy[3].value() {
+                    Some(kc) if kc % taps == 0 => fixed(kc / taps),
+                    Some(kc) => {
+                        return Err(Error::shape(
+                            op,
+                            format!(
+                                "{}: last dim {kc} is not a multiple of the {taps} taps of window {ksize:?}",
+                                ctx()
+                            ),
+                        ));
+                    }
+                    None if taps == 1 => dy[3].clone(),
+                    None => Dim::unknown(),
+                };
+                let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), c];
                 check_dy(dy, spatial(&x, [&fixed(ksize[0]), &fixed(ksize[1])])?)?;
                 x.to_vec()
             }
@@ -668,6 +748,16 @@ impl ConvOp {
                 let dy = shp(0);
                 direct::avg_pool_grad(&Geom::new(op, [dy[0], h, w, dy[3]], ksize, dy[3], s, d, p)?, data[0])
             }
+            ConvOp::ExtractPatches { ksize, .. } => {
+                let x = shp(0);
+                im2col::extract_patches(&Geom::new(op, x, ksize, x[3], s, d, p)?, data[0])
+            }
+            ConvOp::ExtractPatchesGrad { ksize, input_hw: [h, w], .. } => {
+                // inference checked that the last dim is a multiple of the taps
+                let c = out_shape[3];
+                let g = Geom::new(op, [shp(0)[0], h, w, c], ksize, c, s, d, p)?;
+                im2col::extract_patches_grad(&g, data[0])
+            }
         };
         Tensor::from_vec(out_shape, out)
     }
@@ -694,105 +784,13 @@ impl fmt::Display for ConvOp {
             ConvOp::AvgPoolGrad { ksize, input_hw, .. } => {
                 write!(f, "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, input_hw={input_hw:?}}}")
             }
+            ConvOp::ExtractPatches { ksize, .. } => {
+                write!(f, "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, dilations={d:?}}}")
+            }
+            ConvOp::ExtractPatchesGrad { ksize, input_hw, .. } => write!(
+                f,
+                "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, dilations={d:?}, input_hw={input_hw:?}}}"
+            ),
         }
-    }
-}
-
-impl Graph {
-    /// 2-D convolution (cross-correlation, as in TF): `x [N,H,W,C]`, `filter [KH,KW,C,O]`
-    /// → `[N,OH,OW,O]`.
-    pub fn conv2d(&mut self, x: ValueId, filter: ValueId, params: Conv2dParams) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::Conv2D { params }), &[x, filter])
-    }
-    /// Gradient of [`Graph::conv2d`] w.r.t. its input: `filter [KH,KW,C,O]`,
-    /// `dy [N,OH,OW,O]` → `[N,H,W,C]` with `[H,W] = input_hw`.
-    pub fn conv2d_backprop_input(
-        &mut self,
-        filter: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        input_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::Conv2DBackpropInput { params, input_hw }), &[filter, dy])
-    }
-    /// Gradient of [`Graph::conv2d`] w.r.t. its filter: `x [N,H,W,C]`, `dy [N,OH,OW,O]`
-    /// → `[KH,KW,C,O]` with `[KH,KW] = filter_hw`.
-    pub fn conv2d_backprop_filter(
-        &mut self,
-        x: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        filter_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::Conv2DBackpropFilter { params, filter_hw }), &[x, dy])
-    }
-    /// Depthwise 2-D convolution: `x [N,H,W,C]`, `filter [KH,KW,C,M]` → `[N,OH,OW,C*M]`
-    /// (output channel `c*M + m`).
-    pub fn depthwise_conv2d(&mut self, x: ValueId, filter: ValueId, params: Conv2dParams) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::DepthwiseConv2D { params }), &[x, filter])
-    }
-    /// Gradient of [`Graph::depthwise_conv2d`] w.r.t. its input: `filter [KH,KW,C,M]`,
-    /// `dy [N,OH,OW,C*M]` → `[N,H,W,C]` with `[H,W] = input_hw`.
-    pub fn depthwise_conv2d_backprop_input(
-        &mut self,
-        filter: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        input_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::DepthwiseConv2DBackpropInput { params, input_hw }), &[filter, dy])
-    }
-    /// Gradient of [`Graph::depthwise_conv2d`] w.r.t. its filter: `x [N,H,W,C]`,
-    /// `dy [N,OH,OW,C*M]` → `[KH,KW,C,M]` with `[KH,KW] = filter_hw`.
-    pub fn depthwise_conv2d_backprop_filter(
-        &mut self,
-        x: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        filter_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::DepthwiseConv2DBackpropFilter { params, filter_hw }), &[x, dy])
-    }
-    /// Max pooling over `[kh, kw]` windows of `x [N,H,W,C]`.
-    pub fn max_pool(
-        &mut self,
-        x: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::MaxPool { ksize, strides, padding }), &[x])
-    }
-    /// Average pooling over `[kh, kw]` windows of `x [N,H,W,C]` (padding not counted).
-    pub fn avg_pool(
-        &mut self,
-        x: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::AvgPool { ksize, strides, padding }), &[x])
-    }
-    /// Gradient of [`Graph::max_pool`]: `x` is the forward input, `dy` the output gradient.
-    pub fn max_pool_grad(
-        &mut self,
-        x: ValueId,
-        dy: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::MaxPoolGrad { ksize, strides, padding }), &[x, dy])
-    }
-    /// Gradient of [`Graph::avg_pool`]: `dy [N,OH,OW,C]` → `[N,H,W,C]` with `[H,W] = input_hw`.
-    pub fn avg_pool_grad(
-        &mut self,
-        dy: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-        input_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::AvgPoolGrad { ksize, strides, padding, input_hw }), &[dy])
     }
 }
