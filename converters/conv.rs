@@ -196,7 +196,11 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let y = g.add_op(Op::Conv(op), &[x2, d2])?; // [KH,KW,n*C,M]
             done1(unfold_from_axis(g, y, &od, 2)?)
         }
-        ConvOp::MaxPool { .. } | ConvOp::AvgPool { .. } | ConvOp::AvgPoolGrad { .. } => fold_batch(ctx, op, &[0], &[]),
+        ConvOp::MaxPool { .. }
+        | ConvOp::AvgPool { .. }
+        | ConvOp::AvgPoolGrad { .. }
+        | ConvOp::ExtractPatches { .. }
+        | ConvOp::ExtractPatchesGrad { .. } => fold_batch(ctx, op, &[0], &[]),
         ConvOp::MaxPoolGrad { .. } => fold_batch(ctx, op, &[0, 1], &[]),
     }
 }

@@ -27,10 +27,17 @@
 //! direct loops over contiguous channel vectors, parallel over rows or images above
 //! [`PAR_THRESHOLD`] multiply-adds. Outputs are allocated written (first touch in parallel).
 //!
-//! [`patches`] builds window patches (and their adjoint, `col2im`) as graph values from
-//! existing ops, for derivative rules and converters that need them.
+//! `extract_patches` is the im2col patch matrix as an op of its own (TF
+//! `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, tap-major, zero at padded
+//! positions, with `conv2d`'s geometry; `extract_patches_grad` is its exact adjoint
+//! (scatter-add of every tap, padding dropped). They run the conv kernels' own im2col /
+//! col2im, in parallel over row chunks / whole images above [`PAR_THRESHOLD`] elements.
+//! [`patches`] wraps them as `[M,OH,OW,KH*KW,C]` graph values for derivative rules and
+//! converters (the batched per-example conv GEMMs).
 
+mod builders;
 mod direct;
+mod geom;
 mod im2col;
 mod narrow;
 pub mod patches;
@@ -42,11 +49,11 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
-use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::GemmElem;
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, expect_arity, expect_float};
+use crate::ops::{expect_arity, expect_float};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
+use geom::{Geom, num_taps, out_dim, positive, rank4, unify, window};
 
 /// Convolution / pooling padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -163,6 +170,25 @@ pub enum ConvOp {
         /// Spatial size of the forward input.
         input_hw: [usize; 2],
     },
+    /// Window patches (TF `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, the last
+    /// axis tap-major (`(ky*KW + kx)*C + c`), zero at padded positions; the geometry of a
+    /// `conv2d` with a `[KH,KW]` filter.
+    ExtractPatches {
+        /// Window `[KH, KW]`.
+        ksize: [usize; 2],
+        /// Strides, padding, dilations.
+        params: Conv2dParams,
+    },
+    /// The adjoint of [`ConvOp::ExtractPatches`]: `[N,OH,OW,KH*KW*C] -> [N,H,W,C]` with
+    /// `[H,W] = input_hw`, every tap added back at its input position (padding dropped).
+    ExtractPatchesGrad {
+        /// Window `[KH, KW]`.
+        ksize: [usize; 2],
+        /// Strides, padding, dilations of the forward op.
+        params: Conv2dParams,
+        /// Spatial size of the forward input.
+        input_hw: [usize; 2],
+    },
 }
 
 /// Kinds of the conv family.
@@ -188,6 +214,10 @@ pub enum ConvKind {
     MaxPoolGrad,
     /// [`ConvOp::AvgPoolGrad`].
     AvgPoolGrad,
+    /// [`ConvOp::ExtractPatches`].
+    ExtractPatches,
+    /// [`ConvOp::ExtractPatchesGrad`].
+    ExtractPatchesGrad,
 }
 
 impl ConvKind {
@@ -203,6 +233,8 @@ impl ConvKind {
         ConvKind::AvgPool,
         ConvKind::MaxPoolGrad,
         ConvKind::AvgPoolGrad,
+        ConvKind::ExtractPatches,
+        ConvKind::ExtractPatchesGrad,
     ];
     /// The op name.
     pub fn name(self) -> &'static str {
@@ -217,6 +249,8 @@ impl ConvKind {
             ConvKind::AvgPool => "avg_pool",
             ConvKind::MaxPoolGrad => "max_pool_grad",
             ConvKind::AvgPoolGrad => "avg_pool_grad",
+            ConvKind::ExtractPatches => "extract_patches",
+            ConvKind::ExtractPatchesGrad => "extract_patches_grad",
         }
     }
 }
@@ -253,160 +287,6 @@ impl Float for f64 {
     fn is_nan(self) -> bool {
         f64::is_nan(self)
     }
-}
-
-/// Output size and leading padding of one spatial axis (input `i`, window `k`, stride `s`,
-/// dilation `d`); `ctx` names the shapes for the error message.
-#[allow(clippy::too_many_arguments)]
-fn window(
-    op: &str,
-    ctx: &dyn Fn() -> String,
-    axis: &str,
-    i: usize,
-    k: usize,
-    s: usize,
-    d: usize,
-    p: Padding,
-) -> Result<(usize, usize)> {
-    let too_big = || Error::shape(op, format!("{}: window sizes overflow along {axis}", ctx()));
-    if k == 0 {
-        return Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx())));
-    }
-    let ke = (k - 1).checked_mul(d).and_then(|v| v.checked_add(1)).ok_or_else(too_big)?;
-    match p {
-        Padding::Valid => {
-            if ke > i {
-                let dil = if d > 1 { format!(" (dilated to {ke})") } else { String::new() };
-                return Err(Error::shape(
-                    op,
-                    format!("{}: window {k}{dil} larger than the input {axis} {i} with VALID padding", ctx()),
-                ));
-            }
-            Ok(((i - ke) / s + 1, 0))
-        }
-        Padding::Same => {
-            let out = i.div_ceil(s);
-            let span = out.saturating_sub(1).checked_mul(s).and_then(|v| v.checked_add(ke)).ok_or_else(too_big)?;
-            Ok((out, span.saturating_sub(i) / 2))
-        }
-    }
-}
-
-/// Static version of [`window`]: the output dim (dynamic when it cannot be known yet).
-#[allow(clippy::too_many_arguments)]
-fn out_dim(
-    op: &str,
-    ctx: &dyn Fn() -> String,
-    axis: &str,
-    i: &Dim,
-    k: &Dim,
-    s: usize,
-    d: usize,
-    p: Padding,
-) -> Result<Dim> {
-    match (i.value(), k.value()) {
-        (Some(i), Some(k)) => Ok(Dim::Fixed(window(op, ctx, axis, i, k, s, d, p)?.0)),
-        (_, Some(0)) => Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx()))),
-        (Some(i), None) if p == Padding::Same => Ok(Dim::Fixed(i.div_ceil(s))),
-        _ => Ok(Dim::unknown()),
-    }
-}
-
-/// Unify two dims that must be equal, or an error built by `msg`.
-fn unify(op: &str, a: &Dim, b: &Dim, msg: impl FnOnce() -> String) -> Result<Dim> {
-    a.unify(b).ok_or_else(|| Error::shape(op, msg()))
-}
-
-fn rank4<'a>(op: &str, what: &str, layout: &str, t: &'a TensorType) -> Result<&'a [Dim]> {
-    if t.shape.rank() != 4 {
-        return Err(Error::shape(op, format!("{what} must have rank 4 ({layout}), got shape {}", t.shape)));
-    }
-    Ok(t.shape.dims())
-}
-
-fn positive(op: &str, what: &str, v: [usize; 2]) -> Result<()> {
-    if v.contains(&0) {
-        return Err(Error::InvalidArgument(format!("{op}: {what} must be ≥ 1, got {v:?}")));
-    }
-    Ok(())
-}
-
-/// Concrete geometry of one op application (`o`: conv output channels, depthwise channel
-/// multiplier, or `c` for pools).
-#[derive(Clone, Copy, Debug)]
-struct Geom {
-    n: usize,
-    h: usize,
-    w: usize,
-    c: usize,
-    kh: usize,
-    kw: usize,
-    o: usize,
-    oh: usize,
-    ow: usize,
-    sh: usize,
-    sw: usize,
-    dh: usize,
-    dw: usize,
-    pt: usize,
-    pl: usize,
-}
-
-impl Geom {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        op: &str,
-        nhwc: [usize; 4],
-        k: [usize; 2],
-        o: usize,
-        s: [usize; 2],
-        d: [usize; 2],
-        p: Padding,
-    ) -> Result<Geom> {
-        let ctx = || format!("input {nhwc:?}, window {k:?}");
-        let (oh, pt) = window(op, &ctx, "height", nhwc[1], k[0], s[0], d[0], p)?;
-        let (ow, pl) = window(op, &ctx, "width", nhwc[2], k[1], s[1], d[1], p)?;
-        let [n, h, w, c] = nhwc;
-        Ok(Geom { n, h, w, c, kh: k[0], kw: k[1], o, oh, ow, sh: s[0], sw: s[1], dh: d[0], dw: d[1], pt, pl })
-    }
-    /// A 1x1 stride-1 window (no padding): the conv is a plain GEMM on the input.
-    fn pointwise(&self) -> bool {
-        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1
-    }
-    /// `(ky, iy)` for the in-bounds taps of output row `oy`.
-    fn taps_y(&self, oy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
-        taps(oy * self.sh, self.pt, self.dh, self.kh, self.h)
-    }
-    /// `(kx, ix)` for the in-bounds taps of output column `ox`.
-    fn taps_x(&self, ox: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
-        taps(ox * self.sw, self.pl, self.dw, self.kw, self.w)
-    }
-    /// `(ky, oy)` for the output rows whose window covers input row `iy`.
-    fn rev_taps_y(&self, iy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
-        rev_taps(iy + self.pt, self.dh, self.sh, self.kh, self.oh)
-    }
-    /// The output columns whose tap `kx` is in bounds; their input column is [`Geom::ix`].
-    fn cols_for_tap(&self, kx: usize) -> std::ops::Range<usize> {
-        let off = kx * self.dw;
-        let lo = self.pl.saturating_sub(off).div_ceil(self.sw);
-        let hi = (self.w + self.pl).saturating_sub(off).div_ceil(self.sw).min(self.ow);
-        lo..hi.max(lo)
-    }
-    /// Input column of output column `ox`, tap `kx` (in bounds for `ox` in `cols_for_tap(kx)`).
-    fn ix(&self, ox: usize, kx: usize) -> usize {
-        ox * self.sw + kx * self.dw - self.pl
-    }
-}
-
-fn taps(start: usize, pad: usize, d: usize, k: usize, limit: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..k).filter_map(move |t| (start + t * d).checked_sub(pad).filter(|&p| p < limit).map(|p| (t, p)))
-}
-
-fn rev_taps(padded: usize, d: usize, s: usize, k: usize, limit: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..k).filter_map(move |t| {
-        let q = padded.checked_sub(t * d)?;
-        (q % s == 0 && q / s < limit).then_some((t, q / s))
-    })
 }
 
 /// Run `f(chunk_index, chunk)` over `len`-sized chunks of `out`, with rayon when `parallel`.
@@ -476,6 +356,8 @@ impl ConvOp {
             ConvOp::AvgPool { .. } => ConvKind::AvgPool,
             ConvOp::MaxPoolGrad { .. } => ConvKind::MaxPoolGrad,
             ConvOp::AvgPoolGrad { .. } => ConvKind::AvgPoolGrad,
+            ConvOp::ExtractPatches { .. } => ConvKind::ExtractPatches,
+            ConvOp::ExtractPatchesGrad { .. } => ConvKind::ExtractPatchesGrad,
         }
     }
 
@@ -487,9 +369,9 @@ impl ConvOp {
             | ConvOp::Conv2DBackpropFilter { params, .. }
             | ConvOp::DepthwiseConv2D { params }
             | ConvOp::DepthwiseConv2DBackpropInput { params, .. }
-            | ConvOp::DepthwiseConv2DBackpropFilter { params, .. } => {
-                (params.strides, params.dilations, params.padding)
-            }
+            | ConvOp::DepthwiseConv2DBackpropFilter { params, .. }
+            | ConvOp::ExtractPatches { params, .. }
+            | ConvOp::ExtractPatchesGrad { params, .. } => (params.strides, params.dilations, params.padding),
             ConvOp::MaxPool { strides, padding, .. }
             | ConvOp::AvgPool { strides, padding, .. }
             | ConvOp::MaxPoolGrad { strides, padding, .. }
@@ -504,7 +386,11 @@ impl ConvOp {
         positive(op, "strides", s)?;
         positive(op, "dilations", d)?;
         let arity = match self {
-            ConvOp::AvgPool { .. } | ConvOp::MaxPool { .. } | ConvOp::AvgPoolGrad { .. } => 1,
+            ConvOp::AvgPool { .. }
+            | ConvOp::MaxPool { .. }
+            | ConvOp::AvgPoolGrad { .. }
+            | ConvOp::ExtractPatches { .. }
+            | ConvOp::ExtractPatchesGrad { .. } => 1,
             _ => 2,
         };
         expect_arity(op, inputs, arity)?;
@@ -602,6 +488,40 @@ impl ConvOp {
                 positive(op, "ksize", ksize)?;
                 let dy = rank4(op, "out_backprop", "N,OH,OW,C", &inputs[0])?;
                 let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), dy[3].clone()];
+                check_dy(dy, spatial(&x, [&fixed(ksize[0]), &fixed(ksize[1])])?)?;
+                x.to_vec()
+            }
+            ConvOp::ExtractPatches { ksize, .. } => {
+                let taps = num_taps(op, &ctx, ksize)?;
+                let x = rank4(op, "input", "N,H,W,C", &inputs[0])?;
+                let [oh, ow] = spatial(x, [&fixed(ksize[0]), &fixed(ksize[1])])?;
+                let kc =
+                    match x[3].value() {
+                        Some(c) => fixed(c.checked_mul(taps).ok_or_else(|| {
+                            Error::shape(op, format!("{}: {taps} taps x {c} channels overflow", ctx()))
+                        })?),
+                        None => x[3].mul(&fixed(taps)),
+                    };
+                vec![x[0].clone(), oh, ow, kc]
+            }
+            ConvOp::ExtractPatchesGrad { ksize, input_hw, .. } => {
+                let taps = num_taps(op, &ctx, ksize)?;
+                let dy = rank4(op, "patch gradient", "N,OH,OW,KH*KW*C", &inputs[0])?;
+                let c = match dy[3].value() {
+                    Some(kc) if kc % taps == 0 => fixed(kc / taps),
+                    Some(kc) => {
+                        return Err(Error::shape(
+                            op,
+                            format!(
+                                "{}: last dim {kc} is not a multiple of the {taps} taps of window {ksize:?}",
+                                ctx()
+                            ),
+                        ));
+                    }
+                    None if taps == 1 => dy[3].clone(),
+                    None => Dim::unknown(),
+                };
+                let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), c];
                 check_dy(dy, spatial(&x, [&fixed(ksize[0]), &fixed(ksize[1])])?)?;
                 x.to_vec()
             }
@@ -724,6 +644,16 @@ impl ConvOp {
                 let dy = shp(0);
                 direct::avg_pool_grad(&Geom::new(op, [dy[0], h, w, dy[3]], ksize, dy[3], s, d, p)?, data[0], buf)
             }
+            ConvOp::ExtractPatches { ksize, .. } => {
+                let x = shp(0);
+                im2col::extract_patches(&Geom::new(op, x, ksize, x[3], s, d, p)?, data[0], buf)
+            }
+            ConvOp::ExtractPatchesGrad { ksize, input_hw: [h, w], .. } => {
+                // inference checked that the last dim is a multiple of the taps
+                let c = out_shape[3];
+                let g = Geom::new(op, [shp(0)[0], h, w, c], ksize, c, s, d, p)?;
+                im2col::extract_patches_grad(&g, data[0], buf)
+            }
         };
         Tensor::from_vec(out_shape, out)
     }
@@ -750,105 +680,13 @@ impl fmt::Display for ConvOp {
             ConvOp::AvgPoolGrad { ksize, input_hw, .. } => {
                 write!(f, "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, input_hw={input_hw:?}}}")
             }
+            ConvOp::ExtractPatches { ksize, .. } => {
+                write!(f, "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, dilations={d:?}}}")
+            }
+            ConvOp::ExtractPatchesGrad { ksize, input_hw, .. } => write!(
+                f,
+                "{name}{{ksize={ksize:?}, strides={s:?}, padding={p}, dilations={d:?}, input_hw={input_hw:?}}}"
+            ),
         }
-    }
-}
-
-impl Graph {
-    /// 2-D convolution (cross-correlation, as in TF): `x [N,H,W,C]`, `filter [KH,KW,C,O]`
-    /// → `[N,OH,OW,O]`.
-    pub fn conv2d(&mut self, x: ValueId, filter: ValueId, params: Conv2dParams) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::Conv2D { params }), &[x, filter])
-    }
-    /// Gradient of [`Graph::conv2d`] w.r.t. its input: `filter [KH,KW,C,O]`,
-    /// `dy [N,OH,OW,O]` → `[N,H,W,C]` with `[H,W] = input_hw`.
-    pub fn conv2d_backprop_input(
-        &mut self,
-        filter: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        input_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::Conv2DBackpropInput { params, input_hw }), &[filter, dy])
-    }
-    /// Gradient of [`Graph::conv2d`] w.r.t. its filter: `x [N,H,W,C]`, `dy [N,OH,OW,O]`
-    /// → `[KH,KW,C,O]` with `[KH,KW] = filter_hw`.
-    pub fn conv2d_backprop_filter(
-        &mut self,
-        x: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        filter_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::Conv2DBackpropFilter { params, filter_hw }), &[x, dy])
-    }
-    /// Depthwise 2-D convolution: `x [N,H,W,C]`, `filter [KH,KW,C,M]` → `[N,OH,OW,C*M]`
-    /// (output channel `c*M + m`).
-    pub fn depthwise_conv2d(&mut self, x: ValueId, filter: ValueId, params: Conv2dParams) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::DepthwiseConv2D { params }), &[x, filter])
-    }
-    /// Gradient of [`Graph::depthwise_conv2d`] w.r.t. its input: `filter [KH,KW,C,M]`,
-    /// `dy [N,OH,OW,C*M]` → `[N,H,W,C]` with `[H,W] = input_hw`.
-    pub fn depthwise_conv2d_backprop_input(
-        &mut self,
-        filter: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        input_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::DepthwiseConv2DBackpropInput { params, input_hw }), &[filter, dy])
-    }
-    /// Gradient of [`Graph::depthwise_conv2d`] w.r.t. its filter: `x [N,H,W,C]`,
-    /// `dy [N,OH,OW,C*M]` → `[KH,KW,C,M]` with `[KH,KW] = filter_hw`.
-    pub fn depthwise_conv2d_backprop_filter(
-        &mut self,
-        x: ValueId,
-        dy: ValueId,
-        params: Conv2dParams,
-        filter_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::DepthwiseConv2DBackpropFilter { params, filter_hw }), &[x, dy])
-    }
-    /// Max pooling over `[kh, kw]` windows of `x [N,H,W,C]`.
-    pub fn max_pool(
-        &mut self,
-        x: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::MaxPool { ksize, strides, padding }), &[x])
-    }
-    /// Average pooling over `[kh, kw]` windows of `x [N,H,W,C]` (padding not counted).
-    pub fn avg_pool(
-        &mut self,
-        x: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::AvgPool { ksize, strides, padding }), &[x])
-    }
-    /// Gradient of [`Graph::max_pool`]: `x` is the forward input, `dy` the output gradient.
-    pub fn max_pool_grad(
-        &mut self,
-        x: ValueId,
-        dy: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::MaxPoolGrad { ksize, strides, padding }), &[x, dy])
-    }
-    /// Gradient of [`Graph::avg_pool`]: `dy [N,OH,OW,C]` → `[N,H,W,C]` with `[H,W] = input_hw`.
-    pub fn avg_pool_grad(
-        &mut self,
-        dy: ValueId,
-        ksize: [usize; 2],
-        strides: [usize; 2],
-        padding: Padding,
-        input_hw: [usize; 2],
-    ) -> Result<ValueId> {
-        self.add_op(Op::Conv(ConvOp::AvgPoolGrad { ksize, strides, padding, input_hw }), &[dy])
     }
 }

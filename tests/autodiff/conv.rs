@@ -130,10 +130,41 @@ fn pool_cases() -> Vec<FdCase> {
     v
 }
 
+/// `extract_patches` and its adjoint over every geometry (linear: the second derivative
+/// is zero, and checks that the rules' own derivatives build).
+fn patches_cases() -> Vec<FdCase> {
+    let mut v = Vec::new();
+    for (i, params) in geometries().into_iter().enumerate() {
+        let s = 900 + 10 * i as u64;
+        let [oh, ow] = out_hw(&X, K, params);
+        let tag = format!("{:?} {} {:?}", params.strides, params.padding, params.dilations);
+        v.push(
+            case(&format!("extract_patches {tag}"), vec![randn(&X, s)], move |g, x| {
+                let p = g.extract_patches(x[0], K, params)?;
+                Ok(vec![g.square(p)?])
+            })
+            .second(),
+        );
+        v.push(
+            case(
+                &format!("extract_patches_grad {tag}"),
+                vec![randn(&[X[0], oh, ow, K[0] * K[1] * X[3]], s + 1)],
+                move |g, x| {
+                    let dx = g.extract_patches_grad(x[0], K, params, [X[1], X[2]])?;
+                    Ok(vec![g.square(dx)?])
+                },
+            )
+            .second(),
+        );
+    }
+    v
+}
+
 /// Finite-difference cases covering every differentiable kind of the family.
 pub fn cases() -> Vec<FdCase> {
     let mut v = conv_cases();
     v.extend(pool_cases());
+    v.extend(patches_cases());
     v
 }
 
@@ -142,6 +173,35 @@ fn conv_derivatives_match_finite_differences() {
     for c in conv_cases() {
         check(&c);
     }
+}
+
+#[test]
+fn extract_patches_derivatives_match_finite_differences() {
+    for c in patches_cases() {
+        check(&c);
+    }
+}
+
+/// The VJP of each op is the other: reverse mode of `<extract_patches(x), y>` w.r.t. `x` is
+/// `extract_patches_grad(y)`, and the forward-mode tangent is the op applied to the tangent.
+#[test]
+fn extract_patches_rules_are_the_adjoint_ops() {
+    let params = p([2, 1], Padding::Same, [1, 2]);
+    let [oh, ow] = out_hw(&X, K, params);
+    let ys = [X[0], oh, ow, K[0] * K[1] * X[3]];
+    let mut g = Graph::new();
+    let (x, y, t) = (g.input("x", DType::F64, X), g.input("y", DType::F64, ys), g.input("t", DType::F64, X));
+    let px = g.extract_patches(x, K, params).unwrap();
+    let prod = g.mul(px, y).unwrap();
+    let l = g.sum_all(prod).unwrap();
+    let gr = pfor::autodiff::gradients(&mut g, &[l], &[x], None).unwrap();
+    let want = g.extract_patches_grad(y, K, params, [X[1], X[2]]).unwrap();
+    let jv = pfor::autodiff::jvp(&mut g, &[px], &[x], &[t]).unwrap();
+    let want_t = g.extract_patches(t, K, params).unwrap();
+    let feeds = [(x, randn(&X, 1)), (y, randn(&ys, 2)), (t, randn(&X, 3))];
+    let out = run_once(&g, &[gr[0], want, jv[0], want_t], &feeds).unwrap();
+    assert_eq!(out[0].to_f64_vec(), out[1].to_f64_vec());
+    assert_eq!(out[2].to_f64_vec(), out[3].to_f64_vec());
 }
 
 #[test]

@@ -143,3 +143,25 @@ fn depthwise_backprop_input_every_pattern_without_fallback() {
         Ok(vec![g.depthwise_conv2d_backprop_input(v[0], v[1], params, [5, 4])?])
     });
 }
+
+/// `extract_patches` and its adjoint fold the loop into the batch axis: every stacked
+/// pattern, static and dynamic loop lengths (0 included), over strides, paddings,
+/// dilations and channel counts.
+#[test]
+fn extract_patches_and_grad_fold_into_batch() {
+    for (params, hw, k, c) in [
+        (p([1, 1], Padding::Valid, [1, 1]), [5, 4], [2, 3], 1),
+        (p([2, 2], Padding::Same, [1, 1]), [5, 4], [3, 2], 3),
+        (p([1, 2], Padding::Same, [2, 1]), [6, 5], [2, 2], 2),
+        (p([2, 1], Padding::Valid, [2, 2]), [7, 6], [2, 3], 1),
+    ] {
+        // the forward output shape gives the patch gradient's shape
+        let mut g = Graph::new();
+        let xv = g.input("x", DType::F64, [2, hw[0], hw[1], c]);
+        let y = g.extract_patches(xv, k, params).unwrap();
+        let dcol = Spec::f64(&g.shape(y).unwrap().as_fixed().unwrap());
+        assert_oracle(&[Spec::f64(&[2, hw[0], hw[1], c]), dcol], &|g: &mut Graph, v: &[ValueId]| {
+            Ok(vec![g.extract_patches(v[0], k, params)?, g.extract_patches_grad(v[1], k, params, hw)?])
+        });
+    }
+}

@@ -182,6 +182,7 @@ proptest! {
                 g.conv2d(x[0], x[1], params)?,
                 g.max_pool(x[0], [2, 2], [stride, stride], padding)?,
                 g.avg_pool(x[0], [2, 2], [stride, stride], padding)?,
+                g.extract_patches(x[0], [kk, kk], params)?,
             ])
         })?;
     }

@@ -422,6 +422,87 @@ fn max_pool_matches_naive_reference() {
     });
 }
 
+#[test]
+fn extract_patches_literals() {
+    // 3x3 image, 2x2 VALID window: each output pixel holds its window row-major.
+    let want = [1., 2., 4., 5., 2., 3., 5., 6., 4., 5., 7., 8., 5., 6., 8., 9.];
+    let d = Conv2dParams::default();
+    check1((X33, &iota(9)), &[1, 2, 2, 4], &want, |g, x| g.extract_patches(x, [2, 2], d));
+    // SAME stride 2: padding at the bottom/right is zero.
+    let want = [1., 2., 4., 5., 3., 0., 6., 0., 7., 8., 0., 0., 9., 0., 0., 0.];
+    check1((X33, &iota(9)), &[1, 2, 2, 4], &want, |g, x| g.extract_patches(x, [2, 2], p([2, 2], Same, [1, 1])));
+    // Two channels, 1x2 window: tap-major, channel-minor.
+    check1((&[1, 1, 2, 2], &iota(4)), &[1, 1, 1, 4], &[1., 2., 3., 4.], |g, x| g.extract_patches(x, [1, 2], d));
+    // The adjoint counts how many windows cover each pixel (VALID 2x2 on 3x3: 1 2 1 / 2 4 2 / 1 2 1).
+    let want = [1., 2., 1., 2., 4., 2., 1., 2., 1.];
+    check1((&[1, 2, 2, 4], &[1.0; 16]), X33, &want, |g, dcol| g.extract_patches_grad(dcol, [2, 2], d, [3, 3]));
+}
+
+/// `extract_patches` / `extract_patches_grad` (and the `patches` / `col2im` graph wrappers)
+/// against the naive loops, in f64 and f32, with the adjoint identity on random data.
+#[test]
+fn extract_patches_matches_naive_reference_and_adjoint() {
+    use pfor::ops::conv::patches::{WindowGeom, col2im, patches};
+    let c = |n, h, w, c, kh, kw, pr| Cfg { n, h, w, c, kh, kw, o: c, pr };
+    let cfgs = [
+        c(2, 5, 4, 1, 2, 3, p([1, 1], Valid, [1, 1])),
+        c(2, 5, 4, 3, 3, 2, p([1, 1], Same, [1, 1])),
+        c(3, 7, 6, 3, 3, 2, p([2, 2], Valid, [1, 1])),
+        c(1, 6, 7, 1, 3, 3, p([2, 2], Same, [1, 1])),
+        c(2, 7, 6, 3, 2, 2, p([1, 1], Valid, [2, 2])),
+        c(2, 6, 5, 1, 3, 2, p([2, 1], Same, [2, 2])),
+        c(2, 9, 8, 3, 2, 3, p([1, 2], Same, [2, 1])),
+        c(1, 5, 5, 2, 4, 4, p([1, 1], Same, [1, 1])), // window nearly the input
+        c(2, 4, 3, 2, 1, 1, p([1, 1], Valid, [1, 1])), // 1x1: the identity
+        // Parallel kernels (chunks not aligned to output rows or images).
+        c(16, 28, 28, 1, 5, 5, p([1, 1], Same, [1, 1])),
+        c(9, 14, 14, 32, 5, 5, p([1, 1], Same, [1, 1])),
+        c(5, 13, 11, 3, 3, 3, p([2, 2], Valid, [1, 1])),
+    ];
+    in_pool(|| {
+        for (i, cfg) in cfgs.into_iter().enumerate() {
+            let Cfg { n, h, w, c, kh, kw, pr, .. } = cfg;
+            let (oh, ow) = cfg.out_hw();
+            let kc = kh * kw * c;
+            let (xs, ys) = ([n, h, w, c], [n, oh, ow, kc]);
+            let (xv, dv) = (randv(&xs, 200 + i as u64), randv(&ys, 300 + i as u64));
+            let (mut y, mut dx) = (vec![0.0; n * oh * ow * kc], vec![0.0; n * h * w * c]);
+            cfg.visit(|[b, oy, ox, ky, kx, iy, ix]| {
+                for ci in 0..c {
+                    let xi = ((b * h + iy) * w + ix) * c + ci;
+                    let yi = ((b * oh + oy) * ow + ox) * kc + (ky * kw + kx) * c + ci;
+                    y[yi] = xv[xi];
+                    dx[xi] += dv[yi];
+                }
+            });
+            let (xt, dt) = (f64t(&xs, &xv), f64t(&ys, &dv));
+            let got_y = apply1(xt.clone(), |g, x| g.extract_patches(x, [kh, kw], pr));
+            assert_close(&got_y, &f64t(&ys, &y), 0.0);
+            let got_dx = apply1(dt.clone(), |g, d| g.extract_patches_grad(d, [kh, kw], pr, [h, w]));
+            assert_close(&got_dx, &f64t(&xs, &dx), 1e-12);
+            assert_same_dot(dot(&got_y, &dt), dot(&xt, &got_dx), &format!("cfg {i} <patches(x),y> vs <x,grad(y)>"));
+            // f32: the same copies and sums.
+            let y32 = apply1(xt.cast(DType::F32), |g, x| g.extract_patches(x, [kh, kw], pr));
+            assert_close(&y32, &got_y.cast(DType::F32), 0.0);
+            let dx32 = apply1(dt.cast(DType::F32), |g, d| g.extract_patches_grad(d, [kh, kw], pr, [h, w]));
+            assert_close(&dx32, &got_dx.cast(DType::F32), 1e-5);
+            // The graph wrappers: the same values as [M,OH,OW,KH*KW,C].
+            let five = [n, oh, ow, kh * kw, c];
+            let geom = |g: &Graph, x| WindowGeom::of(g, "test", x, [kh, kw], pr.strides, pr.dilations, pr.padding);
+            let pw = apply1(xt.clone(), |g, x| {
+                let wg = geom(g, x)?;
+                patches(g, x, &wg)
+            });
+            assert_close(&pw, &f64t(&five, &y), 0.0);
+            let cw = apply2(xt.clone(), f64t(&five, &dv), |g, x, d| {
+                let wg = geom(g, x)?;
+                col2im(g, d, &wg)
+            });
+            assert_close(&cw, &got_dx, 0.0);
+        }
+    });
+}
+
 // ---------- shapes and errors ----------
 
 #[test]
@@ -582,7 +663,91 @@ fn display_and_names() {
     assert_eq!(op.to_string(), "conv2d{strides=[2, 1], padding=SAME, dilations=[1, 3]}");
     let op = pfor::ops::ConvOp::AvgPoolGrad { ksize: [2, 2], strides: [1, 1], padding: Valid, input_hw: [4, 5] };
     assert_eq!(op.to_string(), "avg_pool_grad{ksize=[2, 2], strides=[1, 1], padding=VALID, input_hw=[4, 5]}");
+    let op = pfor::ops::ConvOp::ExtractPatches { ksize: [3, 2], params: p([2, 1], Valid, [1, 2]) };
+    assert_eq!(op.to_string(), "extract_patches{ksize=[3, 2], strides=[2, 1], padding=VALID, dilations=[1, 2]}");
+    let op = pfor::ops::ConvOp::ExtractPatchesGrad { ksize: [2, 2], params: p([1, 1], Same, [1, 1]), input_hw: [4, 5] };
+    assert_eq!(
+        op.to_string(),
+        "extract_patches_grad{ksize=[2, 2], strides=[1, 1], padding=SAME, dilations=[1, 1], input_hw=[4, 5]}"
+    );
     let names: Vec<&str> = ConvKind::ALL.iter().map(|k| k.name()).collect();
-    assert_eq!(names.len(), 10);
+    assert_eq!(names.len(), 12);
     assert!(names.contains(&"depthwise_conv2d_backprop_filter") && names.contains(&"max_pool_grad"));
+    assert!(names.contains(&"extract_patches") && names.contains(&"extract_patches_grad"));
+}
+
+#[test]
+fn extract_patches_shapes_and_errors() {
+    let d = Conv2dParams::default();
+    // Dynamic batch propagates; a dynamic channel count gives a dynamic last dim.
+    let mut g = Graph::new();
+    let x =
+        g.input("x", DType::F32, Shape::from_dims([Dim::dynamic("n"), Dim::fixed(5), Dim::fixed(4), Dim::fixed(3)]));
+    let y = g.extract_patches(x, [3, 2], p([2, 1], Same, [1, 1])).unwrap();
+    let want = Shape::from_dims([Dim::dynamic("n"), Dim::fixed(3), Dim::fixed(4), Dim::fixed(18)]);
+    assert_eq!(g.shape(y).unwrap(), want);
+    let dx = g.extract_patches_grad(y, [3, 2], p([2, 1], Same, [1, 1]), [5, 4]).unwrap();
+    assert_eq!(g.shape(dx).unwrap(), g.shape(x).unwrap());
+    let out = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 3]))]).unwrap();
+    assert_eq!((out[0].shape(), out[1].shape()), (&[2, 3, 4, 18][..], &[2, 5, 4, 3][..]));
+    let empty = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 3]))]).unwrap();
+    assert_eq!((empty[0].shape(), empty[1].shape()), (&[0, 3, 4, 18][..], &[0, 5, 4, 3][..]));
+    let xc = g.input("xc", DType::F32, Shape::from_dims([Dim::fixed(1), Dim::fixed(3), Dim::fixed(3), Dim::unknown()]));
+    let yc = g.extract_patches(xc, [2, 2], d).unwrap();
+    assert!(!g.shape(yc).unwrap().dim(3).is_fixed());
+
+    // Rank ≠ 4.
+    let e = build_err(|g| {
+        let x = cf(g, &[3, 3, 1]);
+        g.extract_patches(x, [2, 2], d)
+    });
+    assert_shape_err(e.clone(), "extract_patches");
+    assert!(e.to_string().contains("[3,3,1]"), "{e}");
+    assert_shape_err(
+        build_err(|g| {
+            let dcol = cf(g, &[1, 2, 2]);
+            g.extract_patches_grad(dcol, [2, 2], d, [3, 3])
+        }),
+        "extract_patches_grad",
+    );
+    // Last dim not a multiple of the taps.
+    let e = build_err(|g| {
+        let dcol = cf(g, &[1, 2, 2, 6]);
+        g.extract_patches_grad(dcol, [2, 2], d, [3, 3])
+    });
+    assert_shape_err(e.clone(), "extract_patches_grad");
+    assert!(e.to_string().contains("[1,2,2,6]") && e.to_string().contains("multiple"), "{e}");
+    // Window larger than a VALID input (also once dilated).
+    for (k, dil) in [([3, 3], [1, 1]), ([2, 2], [3, 1])] {
+        let e = build_err(|g| {
+            let x = cf(g, &[1, 2, 4, 1]);
+            g.extract_patches(x, k, p([1, 1], Valid, dil))
+        });
+        assert_shape_err(e.clone(), "extract_patches");
+        assert!(e.to_string().contains("[1,2,4,1]"), "{e}");
+    }
+    // Patch grid inconsistent with the forward geometry.
+    assert_shape_err(
+        build_err(|g| {
+            let dcol = cf(g, &[1, 3, 2, 4]);
+            g.extract_patches_grad(dcol, [2, 2], d, [3, 3])
+        }),
+        "extract_patches_grad",
+    );
+    // Zero window / stride; integer dtype.
+    let e = build_err(|g| {
+        let x = cf(g, &[1, 3, 3, 1]);
+        g.extract_patches(x, [0, 2], d)
+    });
+    assert!(matches!(e.root(), Error::InvalidArgument(m) if m.contains("extract_patches")), "{e}");
+    let e = build_err(|g| {
+        let dcol = cf(g, &[1, 2, 2, 4]);
+        g.extract_patches_grad(dcol, [2, 2], p([1, 0], Valid, [1, 1]), [3, 3])
+    });
+    assert!(matches!(e.root(), Error::InvalidArgument(m) if m.contains("extract_patches_grad")), "{e}");
+    let e = build_err(|g| {
+        let x = g.constant(Tensor::zeros(DType::I64, &[1, 3, 3, 1]));
+        g.extract_patches(x, [2, 2], d)
+    });
+    assert!(matches!(e.root(), Error::DType { op, .. } if op == "extract_patches"), "{e}");
 }

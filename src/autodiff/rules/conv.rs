@@ -14,6 +14,9 @@
 //!   zero tangent.
 //! - `max_pool_grad(x, dy)` is linear in `dy` (VJP: the same selection of the cotangent;
 //!   JVP: `max_pool_grad(x, tdy)`) and piecewise constant in `x` (no derivative).
+//! - `extract_patches` and `extract_patches_grad` are linear and adjoint to each other: the
+//!   VJP of either is the other applied to the cotangent, the JVP the op itself applied to
+//!   the tangent (so derivatives of any order stay in these two kernels).
 //!
 //! Rules that build a backprop op need the spatial size of the value they reconstruct
 //! (`input_hw` / `filter_hw`) to be fixed; otherwise they return an `Unsupported` error.
@@ -129,6 +132,19 @@ pub fn vjp(op: &ConvOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             }
             Ok(vec![Some(g.avg_pool(dy, ksize, strides, padding)?)])
         }
+        ConvOp::ExtractPatches { ksize, params } => {
+            if !n0 {
+                return Ok(vec![None]);
+            }
+            let ihw = hw(g, x0, false, name)?;
+            Ok(vec![Some(g.extract_patches_grad(dy, ksize, params, ihw)?)])
+        }
+        ConvOp::ExtractPatchesGrad { ksize, params, .. } => {
+            if !n0 {
+                return Ok(vec![None]);
+            }
+            Ok(vec![Some(g.extract_patches(dy, ksize, params)?)])
+        }
     }
 }
 
@@ -185,6 +201,10 @@ pub fn jvp(op: &ConvOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         }
         ConvOp::AvgPoolGrad { ksize, strides, padding, input_hw } => {
             t0.map(|t| g.avg_pool_grad(t, ksize, strides, padding, input_hw)).transpose()?
+        }
+        ConvOp::ExtractPatches { ksize, params } => t0.map(|t| g.extract_patches(t, ksize, params)).transpose()?,
+        ConvOp::ExtractPatchesGrad { ksize, params, input_hw } => {
+            t0.map(|t| g.extract_patches_grad(t, ksize, params, input_hw)).transpose()?
         }
     };
     Ok(vec![out])

@@ -315,3 +315,33 @@ pub(super) fn conv2d_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> R
             },
         )
 }
+
+/// `extract_patches`: the patch matrix `[N*OH*OW, KH*KW*C]` itself, filled by [`im2col`]
+/// over chunks of whole rows (in parallel above the parallel threshold).
+pub(super) fn extract_patches<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
+    let (rows, k) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c);
+    // im2col writes every element of its rows (zeros in the padding)
+    let mut out = buf.overwritten(rows * k);
+    if out.is_empty() {
+        return out;
+    }
+    // Tasks of whole rows, ≥ ~16K elements each.
+    let cr = (1usize << 14).div_ceil(k).max(1);
+    for_each_chunk(&mut out, cr * k, is_parallel(rows * k), |i, chunk| im2col(g, x, i * cr, chunk));
+    out
+}
+
+/// `extract_patches_grad`: [`col2im`] of the patch gradients `[N*OH*OW, KH*KW*C]` into
+/// `[N,H,W,C]`, in parallel over whole images (scatters of different images never overlap).
+pub(super) fn extract_patches_grad<T: Float>(g: &Geom, dcol: &[T], buf: OutBuf<T>) -> Vec<T> {
+    let (ohw, k, img_len) = (g.oh * g.ow, g.kh * g.kw * g.c, g.h * g.w * g.c);
+    let mut dx = buf.filled(g.n * img_len, T::default());
+    if dx.is_empty() || ohw == 0 || k == 0 {
+        return dx;
+    }
+    let per_img = ohw * k;
+    for_each_chunk(&mut dx, img_len, is_parallel(g.n * per_img), |n, img| {
+        col2im(g, &dcol[n * per_img..(n + 1) * per_img], n * ohw, n, img)
+    });
+    dx
+}

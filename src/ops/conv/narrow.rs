@@ -36,7 +36,7 @@ pub(super) fn applies(g: &Geom) -> bool {
         g.c == 1
             && g.sw == 1
             && g.o > 0
-            && g.o % (2 * BLOCK) == 0
+            && g.o.is_multiple_of(2 * BLOCK)
             && g.kh * g.kw > 1
             && std::arch::is_x86_feature_detected!("avx512f")
     }

@@ -1,7 +1,9 @@
-//! Window patches as GRAPH values, built from existing ops (pad, strided slice, stack,
-//! reshape): the building blocks that derivative rules and converters use where the fused
-//! kernels have no op of their own (the max-pool tangent selection, batched per-example
-//! filter gradients).
+//! Window patches as GRAPH values: the building blocks that derivative rules and converters
+//! use where the fused kernels have no op of their own (the max-pool tangent selection,
+//! batched per-example convolutions and their gradients). [`patches`] and [`col2im`] are one
+//! `extract_patches` / `extract_patches_grad` kernel each (plus a free reshape);
+//! [`taps_depthwise`] and [`max_pool_select`] are built from depthwise convs and
+//! elementwise ops so that they can be differentiated again.
 //!
 //! Layout: `patches(x [M,H,W,C]) -> [M,OH,OW,KH*KW,C]`, tap `ky*KW + kx` (row-major in the
 //! window, the order of the filter's `[KH,KW,C,O]` layout and of `max_pool_grad`'s tie rule).
@@ -11,10 +13,9 @@
 //! Invariants: `H`, `W` and `C` must be fixed (the geometry is decided at build time; a
 //! dynamic one is an `Unsupported` error naming the caller); `M` may be dynamic.
 
-use super::{Padding, window};
+use super::{Conv2dParams, Padding, window};
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::ops::slicing::{PadMode, StridedSliceSpec};
 use crate::tensor::{DType, Tensor};
 
 /// Geometry of a window applied to a `[M,H,W,C]` value.
@@ -92,42 +93,19 @@ impl WindowGeom {
     pub fn taps(&self) -> usize {
         self.k[0] * self.k[1]
     }
-    fn padded(&self) -> [usize; 2] {
-        [self.hw[0] + self.before[0] + self.after[0], self.hw[1] + self.before[1] + self.after[1]]
-    }
-    fn any_padding(&self) -> bool {
-        self.before != [0, 0] || self.after != [0, 0]
+    /// The conv params (strides, padding, dilations) of this window.
+    pub fn params(&self) -> Conv2dParams {
+        Conv2dParams { strides: self.s, padding: self.padding, dilations: self.d }
     }
 }
 
 /// `x [M,H,W,C] -> [M,OH,OW,KH*KW,C]`: every window's taps (zero at padded positions).
+/// One [`Graph::extract_patches`] kernel, its channel axis split into `[KH*KW, C]`.
 pub fn patches(g: &mut Graph, x: ValueId, w: &WindowGeom) -> Result<ValueId> {
-    let xp = if w.any_padding() {
-        g.pad(x, &[(0, 0), (w.before[0], w.after[0]), (w.before[1], w.after[1]), (0, 0)], PadMode::Constant(0.0))?
-    } else {
-        x
-    };
-    let mut taps = Vec::with_capacity(w.taps());
-    for ky in 0..w.k[0] {
-        for kx in 0..w.k[1] {
-            let (y0, x0) = ((ky * w.d[0]) as i64, (kx * w.d[1]) as i64);
-            let (y1, x1) = (
-                y0 + ((w.out[0].saturating_sub(1)) * w.s[0] + 1) as i64,
-                x0 + ((w.out[1].saturating_sub(1)) * w.s[1] + 1) as i64,
-            );
-            let mut spec =
-                StridedSliceSpec::new(&[0, y0, x0, 0], &[0, y1, x1, 0], &[1, w.s[0] as i64, w.s[1] as i64, 1]);
-            spec.begin_mask = 0b1001;
-            spec.end_mask = 0b1001;
-            if w.out[0] == 0 || w.out[1] == 0 {
-                // empty windows: an empty range along the spatial axis
-                spec.end[1] = y0;
-                spec.end[2] = x0;
-            }
-            taps.push(g.strided_slice(xp, &spec)?);
-        }
-    }
-    g.stack(&taps, 3)
+    let m = leading(g, x)?;
+    let p = g.extract_patches(x, w.k, w.params())?;
+    let [oh, ow] = w.out;
+    g.reshape(p, &[m, oh as i64, ow as i64, w.taps() as i64, w.c as i64])
 }
 
 /// `[1,OH,OW,KH*KW,1]` of `dtype`: 1 where the tap lies inside the input, 0 in the padding.
@@ -149,47 +127,19 @@ pub fn valid_taps(w: &WindowGeom, dtype: DType) -> Result<Tensor> {
 }
 
 /// The adjoint of [`patches`]: `dcol [M,OH,OW,KH*KW,C] -> [M,H,W,C]`, every tap added back
-/// at its input position (padding dropped).
+/// at its input position (padding dropped). One [`Graph::extract_patches_grad`] kernel.
 pub fn col2im(g: &mut Graph, dcol: ValueId, w: &WindowGeom) -> Result<ValueId> {
-    let [hp, wp] = w.padded();
-    let (oh, ow, c) = (w.out[0] as i64, w.out[1] as i64, w.c as i64);
-    let taps = g.unstack(dcol, 3)?;
-    let mut acc: Option<ValueId> = None;
-    for (t, v) in taps.into_iter().enumerate() {
-        let (ky, kx) = (t / w.k[1], t % w.k[1]);
-        // spread the OH x OW grid by the strides: [M,OH,OW,C] -> [M,(OH-1)*sh+1,(OW-1)*sw+1,C]
-        let mut v = v;
-        if w.s[0] > 1 && oh > 0 {
-            v = g.expand_dims(v, 2)?;
-            v = g.pad(v, &[(0, 0), (0, 0), (0, w.s[0] - 1), (0, 0), (0, 0)], PadMode::Constant(0.0))?;
-            v = g.reshape(v, &[-1, oh * w.s[0] as i64, ow, c])?;
-            v = g.slice(v, &[0, 0, 0, 0], &[-1, (oh - 1) * w.s[0] as i64 + 1, -1, -1])?;
-        }
-        if w.s[1] > 1 && ow > 0 {
-            let rows = g.shape(v)?.dim(1).value().unwrap_or(0) as i64;
-            v = g.expand_dims(v, 3)?;
-            v = g.pad(v, &[(0, 0), (0, 0), (0, 0), (0, w.s[1] - 1), (0, 0)], PadMode::Constant(0.0))?;
-            v = g.reshape(v, &[-1, rows, ow * w.s[1] as i64, c])?;
-            v = g.slice(v, &[0, 0, 0, 0], &[-1, -1, (ow - 1) * w.s[1] as i64 + 1, -1])?;
-        }
-        let sv = g.shape(v)?;
-        let (rh, rw) = (sv.dim(1).value().unwrap_or(0), sv.dim(2).value().unwrap_or(0));
-        let (y0, x0) = (ky * w.d[0], kx * w.d[1]);
-        let pads = [(0, 0), (y0, hp.saturating_sub(y0 + rh)), (x0, wp.saturating_sub(x0 + rw)), (0, 0)];
-        let v = g.pad(v, &pads, PadMode::Constant(0.0))?;
-        acc = Some(match acc {
-            None => v,
-            Some(a) => g.add(a, v)?,
-        });
-    }
-    let acc = match acc {
-        Some(a) => a,
-        None => return Err(Error::unsupported("col2im", "a window with no taps")),
-    };
-    if !w.any_padding() {
-        return Ok(acc);
-    }
-    g.slice(acc, &[0, w.before[0] as i64, w.before[1] as i64, 0], &[-1, w.hw[0] as i64, w.hw[1] as i64, -1])
+    let m = leading(g, dcol)?;
+    let [oh, ow] = w.out;
+    let kc = w.taps().checked_mul(w.c).ok_or_else(|| Error::shape("col2im", "window taps x channels overflow"))?;
+    let d = g.reshape(dcol, &[m, oh as i64, ow as i64, kc as i64])?;
+    g.extract_patches_grad(d, w.k, w.params(), w.hw)
+}
+
+/// The leading dim of `v` for a reshape target: its size when fixed, else `-1` (inferred).
+fn leading(g: &Graph, v: ValueId) -> Result<i64> {
+    let s = g.shape(v)?;
+    Ok(s.dims().first().and_then(|d| d.value()).map_or(-1, |m| m as i64))
 }
 
 /// `x [M,H,W,C] -> [M,OH,OW,C,KH*KW]`: the window taps as a depthwise convolution with
@@ -205,7 +155,7 @@ pub fn taps_depthwise(g: &mut Graph, x: ValueId, w: &WindowGeom) -> Result<Value
     }
     let dt = g.dtype(x)?;
     let f = g.constant(Tensor::from_vec(&[w.k[0], w.k[1], c, k], f)?.cast(dt));
-    let y = g.depthwise_conv2d(x, f, super::Conv2dParams { strides: w.s, padding: w.padding, dilations: w.d })?;
+    let y = g.depthwise_conv2d(x, f, w.params())?;
     g.reshape(y, &[-1, w.out[0] as i64, w.out[1] as i64, c as i64, k as i64])
 }
 

@@ -1,0 +1,179 @@
+//! Window geometry of the conv family: output sizes and padding per spatial axis
+//! (TensorFlow's VALID / SAME rules, see the family docs in `ops::conv`), the shape checks
+//! shared by `ConvOp::infer`, and [`Geom`], the concrete geometry the kernels loop over.
+//!
+//! Invariants: [`window`] is the one place output sizes and leading padding are computed
+//! (inference and kernels agree by construction); a `Geom` is only built through
+//! [`Geom::new`], which performs those checks.
+
+use super::Padding;
+use crate::error::{Error, Result};
+use crate::tensor::{Dim, TensorType};
+
+/// Output size and leading padding of one spatial axis (input `i`, window `k`, stride `s`,
+/// dilation `d`); `ctx` names the shapes for the error message.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn window(
+    op: &str,
+    ctx: &dyn Fn() -> String,
+    axis: &str,
+    i: usize,
+    k: usize,
+    s: usize,
+    d: usize,
+    p: Padding,
+) -> Result<(usize, usize)> {
+    let too_big = || Error::shape(op, format!("{}: window sizes overflow along {axis}", ctx()));
+    if k == 0 {
+        return Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx())));
+    }
+    let ke = (k - 1).checked_mul(d).and_then(|v| v.checked_add(1)).ok_or_else(too_big)?;
+    match p {
+        Padding::Valid => {
+            if ke > i {
+                let dil = if d > 1 { format!(" (dilated to {ke})") } else { String::new() };
+                return Err(Error::shape(
+                    op,
+                    format!("{}: window {k}{dil} larger than the input {axis} {i} with VALID padding", ctx()),
+                ));
+            }
+            Ok(((i - ke) / s + 1, 0))
+        }
+        Padding::Same => {
+            let out = i.div_ceil(s);
+            let span = out.saturating_sub(1).checked_mul(s).and_then(|v| v.checked_add(ke)).ok_or_else(too_big)?;
+            Ok((out, span.saturating_sub(i) / 2))
+        }
+    }
+}
+
+/// Static version of [`window`]: the output dim (dynamic when it cannot be known yet).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn out_dim(
+    op: &str,
+    ctx: &dyn Fn() -> String,
+    axis: &str,
+    i: &Dim,
+    k: &Dim,
+    s: usize,
+    d: usize,
+    p: Padding,
+) -> Result<Dim> {
+    match (i.value(), k.value()) {
+        (Some(i), Some(k)) => Ok(Dim::Fixed(window(op, ctx, axis, i, k, s, d, p)?.0)),
+        (_, Some(0)) => Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx()))),
+        (Some(i), None) if p == Padding::Same => Ok(Dim::Fixed(i.div_ceil(s))),
+        _ => Ok(Dim::unknown()),
+    }
+}
+
+/// Unify two dims that must be equal, or an error built by `msg`.
+pub(super) fn unify(op: &str, a: &Dim, b: &Dim, msg: impl FnOnce() -> String) -> Result<Dim> {
+    a.unify(b).ok_or_else(|| Error::shape(op, msg()))
+}
+
+pub(super) fn rank4<'a>(op: &str, what: &str, layout: &str, t: &'a TensorType) -> Result<&'a [Dim]> {
+    if t.shape.rank() != 4 {
+        return Err(Error::shape(op, format!("{what} must have rank 4 ({layout}), got shape {}", t.shape)));
+    }
+    Ok(t.shape.dims())
+}
+
+/// `KH*KW` of a window (each ≥ 1, the product not overflowing).
+pub(super) fn num_taps(op: &str, ctx: &dyn Fn() -> String, ksize: [usize; 2]) -> Result<usize> {
+    positive(op, "ksize", ksize)?;
+    ksize[0]
+        .checked_mul(ksize[1])
+        .ok_or_else(|| Error::shape(op, format!("{}: window {ksize:?} has too many taps", ctx())))
+}
+
+pub(super) fn positive(op: &str, what: &str, v: [usize; 2]) -> Result<()> {
+    if v.contains(&0) {
+        return Err(Error::InvalidArgument(format!("{op}: {what} must be ≥ 1, got {v:?}")));
+    }
+    Ok(())
+}
+
+/// Concrete geometry of one op application (`o`: conv output channels, depthwise channel
+/// multiplier, or `c` for pools).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Geom {
+    pub(super) n: usize,
+    pub(super) h: usize,
+    pub(super) w: usize,
+    pub(super) c: usize,
+    pub(super) kh: usize,
+    pub(super) kw: usize,
+    pub(super) o: usize,
+    pub(super) oh: usize,
+    pub(super) ow: usize,
+    pub(super) sh: usize,
+    pub(super) sw: usize,
+    pub(super) dh: usize,
+    pub(super) dw: usize,
+    pub(super) pt: usize,
+    pub(super) pl: usize,
+}
+
+impl Geom {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        op: &str,
+        nhwc: [usize; 4],
+        k: [usize; 2],
+        o: usize,
+        s: [usize; 2],
+        d: [usize; 2],
+        p: Padding,
+    ) -> Result<Geom> {
+        let ctx = || format!("input {nhwc:?}, window {k:?}");
+        let (oh, pt) = window(op, &ctx, "height", nhwc[1], k[0], s[0], d[0], p)?;
+        let (ow, pl) = window(op, &ctx, "width", nhwc[2], k[1], s[1], d[1], p)?;
+        let [n, h, w, c] = nhwc;
+        Ok(Geom { n, h, w, c, kh: k[0], kw: k[1], o, oh, ow, sh: s[0], sw: s[1], dh: d[0], dw: d[1], pt, pl })
+    }
+    /// A 1x1 stride-1 window (no padding): the conv is a plain GEMM on the input.
+    pub(super) fn pointwise(&self) -> bool {
+        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1
+    }
+    /// `(ky, iy)` for the in-bounds taps of output row `oy`.
+    pub(super) fn taps_y(&self, oy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
+        taps(oy * self.sh, self.pt, self.dh, self.kh, self.h)
+    }
+    /// `(kx, ix)` for the in-bounds taps of output column `ox`.
+    pub(super) fn taps_x(&self, ox: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
+        taps(ox * self.sw, self.pl, self.dw, self.kw, self.w)
+    }
+    /// `(ky, oy)` for the output rows whose window covers input row `iy`.
+    pub(super) fn rev_taps_y(&self, iy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
+        rev_taps(iy + self.pt, self.dh, self.sh, self.kh, self.oh)
+    }
+    /// The output columns whose tap `kx` is in bounds; their input column is [`Geom::ix`].
+    pub(super) fn cols_for_tap(&self, kx: usize) -> std::ops::Range<usize> {
+        let off = kx * self.dw;
+        let lo = self.pl.saturating_sub(off).div_ceil(self.sw);
+        let hi = (self.w + self.pl).saturating_sub(off).div_ceil(self.sw).min(self.ow);
+        lo..hi.max(lo)
+    }
+    /// Input column of output column `ox`, tap `kx` (in bounds for `ox` in `cols_for_tap(kx)`).
+    pub(super) fn ix(&self, ox: usize, kx: usize) -> usize {
+        ox * self.sw + kx * self.dw - self.pl
+    }
+}
+
+pub(super) fn taps(start: usize, pad: usize, d: usize, k: usize, limit: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..k).filter_map(move |t| (start + t * d).checked_sub(pad).filter(|&p| p < limit).map(|p| (t, p)))
+}
+
+pub(super) fn rev_taps(
+    padded: usize,
+    d: usize,
+    s: usize,
+    k: usize,
+    limit: usize,
+) -> impl Iterator<Item = (usize, usize)> {
+    (0..k).filter_map(move |t| {
+        let q = padded.checked_sub(t * d)?;
+        (q % s == 0 && q / s < limit).then_some((t, q / s))
+    })
+}
