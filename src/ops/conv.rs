@@ -546,7 +546,7 @@ impl ConvOp {
         &self,
         inputs: Vec<Tensor>,
         epi: ConvEpilogue<'_>,
-        ctx: Option<&mut ExecCtx<'_>>,
+        mut ctx: Option<&mut ExecCtx<'_>>,
     ) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         if (epi.bias.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
@@ -564,10 +564,16 @@ impl ConvOp {
         }
         let len: usize = out_shape.iter().product();
         let out = crate::dispatch_float!(out_ty.dtype, T => {
-            let buf = OutBuf(ctx.and_then(|c| c.recycled::<T>(len)));
+            let buf = OutBuf(ctx.as_deref_mut().and_then(|c| c.recycled::<T>(len)));
             self.run::<T>(&inputs, &out_shape, epi, buf)?
         },
             _ => return Err(Error::dtype(op, "a float type (f32 or f64)", out_ty.dtype)));
+        if let Some(ctx) = ctx {
+            // operands read for the last time (activations, patches) serve later kernels
+            for t in inputs {
+                ctx.recycle(t);
+            }
+        }
         Ok(vec![out])
     }
 
