@@ -423,6 +423,58 @@ fn max_pool_matches_naive_reference() {
 }
 
 #[test]
+fn max_pool_grad_matches_naive_reference() {
+    // Windows that tile the input (stride = window, VALID) take the one-pass kernel,
+    // including leftover rows and columns outside every window; the others the scatter.
+    let cases = [
+        (2, 28, 28, 32, [2, 2], [2, 2], Valid), // the MNIST pools, parallel over images
+        (3, 7, 10, 3, [2, 3], [2, 3], Valid),   // a leftover row and column
+        (2, 9, 9, 2, [3, 3], [3, 3], Valid),
+        (2, 6, 7, 2, [3, 3], [2, 3], Valid), // overlapping rows
+        (2, 7, 6, 3, [3, 2], [2, 2], Same),
+    ];
+    in_pool(|| {
+        for (i, (n, h, w, c, k, s, pad)) in cases.into_iter().enumerate() {
+            // values rounded to halves: many ties, which the first maximal element wins
+            let mut xv: Vec<f64> =
+                randv(&[n, h, w, c], 70 + i as u64).iter().map(|v| (v * 2.0).round() / 2.0).collect();
+            xv[5] = f64::NAN; // NaN counts as maximal
+            let cfg = Cfg { n, h, w, c, kh: k[0], kw: k[1], o: c, pr: p(s, pad, [1, 1]) };
+            let (oh, ow) = cfg.out_hw();
+            let dyv = randv(&[n, oh, ow, c], 80 + i as u64);
+            // per (window, channel): the first maximal input index, in visit (row-major) order
+            let mut best: Vec<Option<(f64, usize)>> = vec![None; n * oh * ow * c];
+            cfg.visit(|[b, oy, ox, _, _, iy, ix]| {
+                for ci in 0..c {
+                    let xi = ((b * h + iy) * w + ix) * c + ci;
+                    let slot = &mut best[((b * oh + oy) * ow + ox) * c + ci];
+                    let v = xv[xi];
+                    let wins = match *slot {
+                        None => true,
+                        Some((cur, _)) => !cur.is_nan() && (v.is_nan() || v > cur),
+                    };
+                    if wins {
+                        *slot = Some((v, xi));
+                    }
+                }
+            });
+            let mut want = vec![0.0; n * h * w * c];
+            for (yi, b) in best.iter().enumerate() {
+                if let Some((_, xi)) = b {
+                    want[*xi] += dyv[yi];
+                }
+            }
+            for dt in [DType::F64, DType::F32] {
+                let (xt, dyt) = (f64t(&[n, h, w, c], &xv).cast(dt), f64t(&[n, oh, ow, c], &dyv).cast(dt));
+                let got = apply2(xt, dyt, |g, x, dy| g.max_pool_grad(x, dy, k, s, pad));
+                let tol = if dt == DType::F64 { 1e-12 } else { 1e-6 };
+                assert_close(&got, &f64t(&[n, h, w, c], &want).cast(dt), tol);
+            }
+        }
+    });
+}
+
+#[test]
 fn extract_patches_literals() {
     // 3x3 image, 2x2 VALID window: each output pixel holds its window row-major.
     let want = [1., 2., 4., 5., 2., 3., 5., 6., 4., 5., 7., 8., 5., 6., 8., 9.];

@@ -228,6 +228,9 @@ pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool, buf: OutBuf<T>) -> Ve
 /// Max-pool gradient: each `dy` element is added at the first maximal element of its window
 /// (row-major window order).
 pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
+    if tiled(g) {
+        return max_pool_grad_tiled(g, x, dy, buf);
+    }
     let (c, img_len, ohw) = (g.c, g.h * g.w * g.c, g.oh * g.ow);
     let mut dx = buf.filled(x.len(), T::default());
     let par = g.n > 1 && is_parallel(g.n * ohw * c * g.kh * g.kw);
@@ -260,6 +263,69 @@ pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T
             if !first {
                 for (ci, (&bi, &d)) in best_i.iter().zip(dyp).enumerate() {
                     dimg[bi * c + ci] += d;
+                }
+            }
+        }
+    });
+    dx
+}
+
+/// Windows that tile the input without overlap or padding (stride = window, every window
+/// inside): each input element belongs to at most one window.
+fn tiled(g: &Geom) -> bool {
+    g.sh == g.kh
+        && g.sw == g.kw
+        && g.dh == 1
+        && g.dw == 1
+        && g.pt == 0
+        && g.pl == 0
+        && g.kh > 0
+        && g.kw > 0
+        && g.oh * g.kh <= g.h
+        && g.ow * g.kw <= g.w
+}
+
+/// [`max_pool_grad`] for [`tiled`] windows: each band of `KH` input rows is zeroed and each
+/// of its windows' `dy` written at the window's first maximal element (no accumulation: a
+/// window owns its elements). Parallel over images.
+fn max_pool_grad_tiled<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
+    let (c, img_len, ohw) = (g.c, g.h * g.w * g.c, g.oh * g.ow);
+    let zero = T::default();
+    let mut dx = buf.overwritten(x.len());
+    let par = g.n > 1 && is_parallel(x.len());
+    let band_len = g.kh * g.w * c;
+    for_each_chunk(&mut dx, img_len, par, |n, dimg| {
+        let img = &x[n * img_len..(n + 1) * img_len];
+        let dyi = &dy[n * ohw * c..(n + 1) * ohw * c];
+        let mut best_v = vec![zero; c];
+        let mut best_t = vec![0u32; c];
+        // zeros everywhere, then each window's gradient at its winner (band by band, so the
+        // stores hit cache-resident lines)
+        for (oy, band) in dimg.chunks_mut(band_len).enumerate() {
+            band.fill(zero);
+            if oy >= g.oh {
+                continue;
+            }
+            let xband = &img[oy * band_len..(oy + 1) * band_len];
+            for ox in 0..g.ow {
+                let dyp = &dyi[(oy * g.ow + ox) * c..(oy * g.ow + ox + 1) * c];
+                for t in 0..g.kh * g.kw {
+                    let pix = (t / g.kw) * g.w + ox * g.kw + t % g.kw;
+                    let xp = &xband[pix * c..(pix + 1) * c];
+                    if t == 0 {
+                        best_v.copy_from_slice(xp);
+                        best_t.fill(pix as u32);
+                        continue;
+                    }
+                    // branch-free selects (vectorizable): `better` without short-circuits
+                    for ((bv, bt), &v) in best_v.iter_mut().zip(best_t.iter_mut()).zip(xp) {
+                        let win = !(v <= *bv) & !bv.is_nan();
+                        *bv = if win { v } else { *bv };
+                        *bt = if win { pix as u32 } else { *bt };
+                    }
+                }
+                for (ci, (&bt, &v)) in best_t.iter().zip(dyp).enumerate() {
+                    band[bt as usize * c + ci] = v;
                 }
             }
         }
