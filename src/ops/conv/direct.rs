@@ -319,7 +319,7 @@ fn max_pool_grad_tiled<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) ->
                     }
                     // branch-free selects (vectorizable): `better` without short-circuits
                     for ((bv, bt), &v) in best_v.iter_mut().zip(best_t.iter_mut()).zip(xp) {
-                        let win = !(v <= *bv) & !bv.is_nan();
+                        let win = ((v > *bv) | v.is_nan()) & !bv.is_nan();
                         *bv = if win { v } else { *bv };
                         *bt = if win { pix as u32 } else { *bt };
                     }
