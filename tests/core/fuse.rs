@@ -46,11 +46,13 @@ struct Case {
     relu: bool,
     /// Reshape the conv output to `[N*OH, OW, O]` before the bias and flatten before relu.
     reshapes: bool,
+    /// A 2x2 stride-2 VALID `max_pool` after relu (the flattened value reshaped back first).
+    pool: bool,
 }
 
 /// Build the chain, run it fused and unfused, and return (fused steps, unfused steps).
 fn check(case: Case, dtype: DType, seed: u64) -> (usize, usize) {
-    let Case { nhwc, k, o, s, d, pad, bias, relu, reshapes } = case;
+    let Case { nhwc, k, o, s, d, pad, bias, relu, reshapes, pool } = case;
     let mut g = Graph::new();
     let x = g.input("x", dtype, nhwc);
     let w = g.constant(rand(dtype, &[k[0], k[1], nhwc[3], o], seed + 1));
@@ -81,6 +83,13 @@ fn check(case: Case, dtype: DType, seed: u64) -> (usize, usize) {
     if relu {
         h = g.relu(h).unwrap();
     }
+    if pool {
+        if reshapes {
+            let back: Vec<i64> = conv_shape.iter().map(|&v| v as i64).collect();
+            h = g.reshape(h, &back).unwrap();
+        }
+        h = g.max_pool(h, [2, 2], [2, 2], Padding::Valid).unwrap();
+    }
     let mut xv = rand(dtype, &nhwc, seed);
     if xv.len() > 3 {
         // A NaN must propagate through bias and relu identically.
@@ -105,7 +114,18 @@ fn check(case: Case, dtype: DType, seed: u64) -> (usize, usize) {
 }
 
 fn base(nhwc: [usize; 4], k: [usize; 2], o: usize) -> Case {
-    Case { nhwc, k, o, s: [1, 1], d: [1, 1], pad: Padding::Same, bias: Bias::Const, relu: true, reshapes: false }
+    Case {
+        nhwc,
+        k,
+        o,
+        s: [1, 1],
+        d: [1, 1],
+        pad: Padding::Same,
+        bias: Bias::Const,
+        relu: true,
+        reshapes: false,
+        pool: false,
+    }
 }
 
 #[test]
@@ -147,6 +167,33 @@ fn fused_conv_chains_are_bit_identical_to_unfused() {
                 // A trailing reshape after the last fused op stays its own step.
                 let trailing = usize::from(reshapes && !relu);
                 assert_eq!(p - f, chain - 1 - trailing, "{case:?} {dtype}: {f} fused vs {p} unfused steps");
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_conv_pool_chains_are_bit_identical_to_unfused() {
+    let pool = |c: Case| Case { pool: true, ..c };
+    let cases = [
+        // single channel, 32/64 outputs: conv, epilogue and pool in one kernel on AVX-512
+        pool(base([3, 12, 12, 1], [5, 5], 32)),
+        // odd conv output (9 x 11): the last row and column are not pooled
+        pool(Case { pad: Padding::Valid, ..base([2, 11, 13, 1], [3, 3], 64) }),
+        // several channels: the conv kernel, then the pool op, in the same step
+        pool(base([2, 8, 8, 3], [3, 3], 16)),
+        pool(base([0, 6, 6, 1], [3, 3], 32)),
+        pool(base([1, 6, 6, 1], [3, 3], 32)),
+    ];
+    let variants = [(Bias::Const, false), (Bias::Fed, true), (Bias::None, false)];
+    for (i, &c) in cases.iter().enumerate() {
+        for (j, &(bias, reshapes)) in variants.iter().enumerate() {
+            for dtype in [DType::F32, DType::F64] {
+                let case = Case { bias, reshapes, ..c };
+                let (f, p) = check(case, dtype, (200 + 100 * i + 10 * j) as u64);
+                // conv, bias_add, relu, max_pool and the 3 reshapes collapse to one step
+                let chain = 3 + usize::from(bias != Bias::None) + 3 * usize::from(reshapes);
+                assert_eq!(p - f, chain - 1, "{case:?} {dtype}: {f} fused vs {p} unfused steps");
             }
         }
     }

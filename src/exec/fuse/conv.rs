@@ -1,7 +1,11 @@
 //! Plan-level fusion: `conv2d → [reshape]* → bias_add → [reshape]* → relu` (bias and relu
-//! each optional, at least one present) runs as ONE step whose conv kernel adds the bias
-//! and applies relu to each GEMM output chunk while it is cache resident, instead of three
-//! full passes over the output in memory.
+//! each optional, at least one present), optionally followed by `[reshape]* → max_pool`
+//! (2x2, stride 2, VALID, on a value with the conv output's dims), runs as ONE step whose
+//! conv kernel adds the bias and applies relu to each GEMM output chunk while it is cache
+//! resident, instead of three full passes over the output in memory. With a pool, the
+//! single-channel direct kernel (`ops::conv::narrow`) also pools each pair of conv rows
+//! in cache, so the conv output is never written; other convs run their kernel and then the
+//! pool op inside the same step.
 //!
 //! Invariants:
 //! - only values with exactly one consumer that are not fetched are fused away, so no one
@@ -11,7 +15,8 @@
 //! - a `bias_add` is fused only when its input's static last dim equals the conv's static
 //!   output channels (reshapes in between keep the channel axis last);
 //! - results are bit-identical to the unfused plan: the epilogue does the same float
-//!   operations in the same order per element, and reshapes are metadata only;
+//!   operations in the same order per element, the in-kernel pool applies `max_pool`'s
+//!   selection rule to the same values, and reshapes are metadata only;
 //! - at run time, operands the fused kernel does not take (non-float, a bias that is not
 //!   `[O]` of the input dtype) run the chain op by op instead, so every error is the unfused
 //!   one, naming the node that raised it.
@@ -22,8 +27,8 @@ use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
 use crate::ops::conv::ConvEpilogue;
-use crate::ops::{ConvOp, NnOp, Op, ShapeOp, UnaryKind};
-use crate::tensor::{DType, Dim, Tensor};
+use crate::ops::{ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
+use crate::tensor::{DType, Dim, Tensor, TensorType};
 
 /// One fused-away op after the conv.
 #[derive(Clone, Debug)]
@@ -34,6 +39,9 @@ enum Tail {
     BiasAdd(NodeId),
     /// `relu`.
     Relu(NodeId),
+    /// A 2x2 stride-2 VALID `max_pool` (always last; its input keeps the conv output's
+    /// `[N, OH, OW, O]` dims).
+    MaxPool(NodeId, Op),
 }
 
 /// A fused conv chain (the plan step's inputs are `[x, filter]` or `[x, filter, bias]`).
@@ -55,6 +63,7 @@ impl ConvChain {
                 Tail::Reshape(..) => " → reshape",
                 Tail::BiasAdd(_) => " → bias_add",
                 Tail::Relu(_) => " → relu",
+                Tail::MaxPool(..) => " → max_pool",
             });
         }
         s
@@ -84,6 +93,25 @@ impl ConvChain {
         }
         let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
         let epi = ConvEpilogue { bias: bias.as_ref(), relu };
+        if let Some(Tail::MaxPool(..)) = self.tail.last() {
+            // conv + epilogue + pool in one kernel where it applies; the pool's output shape
+            // is the conv output's with OH, OW halved (the fusion checked the dims between)
+            let ins = [x, w];
+            if let Some(y) = self.conv.eval_fused_pool(&ins, epi, Some(&mut *ctx)).map_err(conv_err)? {
+                for t in ins {
+                    ctx.recycle(t);
+                }
+                return Ok(vec![y]);
+            }
+            let [x, w] = ins;
+            return self.eval_split(x, w, epi, ctx);
+        }
+        self.eval_split(x, w, epi, ctx)
+    }
+
+    /// The conv kernel with its epilogue, then the remaining tail ops one by one.
+    fn eval_split(&self, x: Tensor, w: Tensor, epi: ConvEpilogue<'_>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
         let mut y = self.conv.eval_fused(vec![x, w], epi, Some(&mut *ctx)).map_err(conv_err)?;
         for t in &self.tail {
             match t {
@@ -99,6 +127,7 @@ impl ConvChain {
                     }
                 }
                 Tail::Relu(_) => {}
+                Tail::MaxPool(node, op) => y = op.eval(y, ctx).map_err(|e| e.at_node(*node, op.to_string()))?,
             }
         }
         Ok(y)
@@ -119,11 +148,18 @@ impl ConvChain {
                     (*node, Op::Nn(NnOp::BiasAdd), ins)
                 }
                 Tail::Relu(node) => (*node, Op::Unary(UnaryKind::Relu), y),
+                Tail::MaxPool(node, op) => (*node, op.clone(), y),
             };
             y = op.eval(ins, ctx).map_err(|e| e.at_node(node, op.to_string()))?;
         }
         Ok(y)
     }
+}
+
+/// Both fixed `[N, OH, OW, O]` with equal dims (a pool input reshaped back from the conv
+/// output: the kernel can pool the conv output directly).
+fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
+    conv.shape.rank() == 4 && conv.shape.as_fixed().is_some() && conv.shape == x.shape
 }
 
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
@@ -142,6 +178,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
             continue;
         }
         let Some(Dim::Fixed(channels)) = steps[a].out_types[0].shape.dims().last().cloned() else { continue };
+        let conv_ty = steps[a].out_types[0].clone();
         let (mut cur, mut cur_ty) = (steps[a].outputs[0], steps[a].out_types[0].clone());
         let (mut tail, mut chain, mut bias) = (Vec::new(), Vec::new(), None);
         // Length of `tail` / `chain` up to the last bias_add or relu.
@@ -170,6 +207,14 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
                 Op::Unary(UnaryKind::Relu) if !relu_seen => {
                     tail.push(Tail::Relu(st.node));
                     keep = tail.len();
+                }
+                Op::Conv(ConvOp::MaxPool { ksize: [2, 2], strides: [2, 2], padding: Padding::Valid })
+                    if relu_seen && st.inputs.len() == 1 && same_nhwc(&conv_ty, &cur_ty) =>
+                {
+                    tail.push(Tail::MaxPool(st.node, st.op.clone()));
+                    keep = tail.len();
+                    chain.push(c);
+                    break;
                 }
                 _ => break,
             }

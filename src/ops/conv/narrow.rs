@@ -10,6 +10,10 @@
 //! the arithmetic of the separate kernels). Measured on W2's first layer
 //! (`cargo run --release --example conv_probe -- 512 28 28 1 5 32`): see BENCHMARKS.md.
 //!
+//! [`conv2d_pool`] adds a 2x2 stride-2 max pool (the executor's fused `conv → bias → relu →
+//! max_pool` chains): each pooled row computes its two conv rows into a cache-resident pair
+//! and pools them, so the conv output never reaches memory.
+//!
 //! Work is split by output row `(n, oy)`, in tasks of whole rows. Each row first copies the
 //! `KH` input rows its windows read into a zero-padded band (wide enough for full tiles past
 //! the last column), so the tap loops have no bounds branches and padding costs nothing.
@@ -75,6 +79,60 @@ pub(super) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out
             unsafe {
                 avx512::row(g, &band, &taps, w, &epi, orow)
             };
+        }
+    });
+    true
+}
+
+/// `conv2d` as in [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]`
+/// (rows and columns past the last full window dropped). Each pooled row computes its two
+/// conv rows into a scratch pair (epilogue applied) and pools them while cache resident, so
+/// the conv output never reaches memory. The pool's rule is `max_pool`'s: the first maximal
+/// element in row-major window order wins, a NaN counts as maximal. Returns false (nothing
+/// written) where [`applies`] does not hold.
+pub(super) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+    if !applies(g) || epi.bias.is_some_and(|b| b.len() != g.o) || w.len() != g.kh * g.kw * g.c * g.o {
+        return false;
+    }
+    let (ph, pw, o) = (g.oh / 2, g.ow / 2, g.o);
+    let (row_len, prow_len) = (g.ow * o, pw * o);
+    if out.len() != g.n * ph * prow_len {
+        return false;
+    }
+    if prow_len == 0 || g.n * ph == 0 {
+        return true;
+    }
+    let c = g.c;
+    let wp = (g.ow.div_ceil(PIXELS) * PIXELS - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+    let taps: Vec<usize> = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky * wp + kx * g.dw) * c)).collect();
+    let par = is_parallel(g.n * ph * 2 * row_len * g.kh * g.kw * c);
+    let rows = TASK_VALUES.div_ceil(2 * row_len).max(1);
+    for_each_chunk(out, rows * prow_len, par, |i, chunk| {
+        let mut band = vec![0.0; g.kh * wp * c];
+        let mut pair = vec![0.0; 2 * row_len];
+        for (j, prow) in chunk.chunks_exact_mut(prow_len).enumerate() {
+            let pr = i * rows + j;
+            let (n, py) = (pr / ph, pr % ph);
+            for (k, crow) in pair.chunks_exact_mut(row_len).enumerate() {
+                fill_band(g, x, n * g.oh + 2 * py + k, wp, &mut band);
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `applies` checked that the CPU supports AVX-512F.
+                unsafe {
+                    avx512::row(g, &band, &taps, w, &epi, crow)
+                };
+            }
+            let (r0, r1) = pair.split_at(row_len);
+            for (px, dst) in prow.chunks_exact_mut(o).enumerate() {
+                let (a, b) = (&r0[2 * px * o..(2 * px + 2) * o], &r1[2 * px * o..(2 * px + 2) * o]);
+                dst.copy_from_slice(&a[..o]);
+                for v in [&a[o..], &b[..o], &b[o..]] {
+                    for (d, &v) in dst.iter_mut().zip(v) {
+                        // `v` wins: strictly greater, or the first NaN
+                        let win = (v > *d || v.is_nan()) & !d.is_nan();
+                        *d = if win { v } else { *d };
+                    }
+                }
+            }
         }
     });
     true
