@@ -33,6 +33,27 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
     /// `c (+)= op(a) op(b)`; buffers already validated.
     #[allow(clippy::too_many_arguments)]
     fn gemm_raw(m: usize, k: usize, n: usize, a: &[Self], ta: bool, b: &[Self], tb: bool, c: &mut [Self], acc: bool);
+    /// Rows of an outer product: `out[r*n + j] = x[r] * y(r)[j]` for the `out.len() / n`
+    /// rows, `y(r)` the row's `n` values. `stream`: the whole output is far larger than the
+    /// caches, so floats bypass them with non-temporal stores where the CPU has AVX-512
+    /// (the same products, so the same results).
+    fn outer_rows<'a>(
+        out: &mut [Self],
+        n: usize,
+        x: impl Fn(usize) -> Self,
+        y: impl Fn(usize) -> &'a [Self],
+        stream: bool,
+    ) where
+        Self: 'a,
+    {
+        let _ = stream;
+        for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
+            let xr = x(r);
+            for (o, &v) in row.iter_mut().zip(y(r)) {
+                *o = xr * v;
+            }
+        }
+    }
 }
 
 fn par_for(m: usize, k: usize, n: usize) -> Par {
@@ -65,8 +86,25 @@ fn slices(m: usize, n: usize, threads: usize) -> Option<(bool, usize)> {
 }
 
 macro_rules! faer_gemm {
-    ($t:ty) => {
+    ($t:ty, $stream_rows:path) => {
         impl GemmElem for $t {
+            fn outer_rows<'a>(
+                out: &mut [$t],
+                n: usize,
+                x: impl Fn(usize) -> $t,
+                y: impl Fn(usize) -> &'a [$t],
+                stream: bool,
+            ) {
+                if stream && $stream_rows(out, n, &x, &y) {
+                    return;
+                }
+                for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
+                    let xr = x(r);
+                    for (o, &v) in row.iter_mut().zip(y(r)) {
+                        *o = xr * v;
+                    }
+                }
+            }
             fn gemm_raw(m: usize, k: usize, n: usize, a: &[$t], ta: bool, b: &[$t], tb: bool, c: &mut [$t], acc: bool) {
                 if m == 0 || n == 0 {
                     return;
@@ -134,8 +172,8 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32);
-faer_gemm!(f64);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64);
 
 impl GemmElem for i64 {
     fn gemm_raw(m: usize, k: usize, n: usize, a: &[i64], ta: bool, b: &[i64], tb: bool, c: &mut [i64], acc: bool) {

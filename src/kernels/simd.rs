@@ -67,3 +67,52 @@ pub fn widest<R>(f: impl FnOnce() -> R) -> R {
     }
     f()
 }
+
+macro_rules! stream_outer_rows {
+    ($name:ident, $t:ty, $lanes:expr, $stream:ident, $set1:ident, $loadu:ident, $mul:ident) => {
+        /// Outer-product rows `out[r*n + j] = x(r) * y(r)[j]` written with non-temporal
+        /// stores (for outputs far larger than the caches: no read-for-ownership of lines
+        /// that are only written), one store fence at the end. False (nothing written) on
+        /// CPUs without AVX-512F.
+        pub fn $name<'a>(out: &mut [$t], n: usize, x: &dyn Fn(usize) -> $t, y: &dyn Fn(usize) -> &'a [$t]) -> bool {
+            #[cfg(target_arch = "x86_64")]
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                #[target_feature(enable = "avx512f")]
+                fn nt<'a>(out: &mut [$t], n: usize, x: &dyn Fn(usize) -> $t, y: &dyn Fn(usize) -> &'a [$t]) {
+                    use std::arch::x86_64::{_mm_sfence, $loadu, $mul, $set1, $stream};
+                    for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
+                        let (xr, src) = (x(r), y(r));
+                        let src = &src[..src.len().min(row.len())];
+                        let row = &mut row[..src.len()];
+                        // scalar head up to a 64-byte boundary, streamed body, scalar tail
+                        let head = row.as_ptr().align_offset(64).min(row.len());
+                        let body = (row.len() - head) / $lanes * $lanes;
+                        let (d0, rest) = row.split_at_mut(head);
+                        let (d1, d2) = rest.split_at_mut(body);
+                        let (s0, rest) = src.split_at(head);
+                        let (s1, s2) = rest.split_at(body);
+                        for (o, &v) in d0.iter_mut().zip(s0).chain(d2.iter_mut().zip(s2)) {
+                            *o = xr * v;
+                        }
+                        let xv = $set1(xr);
+                        for (o, v) in d1.chunks_exact_mut($lanes).zip(s1.chunks_exact($lanes)) {
+                            // SAFETY: `o` and `v` hold LANES elements; `o` is 64-byte aligned
+                            // (the body starts at an aligned offset and advances by 64 bytes).
+                            unsafe { $stream(o.as_mut_ptr(), $mul(xv, $loadu(v.as_ptr()))) };
+                        }
+                    }
+                    // the streaming stores are weakly ordered: fence before anyone reads
+                    _mm_sfence();
+                }
+                // SAFETY: the CPU supports AVX-512F (checked just above).
+                unsafe { nt(out, n, x, y) };
+                return true;
+            }
+            let _ = (out, n, x, y);
+            false
+        }
+    };
+}
+
+stream_outer_rows!(stream_outer_rows_f32, f32, 16, _mm512_stream_ps, _mm512_set1_ps, _mm512_loadu_ps, _mm512_mul_ps);
+stream_outer_rows!(stream_outer_rows_f64, f64, 8, _mm512_stream_pd, _mm512_set1_pd, _mm512_loadu_pd, _mm512_mul_pd);

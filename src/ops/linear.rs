@@ -30,6 +30,10 @@ use crate::kernels::gemm::{GemmElem, PAR_FLOPS, gemm};
 use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
 
+/// Outer-product outputs at least this large (twice the last-level cache here) are written
+/// with streaming stores (`GemmElem::outer_rows`).
+const STREAM_BYTES: usize = 64 << 20;
+
 /// Total multiply-adds of a batched product above which small items are spread over rayon.
 const BATCH_PAR_FLOPS: usize = 1 << 16;
 
@@ -285,17 +289,19 @@ fn batched_product<T: GemmElem>(
             // m contiguous values whatever the transpose flag, b likewise; memory-bound, so
             // stream the rows directly (on rayon when large) instead of a packed GEMM. (Floats only:
             // i64 products wrap, as in the GEMM.)
-            let rows = |(r, row): (usize, &mut [T])| {
-                let (i, row_i) = (r / m, r % m);
-                let x = lhs.item(i, la)[row_i];
-                for (o, &y) in row.iter_mut().zip(rhs.item(i, lb)) {
-                    *o = x * y;
-                }
+            let stream = len * size_of::<T>() >= STREAM_BYTES;
+            // tasks of whole rows, ~64K values each
+            let block = (1usize << 16).div_ceil(n).max(1);
+            let rows = |(b, chunk): (usize, &mut [T])| {
+                let r0 = b * block;
+                let x = |r: usize| lhs.item((r0 + r) / m, la)[(r0 + r) % m];
+                let y = |r: usize| rhs.item((r0 + r) / m, lb);
+                T::outer_rows(chunk, n, x, y, stream);
             };
             if len >= PAR_FLOPS && rayon::current_num_threads() > 1 {
-                out.par_chunks_mut(n).enumerate().for_each(rows);
+                out.par_chunks_mut(block * n).enumerate().for_each(rows);
             } else {
-                out.chunks_mut(n).enumerate().for_each(rows);
+                out.chunks_mut(block * n).enumerate().for_each(rows);
             }
         } else if rhs.items == 1 && !lhs.trans && lhs.items == batch {
             // One rhs matrix for all: fold the lhs batch into the rows of one GEMM.

@@ -274,3 +274,37 @@ fn matmul_timing() {
     println!("faer direct: {:.2} ms ({:.1} GFLOP/s)", direct * 1e3, gf / direct);
     println!("matmul op:   {:.2} ms ({:.1} GFLOP/s), ratio {:.3}", op * 1e3, gf / op, direct / op);
 }
+
+#[test]
+fn outer_products_exact_small_and_streamed() {
+    // k = 1 batch products are outer products, computed row by row; outputs of 64 MiB and
+    // more are written with streaming stores (odd row lengths: unaligned heads and tails).
+    // Each element is the one product x_i * y_j, so results are exact.
+    fn check<T: pfor::tensor::Element + Copy + PartialEq + std::fmt::Debug + std::ops::Mul<Output = T>>(
+        b: usize,
+        m: usize,
+        n: usize,
+        dt: DType,
+    ) {
+        let (x, y) = (Tensor::randn_f64(&[b, m, 1], 1).cast(dt), Tensor::randn_f64(&[b, 1, n], 2).cast(dt));
+        for adj_a in [false, true] {
+            let xa = if adj_a {
+                x.to_array::<T>().unwrap().into_shape_with_order(vec![b, 1, m]).unwrap()
+            } else {
+                x.to_array::<T>().unwrap()
+            };
+            let mut g = Graph::new();
+            let (a, c) = (g.constant(Tensor::from_array(xa)), g.constant(y.clone()));
+            let p = g.batch_matmul_t(a, c, adj_a, false).unwrap();
+            let got = Session::new(&g, &[p]).unwrap().run(&[]).unwrap().remove(0).to_array::<T>().unwrap();
+            assert_eq!(got.shape(), &[b, m, n]);
+            let (xv, yv) = (x.to_array::<T>().unwrap(), y.to_array::<T>().unwrap());
+            for ((i, r, j), &v) in got.indexed_iter().map(|(ix, v)| ((ix[0], ix[1], ix[2]), v)) {
+                assert_eq!(v, xv[[i, r, 0]] * yv[[i, 0, j]], "{dt} [{b},{m},{n}] adj_a={adj_a} at ({i},{r},{j})");
+            }
+        }
+    }
+    check::<f32>(3, 5, 7, DType::F32);
+    check::<f32>(4, 2049, 2053, DType::F32); // 67.3 MB
+    check::<f64>(2, 2049, 2053, DType::F64); // 67.3 MB
+}
