@@ -37,6 +37,7 @@
 
 mod builders;
 mod direct;
+mod fused;
 mod geom;
 mod im2col;
 mod narrow;
@@ -52,7 +53,7 @@ use crate::exec::ExecCtx;
 use crate::kernels::gemm::GemmElem;
 use crate::ops::unary::PAR_THRESHOLD;
 use crate::ops::{expect_arity, expect_float};
-use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
+use crate::tensor::{Dim, Shape, Tensor, TensorType};
 use geom::{Geom, num_taps, out_dim, positive, rank4, unify, window};
 
 /// Convolution / pooling padding.
@@ -274,6 +275,11 @@ trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output 
         let _ = (g, x, w, epi, out);
         false
     }
+    /// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, into `out`; false (nothing
+    /// written) where no pooled kernel takes the shapes.
+    fn conv_pool(g: &Geom, x: &[Self], w: &[Self], epi: im2col::Epilogue<'_, Self>, out: &mut [Self]) -> Result<bool> {
+        im2col::conv2d_pool(g, x, w, epi, out)
+    }
 }
 impl Float for f32 {
     fn is_nan(self) -> bool {
@@ -281,6 +287,9 @@ impl Float for f32 {
     }
     fn narrow_conv(g: &Geom, x: &[f32], w: &[f32], epi: im2col::Epilogue<'_, f32>, out: &mut [f32]) -> bool {
         narrow::conv2d(g, x, w, epi, out)
+    }
+    fn conv_pool(g: &Geom, x: &[f32], w: &[f32], epi: im2col::Epilogue<'_, f32>, out: &mut [f32]) -> Result<bool> {
+        Ok(narrow::conv2d_pool(g, x, w, epi, out) || im2col::conv2d_pool(g, x, w, epi, out)?)
     }
 }
 impl Float for f64 {
@@ -575,60 +584,6 @@ impl ConvOp {
             }
         }
         Ok(vec![out])
-    }
-
-    /// `conv2d` with `epi`, then a 2x2 stride-2 VALID `max_pool`, in one kernel that never
-    /// writes the conv output: `Some([N, OH/2, OW/2, O])` where the direct single-channel
-    /// f32 kernel takes the shapes (see `narrow`), `None` otherwise (then nothing ran and the
-    /// caller runs the conv and the pool separately; every error is theirs). Inside a run
-    /// (`ctx`) the output goes into a recycled buffer when one fits.
-    pub(crate) fn eval_fused_pool(
-        &self,
-        inputs: &[Tensor],
-        epi: ConvEpilogue<'_>,
-        ctx: Option<&mut ExecCtx<'_>>,
-    ) -> Result<Option<Tensor>> {
-        let ConvOp::Conv2D { params } = *self else { return Ok(None) };
-        let [x, w] = inputs else { return Ok(None) };
-        let f32s = |t: &Tensor| t.dtype() == DType::F32 && t.rank() == 4;
-        if !f32s(x) || !f32s(w) || epi.bias.is_some_and(|b| b.dtype() != DType::F32 || b.shape() != [w.shape()[3]]) {
-            return Ok(None);
-        }
-        let types: Vec<TensorType> = inputs.iter().map(Tensor::tensor_type).collect();
-        if self.infer(&types).is_err() {
-            return Ok(None);
-        }
-        let (xs, ws) = (x.shape(), w.shape());
-        let Ok(g) = Geom::new(
-            self.kind().name(),
-            [xs[0], xs[1], xs[2], xs[3]],
-            [ws[0], ws[1]],
-            ws[3],
-            params.strides,
-            params.dilations,
-            params.padding,
-        ) else {
-            return Ok(None);
-        };
-        if !narrow::applies(&g) {
-            return Ok(None);
-        }
-        let (xa, wa) = (x.array::<f32>()?.as_standard_layout(), w.array::<f32>()?.as_standard_layout());
-        let bias = epi.bias.map(|b| b.array::<f32>()).transpose()?;
-        let bias = bias.as_ref().map(|b| b.as_standard_layout());
-        let (Some(xd), Some(wd)) = (xa.as_slice(), wa.as_slice()) else { return Ok(None) };
-        let bd = match &bias {
-            Some(b) => Some(b.as_slice().ok_or_else(|| Error::shape("conv2d", "internal: non-contiguous bias"))?),
-            None => None,
-        };
-        let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
-        let len: usize = shape.iter().product();
-        let mut out = OutBuf(ctx.and_then(|c| c.recycled::<f32>(len))).overwritten(len);
-        let kepi = im2col::Epilogue { bias: bd, relu: epi.relu };
-        if !narrow::conv2d_pool(&g, xd, wd, kepi, &mut out) {
-            return Ok(None);
-        }
-        Ok(Some(Tensor::from_vec(&shape, out)?))
     }
 
     fn run<T: Float>(

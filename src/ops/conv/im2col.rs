@@ -236,6 +236,77 @@ pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>,
     Ok(out)
 }
 
+/// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, for even `OH` and `OW`: each
+/// chunk of whole conv-row pairs is computed (patches, GEMM, epilogue) into a scratch
+/// buffer and pooled into `out [N, OH/2, OW/2, O]` while cache resident. The GEMMs have the
+/// unfused kernel's row count (the last of a chunk fewer), and the pool's rule is
+/// `max_pool`'s (first maximal element in row-major window order, NaN maximal). False
+/// (nothing written) for odd `OH` or `OW`.
+pub(super) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>, out: &mut [T]) -> Result<bool> {
+    let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
+    let pair = 2 * g.ow;
+    if !g.oh.is_multiple_of(2) || !g.ow.is_multiple_of(2) || out.len() != rows / 4 * o {
+        return Ok(false);
+    }
+    if out.is_empty() {
+        return Ok(true);
+    }
+    // `piece`: rows per GEMM (the unfused kernel's chunk size)
+    let run = |col: &mut Vec<T>, conv: &mut Vec<T>, piece: usize, r0: usize, pooled: &mut [T]| -> Result<()> {
+        let nr = pooled.len() / o * 4;
+        conv.resize(nr * o, T::default());
+        for p0 in (0..nr).step_by(piece) {
+            let np = piece.min(nr - p0);
+            col.resize(np * k, T::default());
+            let dst = &mut conv[p0 * o..(p0 + np) * o];
+            if g.c == 1 {
+                im2col_t_c1(g, x, r0 + p0, np, &mut col[..np * k]);
+                gemm(np, k, o, &col[..np * k], true, w, false, dst, false)?;
+            } else {
+                im2col(g, x, r0 + p0, &mut col[..np * k]);
+                gemm(np, k, o, &col[..np * k], false, w, false, dst, false)?;
+            }
+        }
+        epi.apply(&mut conv[..nr * o], o);
+        let row = g.ow * o;
+        for (p, dst_row) in pooled.chunks_exact_mut(row / 2).enumerate() {
+            let (a, b) = (&conv[2 * p * row..(2 * p + 1) * row], &conv[(2 * p + 1) * row..(2 * p + 2) * row]);
+            for (px, dst) in dst_row.chunks_exact_mut(o).enumerate() {
+                let (a, b) = (&a[2 * px * o..(2 * px + 2) * o], &b[2 * px * o..(2 * px + 2) * o]);
+                dst.copy_from_slice(&a[..o]);
+                for v in [&a[o..], &b[..o], &b[o..]] {
+                    for (d, &v) in dst.iter_mut().zip(v) {
+                        // `better` as branch-free selects (vectorizable)
+                        let win = ((v > *d) | v.is_nan()) & !d.is_nan();
+                        *d = if win { v } else { *d };
+                    }
+                }
+            }
+        }
+        Ok(())
+    };
+    // chunks of whole conv-row pairs (a pair's pooled values are a quarter of its conv
+    // values), about four GEMM pieces each
+    let whole = |piece: usize| (4 * piece).div_ceil(pair) * pair;
+    match par_chunk_rows::<T>(rows, k, o) {
+        Some(piece) => {
+            let cr = whole(piece);
+            out.par_chunks_mut(cr / 4 * o).enumerate().try_for_each_init(
+                || (Vec::new(), Vec::new()),
+                |(col, conv), (i, c)| run(col, conv, piece, i * cr, c),
+            )?
+        }
+        None => {
+            let piece = seq_chunk_rows::<T>(rows, k);
+            let (cr, mut col, mut conv) = (whole(piece), Vec::new(), Vec::new());
+            for (i, c) in out.chunks_mut(cr / 4 * o).enumerate() {
+                run(&mut col, &mut conv, piece, i * cr, c)?;
+            }
+        }
+    }
+    Ok(true)
+}
+
 /// `dx = col2im(dy [N*OH*OW, O] · filterᵀ)`; chunks are whole images (disjoint scatters).
 pub(super) fn conv2d_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], buf: OutBuf<T>) -> Result<Vec<T>> {
     let (ohw, k, o) = (g.oh * g.ow, g.kh * g.kw * g.c, g.o);

@@ -1,0 +1,74 @@
+//! Conv kernels with more of the executor's fused chain inside them (see `exec::fuse::conv`):
+//! `conv2d → bias → relu → 2x2 max_pool` in one pass that never writes the conv output.
+//!
+//! Invariants: [`ConvOp::eval_fused_pool`] either returns the pooled result of exactly what
+//! the unfused ops compute (the conv kernel's own GEMMs and epilogue, `max_pool`'s selection
+//! rule) or `None` having run nothing, so the caller's op-by-op path reports every error.
+
+use super::{ConvEpilogue, ConvOp, Float, Geom, OutBuf, im2col};
+use crate::error::{Error, Result};
+use crate::exec::ExecCtx;
+use crate::tensor::{Tensor, TensorType};
+
+impl ConvOp {
+    /// `conv2d` with `epi`, then a 2x2 stride-2 VALID `max_pool`: `Some([N, OH/2, OW/2, O])`
+    /// where a pooled kernel takes the shapes (f32 single-channel inputs: the direct kernel;
+    /// other float convs with even `OH`, `OW`: im2col chunks of whole row pairs), `None`
+    /// otherwise. Inside a run (`ctx`) the output goes into a recycled buffer when one fits.
+    pub(crate) fn eval_fused_pool(
+        &self,
+        inputs: &[Tensor],
+        epi: ConvEpilogue<'_>,
+        ctx: Option<&mut ExecCtx<'_>>,
+    ) -> Result<Option<Tensor>> {
+        let ConvOp::Conv2D { params } = *self else { return Ok(None) };
+        let [x, w] = inputs else { return Ok(None) };
+        let dt = x.dtype();
+        let ok = |t: &Tensor| t.dtype() == dt && t.rank() == 4;
+        if !ok(x) || !ok(w) || epi.bias.is_some_and(|b| b.dtype() != dt || b.shape() != [w.shape()[3]]) {
+            return Ok(None);
+        }
+        let types: Vec<TensorType> = inputs.iter().map(Tensor::tensor_type).collect();
+        if self.infer(&types).is_err() {
+            return Ok(None);
+        }
+        let (xs, ws) = (x.shape(), w.shape());
+        let Ok(g) = Geom::new(
+            self.kind().name(),
+            [xs[0], xs[1], xs[2], xs[3]],
+            [ws[0], ws[1]],
+            ws[3],
+            params.strides,
+            params.dilations,
+            params.padding,
+        ) else {
+            return Ok(None);
+        };
+        crate::dispatch_float!(dt, T => pooled::<T>(&g, x, w, epi, ctx), _ => Ok(None))
+    }
+}
+
+fn pooled<T: Float>(
+    g: &Geom,
+    x: &Tensor,
+    w: &Tensor,
+    epi: ConvEpilogue<'_>,
+    ctx: Option<&mut ExecCtx<'_>>,
+) -> Result<Option<Tensor>> {
+    let (xa, wa) = (x.array::<T>()?.as_standard_layout(), w.array::<T>()?.as_standard_layout());
+    let bias = epi.bias.map(|b| b.array::<T>()).transpose()?;
+    let bias = bias.as_ref().map(|b| b.as_standard_layout());
+    let (Some(xd), Some(wd)) = (xa.as_slice(), wa.as_slice()) else { return Ok(None) };
+    let bd = match &bias {
+        Some(b) => Some(b.as_slice().ok_or_else(|| Error::shape("conv2d", "internal: non-contiguous bias"))?),
+        None => None,
+    };
+    let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
+    let len: usize = shape.iter().product();
+    let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);
+    let kepi = im2col::Epilogue { bias: bd, relu: epi.relu };
+    if !T::conv_pool(g, xd, wd, kepi, &mut out)? {
+        return Ok(None);
+    }
+    Ok(Some(Tensor::from_vec(&shape, out)?))
+}
