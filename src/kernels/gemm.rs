@@ -47,11 +47,21 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
         Self: 'a,
     {
         let _ = stream;
-        for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
-            let xr = x(r);
-            for (o, &v) in row.iter_mut().zip(y(r)) {
-                *o = xr * v;
-            }
+        plain_outer_rows(out, n, x, y)
+    }
+}
+
+/// [`GemmElem::outer_rows`] with ordinary stores.
+fn plain_outer_rows<'a, T: GemmElem + 'a>(
+    out: &mut [T],
+    n: usize,
+    x: impl Fn(usize) -> T,
+    y: impl Fn(usize) -> &'a [T],
+) {
+    for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
+        let xr = x(r);
+        for (o, &v) in row.iter_mut().zip(y(r)) {
+            *o = xr * v;
         }
     }
 }
@@ -95,14 +105,8 @@ macro_rules! faer_gemm {
                 y: impl Fn(usize) -> &'a [$t],
                 stream: bool,
             ) {
-                if stream && $stream_rows(out, n, &x, &y) {
-                    return;
-                }
-                for (r, row) in out.chunks_exact_mut(n.max(1)).enumerate() {
-                    let xr = x(r);
-                    for (o, &v) in row.iter_mut().zip(y(r)) {
-                        *o = xr * v;
-                    }
+                if !(stream && $stream_rows(out, n, &x, &y)) {
+                    plain_outer_rows(out, n, x, y);
                 }
             }
             fn gemm_raw(m: usize, k: usize, n: usize, a: &[$t], ta: bool, b: &[$t], tb: bool, c: &mut [$t], acc: bool) {

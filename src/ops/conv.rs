@@ -25,7 +25,10 @@
 //! (`KH*KW*C*O` large) run their chunks in order with faer's parallel GEMM. 1x1 stride-1
 //! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
 //! direct loops over contiguous channel vectors, parallel over rows or images above
-//! [`PAR_THRESHOLD`] multiply-adds. Outputs are allocated written (first touch in parallel).
+//! [`PAR_THRESHOLD`] multiply-adds. f32 single-channel stride-1 convs on AVX-512 CPUs use a
+//! direct register-tiled kernel instead (`narrow`). Inside a run, outputs are written into
+//! buffers recycled by the executor's pool and operands read for the last time go back to
+//! it; otherwise outputs are allocated written (first touch in parallel).
 //!
 //! `extract_patches` is the im2col patch matrix as an op of its own (TF
 //! `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, tap-major, zero at padded

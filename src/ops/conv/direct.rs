@@ -25,9 +25,25 @@ fn madd<T: Float>(o: &mut [T], a: &[T], b: &[T], m: usize) {
     }
 }
 
-/// `v` wins over the current maximum `cur`: strictly greater, or the first NaN.
-fn better<T: Float>(v: T, cur: T) -> bool {
-    !(v <= cur || cur.is_nan())
+/// `v` wins over the current maximum `cur`: strictly greater, or the first NaN (written
+/// without short-circuits, so loops of selects on it vectorize).
+#[inline]
+pub(super) fn better<T: Float>(v: T, cur: T) -> bool {
+    ((v > cur) | v.is_nan()) & !cur.is_nan()
+}
+
+/// 2x2 stride-2 max pool of one pair of rows (`r0`, `r1`: `2*PW` pixels of `o` channels
+/// each) into `dst` (`PW` pixels): taps in row-major window order, [`better`] decides.
+pub(super) fn pool_pair<T: Float>(r0: &[T], r1: &[T], o: usize, dst: &mut [T]) {
+    for (px, d) in dst.chunks_exact_mut(o).enumerate() {
+        let (a, b) = (&r0[2 * px * o..(2 * px + 2) * o], &r1[2 * px * o..(2 * px + 2) * o]);
+        d.copy_from_slice(&a[..o]);
+        for v in [&a[o..], &b[..o], &b[o..]] {
+            for (d, &v) in d.iter_mut().zip(v) {
+                *d = if better(v, *d) { v } else { *d };
+            }
+        }
+    }
 }
 
 /// Depthwise conv: `out[n,oy,ox,c*M+m] = Σ x[n,iy,ix,c] · w[ky,kx,c,m]`.
@@ -317,9 +333,8 @@ fn max_pool_grad_tiled<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) ->
                         best_t.fill(pix as u32);
                         continue;
                     }
-                    // branch-free selects (vectorizable): `better` without short-circuits
                     for ((bv, bt), &v) in best_v.iter_mut().zip(best_t.iter_mut()).zip(xp) {
-                        let win = ((v > *bv) | v.is_nan()) & !bv.is_nan();
+                        let win = better(v, *bv);
                         *bv = if win { v } else { *bv };
                         *bt = if win { pix as u32 } else { *bt };
                     }

@@ -8,6 +8,7 @@
 
 use rayon::prelude::*;
 
+use super::direct::pool_pair;
 use super::{Float, Geom, OutBuf, for_each_chunk, is_parallel};
 use crate::error::Result;
 use crate::kernels::gemm::{PAR_FLOPS, gemm};
@@ -271,17 +272,7 @@ pub(super) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_
         let row = g.ow * o;
         for (p, dst_row) in pooled.chunks_exact_mut(row / 2).enumerate() {
             let (a, b) = (&conv[2 * p * row..(2 * p + 1) * row], &conv[(2 * p + 1) * row..(2 * p + 2) * row]);
-            for (px, dst) in dst_row.chunks_exact_mut(o).enumerate() {
-                let (a, b) = (&a[2 * px * o..(2 * px + 2) * o], &b[2 * px * o..(2 * px + 2) * o]);
-                dst.copy_from_slice(&a[..o]);
-                for v in [&a[o..], &b[..o], &b[o..]] {
-                    for (d, &v) in dst.iter_mut().zip(v) {
-                        // `better` as branch-free selects (vectorizable)
-                        let win = ((v > *d) | v.is_nan()) & !d.is_nan();
-                        *d = if win { v } else { *d };
-                    }
-                }
-            }
+            pool_pair(a, b, o, dst_row);
         }
         Ok(())
     };

@@ -23,6 +23,7 @@
 //! float summation (taps in `(ky, kx)` order from zero, then the bias). Strided or
 //! multi-channel variants were measured slower than im2col + GEMM and are not taken.
 
+use super::direct::pool_pair;
 use super::im2col::Epilogue;
 use super::{Geom, for_each_chunk, is_parallel};
 
@@ -62,12 +63,7 @@ pub(super) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out
     if row_len == 0 || g.n * g.oh == 0 {
         return true;
     }
-    let c = g.c;
-    // Band width (pixels): every tap of every output column lands inside, and so do the
-    // reads of a full tile past the last column.
-    let wp = (g.ow.div_ceil(PIXELS) * PIXELS - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-    // Band offset of each tap's first channel, taps row-major over the window.
-    let taps: Vec<usize> = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky * wp + kx * g.dw) * c)).collect();
+    let (c, (wp, taps)) = (g.c, layout(g));
     let par = is_parallel(out.len() * g.kh * g.kw * c);
     let rows = TASK_VALUES.div_ceil(row_len).max(1);
     for_each_chunk(out, rows * row_len, par, |i, chunk| {
@@ -102,9 +98,7 @@ pub(super) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>
     if prow_len == 0 || g.n * ph == 0 {
         return true;
     }
-    let c = g.c;
-    let wp = (g.ow.div_ceil(PIXELS) * PIXELS - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-    let taps: Vec<usize> = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky * wp + kx * g.dw) * c)).collect();
+    let (c, (wp, taps)) = (g.c, layout(g));
     let par = is_parallel(g.n * ph * 2 * row_len * g.kh * g.kw * c);
     let rows = TASK_VALUES.div_ceil(2 * row_len).max(1);
     for_each_chunk(out, rows * prow_len, par, |i, chunk| {
@@ -122,20 +116,19 @@ pub(super) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>
                 };
             }
             let (r0, r1) = pair.split_at(row_len);
-            for (px, dst) in prow.chunks_exact_mut(o).enumerate() {
-                let (a, b) = (&r0[2 * px * o..(2 * px + 2) * o], &r1[2 * px * o..(2 * px + 2) * o]);
-                dst.copy_from_slice(&a[..o]);
-                for v in [&a[o..], &b[..o], &b[o..]] {
-                    for (d, &v) in dst.iter_mut().zip(v) {
-                        // `v` wins: strictly greater, or the first NaN
-                        let win = (v > *d || v.is_nan()) & !d.is_nan();
-                        *d = if win { v } else { *d };
-                    }
-                }
-            }
+            pool_pair(r0, r1, o, prow);
         }
     });
     true
+}
+
+/// The band width `wp` (pixels: every tap of every output column lands inside, and so do
+/// the reads of a full tile past the last column) and the band offset of each tap's first
+/// channel, taps row-major over the window.
+fn layout(g: &Geom) -> (usize, Vec<usize>) {
+    let wp = (g.ow.div_ceil(PIXELS) * PIXELS - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+    let taps = (0..g.kh).flat_map(|ky| (0..g.kw).map(move |kx| (ky * wp + kx * g.dw) * g.c)).collect();
+    (wp, taps)
 }
 
 /// The `KH` input rows read by output row `r = n*OH + oy`, zero-padded to `wp` pixels.
