@@ -25,8 +25,11 @@
 //! (`KH*KW*C*O` large) run their chunks in order with faer's parallel GEMM. 1x1 stride-1
 //! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
 //! direct loops over contiguous channel vectors, parallel over rows or images above
-//! [`PAR_THRESHOLD`] multiply-adds. f32 single-channel stride-1 convs on AVX-512 CPUs use a
-//! direct register-tiled kernel instead (`narrow`). Inside a run, outputs are written into
+//! [`PAR_THRESHOLD`] multiply-adds. On AVX-512 CPUs, f32 single-channel stride-1 convs use a
+//! direct register-tiled kernel instead (`narrow`), and f32 5x5 stride-1 convs with channel
+//! counts that are multiples of 16 use Winograd F(2x2, 5x5) (`winograd`: 2.8x fewer
+//! multiplies, rounding within a small multiple of a direct sum's; `ExecOptions::winograd`
+//! turns it off). Inside a run, outputs are written into
 //! buffers recycled by the executor's pool and operands read for the last time go back to
 //! it; otherwise outputs are allocated written (first touch in parallel).
 //!
@@ -45,6 +48,7 @@ mod geom;
 mod im2col;
 mod narrow;
 pub mod patches;
+mod winograd;
 
 use std::fmt;
 
@@ -58,6 +62,7 @@ use crate::ops::unary::PAR_THRESHOLD;
 use crate::ops::{expect_arity, expect_float};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 use geom::{Geom, num_taps, out_dim, positive, rank4, unify, window};
+pub(crate) use winograd::by_default as winograd_by_default;
 
 /// Convolution / pooling padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -269,18 +274,48 @@ pub(crate) struct ConvEpilogue<'a> {
     pub relu: bool,
 }
 
+/// Which optional kernels a call may take (see `ExecOptions::winograd`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kernels {
+    /// Winograd F(2x2, 5x5) for the convs [`winograd`] handles.
+    pub winograd: bool,
+}
+
+impl Kernels {
+    /// The session's choice inside a run, the process default outside one.
+    fn of(ctx: Option<&ExecCtx<'_>>) -> Kernels {
+        Kernels { winograd: ctx.map_or_else(winograd::by_default, |c| c.options().winograd) }
+    }
+}
+
 /// Float element types the kernels run on.
 trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum {
     fn is_nan(self) -> bool;
-    /// `conv2d` by the direct kernel for few input channels ([`narrow`]) into `out`; false
-    /// (nothing written) where it does not apply.
-    fn narrow_conv(g: &Geom, x: &[Self], w: &[Self], epi: im2col::Epilogue<'_, Self>, out: &mut [Self]) -> bool {
-        let _ = (g, x, w, epi, out);
+    /// `conv2d` by a kernel specialised for its shapes (the direct kernel for few input
+    /// channels, [`narrow`]; Winograd for 5x5 filters, [`winograd`]) into `out`; false
+    /// (nothing written) where none applies.
+    fn special_conv(
+        g: &Geom,
+        x: &[Self],
+        w: &[Self],
+        epi: im2col::Epilogue<'_, Self>,
+        out: &mut [Self],
+        k: Kernels,
+    ) -> bool {
+        let _ = (g, x, w, epi, out, k);
         false
     }
     /// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, into `out`; false (nothing
     /// written) where no pooled kernel takes the shapes.
-    fn conv_pool(g: &Geom, x: &[Self], w: &[Self], epi: im2col::Epilogue<'_, Self>, out: &mut [Self]) -> Result<bool> {
+    fn conv_pool(
+        g: &Geom,
+        x: &[Self],
+        w: &[Self],
+        epi: im2col::Epilogue<'_, Self>,
+        out: &mut [Self],
+        k: Kernels,
+    ) -> Result<bool> {
+        let _ = k;
         im2col::conv2d_pool(g, x, w, epi, out)
     }
 }
@@ -288,11 +323,27 @@ impl Float for f32 {
     fn is_nan(self) -> bool {
         f32::is_nan(self)
     }
-    fn narrow_conv(g: &Geom, x: &[f32], w: &[f32], epi: im2col::Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-        narrow::conv2d(g, x, w, epi, out)
+    fn special_conv(
+        g: &Geom,
+        x: &[f32],
+        w: &[f32],
+        epi: im2col::Epilogue<'_, f32>,
+        out: &mut [f32],
+        k: Kernels,
+    ) -> bool {
+        narrow::conv2d(g, x, w, epi, out) || (k.winograd && winograd::conv2d(g, x, w, epi, out))
     }
-    fn conv_pool(g: &Geom, x: &[f32], w: &[f32], epi: im2col::Epilogue<'_, f32>, out: &mut [f32]) -> Result<bool> {
-        Ok(narrow::conv2d_pool(g, x, w, epi, out) || im2col::conv2d_pool(g, x, w, epi, out)?)
+    fn conv_pool(
+        g: &Geom,
+        x: &[f32],
+        w: &[f32],
+        epi: im2col::Epilogue<'_, f32>,
+        out: &mut [f32],
+        k: Kernels,
+    ) -> Result<bool> {
+        Ok(narrow::conv2d_pool(g, x, w, epi, out)
+            || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out))
+            || im2col::conv2d_pool(g, x, w, epi, out)?)
     }
 }
 impl Float for f64 {
@@ -575,9 +626,10 @@ impl ConvOp {
             return Err(Error::shape(op, format!("output shape {out_shape:?} too large")));
         }
         let len: usize = out_shape.iter().product();
+        let kernels = Kernels::of(ctx.as_deref());
         let out = crate::dispatch_float!(out_ty.dtype, T => {
             let buf = OutBuf(ctx.as_deref_mut().and_then(|c| c.recycled::<T>(len)));
-            self.run::<T>(&inputs, &out_shape, epi, buf)?
+            self.run::<T>(&inputs, &out_shape, epi, buf, kernels)?
         },
             _ => return Err(Error::dtype(op, "a float type (f32 or f64)", out_ty.dtype)));
         if let Some(ctx) = ctx {
@@ -595,6 +647,7 @@ impl ConvOp {
         out_shape: &[usize],
         epi: ConvEpilogue<'_>,
         buf: OutBuf<T>,
+        kernels: Kernels,
     ) -> Result<Tensor> {
         let op = self.kind().name();
         let views: Vec<CowArray<'_, T, IxDyn>> =
@@ -625,7 +678,7 @@ impl ConvOp {
                     .as_ref()
                     .map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
                 let epi = im2col::Epilogue { bias: bias.transpose()?, relu: epi.relu };
-                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi, buf)?
+                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi, buf, kernels)?
             }
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {
                 let (w, dy) = (shp(0), shp(1));

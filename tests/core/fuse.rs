@@ -146,6 +146,9 @@ fn fused_conv_chains_are_bit_identical_to_unfused() {
         base([4, 16, 16, 8], [3, 3], 32),
         // wide layer: chunks in order, parallel GEMM
         base([1, 8, 8, 64], [3, 3], 128),
+        // 5x5, channels multiples of 16: Winograd on AVX-512 CPUs (even and odd outputs)
+        base([2, 10, 10, 16], [5, 5], 32),
+        Case { pad: Padding::Valid, ..base([2, 11, 10, 16], [5, 5], 16) },
         // n = 0 and n = 1
         base([0, 6, 6, 2], [3, 3], 3),
         base([1, 6, 6, 2], [3, 3], 3),
@@ -182,6 +185,10 @@ fn fused_conv_pool_chains_are_bit_identical_to_unfused() {
         pool(Case { pad: Padding::Valid, ..base([2, 11, 13, 1], [3, 3], 64) }),
         // several channels: the conv kernel, then the pool op, in the same step
         pool(base([2, 8, 8, 3], [3, 3], 16)),
+        // Winograd: an output tile is one pooling window; odd outputs pool after the conv
+        pool(base([2, 10, 10, 16], [5, 5], 32)),
+        pool(base([2, 9, 11, 16], [5, 5], 16)),
+        pool(base([0, 6, 6, 16], [5, 5], 16)),
         pool(base([0, 6, 6, 1], [3, 3], 32)),
         pool(base([1, 6, 6, 1], [3, 3], 32)),
     ];

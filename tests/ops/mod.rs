@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod control;
 pub mod conv;
+pub mod conv_winograd;
 pub mod elementwise;
 pub mod indexing;
 pub mod linalg;

@@ -5,7 +5,7 @@
 //! the unfused ops compute (the conv kernel's own GEMMs and epilogue, `max_pool`'s selection
 //! rule) or `None` having run nothing, so the caller's op-by-op path reports every error.
 
-use super::{ConvEpilogue, ConvOp, Float, Geom, OutBuf, im2col};
+use super::{ConvEpilogue, ConvOp, Float, Geom, Kernels, OutBuf, im2col};
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::tensor::{Tensor, TensorType};
@@ -63,11 +63,12 @@ fn pooled<T: Float>(
         Some(b) => Some(b.as_slice().ok_or_else(|| Error::shape("conv2d", "internal: non-contiguous bias"))?),
         None => None,
     };
+    let kernels = Kernels::of(ctx.as_deref());
     let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
     let len: usize = shape.iter().product();
     let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);
     let kepi = im2col::Epilogue { bias: bd, relu: epi.relu };
-    if !T::conv_pool(g, xd, wd, kepi, &mut out)? {
+    if !T::conv_pool(g, xd, wd, kepi, &mut out, kernels)? {
         return Ok(None);
     }
     Ok(Some(Tensor::from_vec(&shape, out)?))

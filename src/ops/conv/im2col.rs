@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 
 use super::direct::pool_pair;
-use super::{Float, Geom, OutBuf, for_each_chunk, is_parallel};
+use super::{Float, Geom, Kernels, OutBuf, for_each_chunk, is_parallel};
 use crate::error::Result;
 use crate::kernels::gemm::{PAR_FLOPS, gemm};
 
@@ -191,14 +191,21 @@ fn add_to<T: Float>(dst: &mut [T], src: &[T]) {
 /// GEMM output chunk. The output is written once up front in parallel ([`filled`]): a
 /// lazily zeroed `vec!` was measured slower, as the allocator memsets recycled heap
 /// blocks in one thread.
-pub(super) fn conv2d<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>, buf: OutBuf<T>) -> Result<Vec<T>> {
+pub(super) fn conv2d<T: Float>(
+    g: &Geom,
+    x: &[T],
+    w: &[T],
+    epi: Epilogue<'_, T>,
+    buf: OutBuf<T>,
+    kernels: Kernels,
+) -> Result<Vec<T>> {
     let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     // every path below overwrites the whole output (GEMMs without accumulation)
     let mut out = if k == 0 { buf.filled(rows * o, T::default()) } else { buf.overwritten(rows * o) };
     if out.is_empty() {
         return Ok(out);
     }
-    if T::narrow_conv(g, x, w, epi, &mut out) {
+    if T::special_conv(g, x, w, epi, &mut out, kernels) {
         return Ok(out);
     }
     if g.pointwise() {
