@@ -8,6 +8,7 @@
 //! ```
 //! `--peers` defaults to `/tmp/pfor-peers` (where `run_peers.sh` writes) when it holds
 //! results, else `../shared/peers/reference` (medians measured earlier on this machine kind).
+//! pfor's numbers are medians too, of 5-50 runs after a warm-up (`--quick`: within 0.3 s).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -23,25 +24,25 @@ use peers::{Peers, best, cell, ratio};
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
 use workloads::{Mode, W3Mode, Workload, w1, w2, w3, w4, w5};
 
-/// Best wall time of `f` over at least 3 runs (after a warm-up) within `budget`.
-fn best_time(budget: Duration, mut f: impl FnMut()) -> f64 {
+/// Median wall time of `f` over at least 5 runs (after a warm-up), more while within
+/// `budget` (at most 50): the statistic the peer scripts report (`shared/peers/benchlib.py`).
+fn median_time(budget: Duration, mut f: impl FnMut()) -> f64 {
     f();
-    let mut best = f64::INFINITY;
+    let mut times = Vec::new();
     let start = Instant::now();
-    let mut reps = 0;
-    while reps < 3 || (start.elapsed() < budget && reps < 50) {
+    while times.len() < 5 || (start.elapsed() < budget && times.len() < 50) {
         let t = Instant::now();
         f();
-        best = best.min(t.elapsed().as_secs_f64());
-        reps += 1;
+        times.push(t.elapsed().as_secs_f64());
     }
-    best
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 fn rate(w: &mut Workload, budget: Duration) -> f64 {
     let units = w.units;
     units
-        / best_time(budget, || {
+        / median_time(budget, || {
             w.run();
         })
 }
@@ -52,7 +53,7 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
     let w = faer::Mat::<f32>::from_fn(d, d, |i, j| ((i * j) % 5) as f32);
     let mut out = faer::Mat::<f32>::zeros(n, d);
     let par = if n * d * d >= pfor::kernels::gemm::PAR_FLOPS { faer::Par::rayon(0) } else { faer::Par::Seq };
-    let t = best_time(budget, || {
+    let t = median_time(budget, || {
         faer::linalg::matmul::matmul(out.as_mut(), faer::Accum::Replace, a.as_ref(), w.as_ref(), 1.0, par)
     });
     2.0 * (n * d * d) as f64 / t / 1e9
@@ -87,7 +88,11 @@ fn main() -> pfor::Result<()> {
     // keep freed tensor buffers mapped (see pfor::kernels::alloc); every mode alike
     pfor::tune_system_allocator()?;
     let a = args();
-    println!("machine: {} logical cores (rayon), {}", rayon::current_num_threads(), std::env::consts::ARCH);
+    println!(
+        "machine: {} logical cores (rayon), {}; throughputs from median run times",
+        rayon::current_num_threads(),
+        std::env::consts::ARCH
+    );
     match &a.peers.source {
         Some(d) => println!("peers: {}", d.display()),
         None => println!("peers: none found (run ../shared/peers/run_peers.sh)"),
@@ -229,13 +234,13 @@ fn autobatch_times(a: &Args, program: &pfor::autobatch::Program, inputs: &[pfor:
     let sl = stackless::Executor::new(program)?;
     let machine = vm::Vm::new(program)?;
     Ok([
-        best_time(a.budget, || {
+        median_time(a.budget, || {
             machine.run(inputs, &cfg).expect("vm runs");
         }),
-        best_time(a.budget, || {
+        median_time(a.budget, || {
             sl.run(inputs, &cfg).expect("stackless runs");
         }),
-        best_time(a.budget, || {
+        median_time(a.budget, || {
             reference::execute(program, inputs).expect("loop runs");
         }),
     ])
