@@ -69,6 +69,7 @@ unary_kinds! {
     LogSigmoid => "log_sigmoid", Float;
     Relu => "relu", Float;
     Relu6 => "relu6", Float;
+    Step => "step", Float;
     Elu => "elu", Float;
     Selu => "selu", Float;
     Softplus => "softplus", Float;
@@ -144,6 +145,13 @@ fn f_f64(k: UnaryKind, x: f64) -> f64 {
                 x.clamp(0.0, 6.0)
             }
         }
+        Step => {
+            if x > 0.0 {
+                1.0
+            } else {
+                0.0
+            }
+        }
         Elu => {
             if x > 0.0 {
                 x
@@ -191,6 +199,13 @@ fn f_f32(k: UnaryKind, x: f32) -> f32 {
         Relu => {
             if x > 0.0 || x.is_nan() {
                 x
+            } else {
+                0.0
+            }
+        }
+        Step => {
+            if x > 0.0 {
+                1.0
             } else {
                 0.0
             }
@@ -340,13 +355,18 @@ pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
             UnaryKind::Sigmoid => fast_f32(a, crate::kernels::fastmath::sigmoid_f32)?,
             UnaryKind::Tanh => fast_f32(a, crate::kernels::fastmath::tanh_f32)?,
-            _ => map_kind!(a, k, f_f32, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Floor, Ceil]),
+            _ => map_kind!(a, k, f_f32, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Step, Floor, Ceil]),
         },
         Tensor::F64(a) => match k {
             UnaryKind::IsNan => Tensor::from_array(a.mapv(|v| v.is_nan())),
             UnaryKind::IsFinite => Tensor::from_array(a.mapv(|v| v.is_finite())),
             _ => {
-                map_kind!(a, k, f_f64, [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Sigmoid, Floor, Ceil])
+                map_kind!(
+                    a,
+                    k,
+                    f_f64,
+                    [Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Tanh, Relu, Step, Sigmoid, Floor, Ceil]
+                )
             }
         },
         Tensor::I64(a) => map_inplace(a, move |v| f_i64(k, v)),
@@ -373,7 +393,7 @@ pub(crate) fn f32_in_place(k: UnaryKind, xs: &mut [f32]) -> bool {
     match k {
         UnaryKind::Sigmoid => crate::kernels::fastmath::sigmoid_f32(xs),
         UnaryKind::Tanh => crate::kernels::fastmath::tanh_f32(xs),
-        _ => slice_kind!(Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Floor, Ceil),
+        _ => slice_kind!(Neg, Abs, Square, Exp, Log, Sqrt, Reciprocal, Relu, Step, Floor, Ceil),
     }
     true
 }
@@ -405,7 +425,7 @@ unary_builders! {
     log => Log, log1p => Log1p, sqrt => Sqrt, rsqrt => Rsqrt, reciprocal => Reciprocal,
     sin => Sin, cos => Cos, tan => Tan, asin => Asin, acos => Acos, atan => Atan,
     sinh => Sinh, cosh => Cosh, tanh => Tanh, sigmoid => Sigmoid, log_sigmoid => LogSigmoid,
-    relu => Relu, relu6 => Relu6, elu => Elu, selu => Selu, softplus => Softplus,
+    relu => Relu, relu6 => Relu6, step => Step, elu => Elu, selu => Selu, softplus => Softplus,
     softsign => Softsign, silu => Silu, gelu => Gelu, erf => Erf, erfc => Erfc,
     floor => Floor, ceil => Ceil, round => Round, logical_not => LogicalNot,
     is_nan => IsNan, is_finite => IsFinite,

@@ -2,8 +2,11 @@
 //!
 //! Every differentiable unary op is `y = f(x)` elementwise, so both modes multiply by the
 //! same local derivative `f'(x)`, built from differentiable ops (second derivatives work).
-//! `sign`, `floor`, `ceil`, `round` have zero derivative almost everywhere and are treated
-//! as non-differentiable (like TF and JAX), as are the predicates.
+//! `sign`, `step`, `floor`, `ceil`, `round` have zero derivative almost everywhere and are
+//! treated as non-differentiable (like TF and JAX), as are the predicates. `relu`'s
+//! derivative is `step(y)` of its OUTPUT (`y > 0` exactly where `x > 0`; 0 at NaN), so the
+//! backward pass does not keep the pre-activation alive and the forward `conv → bias →
+//! relu` chain still fuses.
 
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Result;
@@ -35,7 +38,7 @@ pub fn jvp(k: UnaryKind, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
 /// Whether derivatives flow through this kind.
 pub fn differentiable(k: UnaryKind) -> bool {
     use UnaryKind::*;
-    !matches!(k, Sign | Floor | Ceil | Round | LogicalNot | IsNan | IsFinite)
+    !matches!(k, Sign | Step | Floor | Ceil | Round | LogicalNot | IsNan | IsFinite)
 }
 
 /// `v * f'(x)` (`y = f(x)` is reused where it is cheaper).
@@ -126,11 +129,7 @@ fn local_derivative(g: &mut Graph, k: UnaryKind, x: ValueId, y: ValueId) -> Resu
             g.sigmoid(nx)
         }
         Softplus => g.sigmoid(x),
-        Relu => {
-            let z = g.scalar_like(x, 0.0)?;
-            let m = g.greater(x, z)?;
-            g.cast(m, dt)
-        }
+        Relu => g.step(y),
         Relu6 => {
             let (z, six) = (g.scalar_like(x, 0.0)?, g.scalar_like(x, 6.0)?);
             let (a, b) = (g.greater(x, z)?, g.less(x, six)?);
@@ -188,6 +187,6 @@ fn local_derivative(g: &mut Graph, k: UnaryKind, x: ValueId, y: ValueId) -> Resu
             let one = g.ones_like(x)?;
             scale(g, k, x, y, one)
         }
-        Sign | Floor | Ceil | Round | LogicalNot | IsNan | IsFinite => g.zeros_like(x),
+        Sign | Step | Floor | Ceil | Round | LogicalNot | IsNan | IsFinite => g.zeros_like(x),
     }
 }

@@ -66,9 +66,9 @@ impl Kind {
     fn cost(self) -> usize {
         use UnaryKind as U;
         match self {
-            Kind::Unary(U::Neg | U::Abs | U::Square | U::Relu | U::Relu6 | U::Sign | U::Floor | U::Ceil | U::Round) => {
-                1
-            }
+            Kind::Unary(
+                U::Neg | U::Abs | U::Square | U::Relu | U::Relu6 | U::Step | U::Sign | U::Floor | U::Ceil | U::Round,
+            ) => 1,
             Kind::Unary(_) => 8,
             Kind::Binary(BinaryKind::Pow | BinaryKind::FloorMod | BinaryKind::FloorDiv) => 8,
             Kind::Binary(_) | Kind::BiasAdd => 1,
@@ -447,8 +447,14 @@ impl EwGroup {
                 self.n_inputs
             )));
         }
-        match self.fused(&ins) {
-            Some(outs) => Ok(outs),
+        match self.fused(&ins, ctx) {
+            Some(outs) => {
+                // operands read for the last time serve later kernels (uniquely owned ones)
+                for t in ins {
+                    ctx.recycle(t);
+                }
+                Ok(outs)
+            }
             None => self.eval_unfused(ins, ctx),
         }
     }
@@ -490,7 +496,7 @@ impl EwGroup {
     }
 
     /// The fused walk, or `None` when some operand or shape needs the unfused path.
-    fn fused(&self, ins: &[Tensor]) -> Option<Vec<Tensor>> {
+    fn fused(&self, ins: &[Tensor], ctx: &mut ExecCtx<'_>) -> Option<Vec<Tensor>> {
         let views: Vec<ArrayViewD<'_, f32>> = ins
             .iter()
             .map(|t| match t {
@@ -565,12 +571,12 @@ impl EwGroup {
         if has_concat && d.is_empty() {
             return None;
         }
-        Some(self.walk(&srcs, &d, rows, len))
+        Some(self.walk(&srcs, &d, rows, len, ctx))
     }
 
     /// Evaluate every piece of `[rows, len]` and return the group's results (`d`-shaped, or
     /// concatenations of `d`-shaped results along the last axis).
-    fn walk(&self, srcs: &[Src<'_>], d: &[usize], rows: usize, len: usize) -> Vec<Tensor> {
+    fn walk(&self, srcs: &[Src<'_>], d: &[usize], rows: usize, len: usize, ctx: &mut ExecCtx<'_>) -> Vec<Tensor> {
         let total = rows * len;
         // elements per row of each result
         let widths: Vec<usize> = self
@@ -582,7 +588,17 @@ impl EwGroup {
             })
             .collect();
         let has_concat = widths.iter().any(|&w| w != len);
-        let mut bufs: Vec<Vec<f32>> = widths.iter().map(|w| Vec::with_capacity(rows * w)).collect();
+        // result buffers: recycled by the run where one fits (every element is written below)
+        let mut bufs: Vec<Vec<f32>> = widths
+            .iter()
+            .map(|w| match ctx.recycled::<f32>(rows * w) {
+                Some(mut b) => {
+                    b.clear();
+                    b
+                }
+                None => Vec::with_capacity(rows * w),
+            })
+            .collect();
         // tasks: whole rows when there are several, column ranges of the one row otherwise
         // (a concat result's row is not one contiguous range per task: one task then)
         let work = total.saturating_mul(self.members.iter().map(|m| m.kind.cost()).sum());
