@@ -305,6 +305,19 @@ trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output 
         let _ = (g, x, w, epi, out, k);
         false
     }
+    /// `conv2d_backprop_input` by a kernel specialised for its shapes (Winograd for 5x5
+    /// filters: the input gradient is a conv of `dy` with the flipped filter), or the buffer
+    /// back where none applies.
+    fn special_backprop_input(
+        g: &Geom,
+        w: &[Self],
+        dy: &[Self],
+        buf: OutBuf<Self>,
+        k: Kernels,
+    ) -> std::result::Result<Vec<Self>, OutBuf<Self>> {
+        let _ = (g, w, dy, k);
+        Err(buf)
+    }
     /// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, into `out`; false (nothing
     /// written) where no pooled kernel takes the shapes.
     fn conv_pool(
@@ -344,6 +357,21 @@ impl Float for f32 {
         Ok(narrow::conv2d_pool(g, x, w, epi, out)
             || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out))
             || im2col::conv2d_pool(g, x, w, epi, out)?)
+    }
+    fn special_backprop_input(
+        g: &Geom,
+        w: &[f32],
+        dy: &[f32],
+        buf: OutBuf<f32>,
+        k: Kernels,
+    ) -> std::result::Result<Vec<f32>, OutBuf<f32>> {
+        match k.winograd.then(|| winograd::transposed(g)).flatten() {
+            Some(t) => {
+                let mut dx = buf.overwritten(g.n * g.h * g.w * g.c);
+                if winograd::conv2d_backprop_input(&t, w, dy, &mut dx) { Ok(dx) } else { Err(OutBuf(Some(dx))) }
+            }
+            None => Err(buf),
+        }
     }
 }
 impl Float for f64 {
@@ -683,7 +711,7 @@ impl ConvOp {
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {
                 let (w, dy) = (shp(0), shp(1));
                 let g = Geom::new(op, [dy[0], h, wd, w[2]], [w[0], w[1]], w[3], s, d, p)?;
-                im2col::conv2d_backprop_input(&g, data[0], data[1], buf)?
+                im2col::conv2d_backprop_input(&g, data[0], data[1], buf, kernels)?
             }
             ConvOp::Conv2DBackpropFilter { filter_hw, .. } => {
                 let g = Geom::new(op, shp(0), filter_hw, shp(1)[3], s, d, p)?;

@@ -143,3 +143,74 @@ fn winograd_conv_propagates_nan_and_handles_n0() {
     let empty = conv(&Tensor::zeros(DType::F32, &[0, 8, 8, 16]), &w, Padding::Same, true);
     assert_eq!(empty.shape(), [0, 8, 8, 16]);
 }
+
+/// `conv2d_backprop_input(w, dy)` in a session with these options.
+fn backprop_input(w: &Tensor, dy: &Tensor, pad: Padding, hw: [usize; 2], winograd: bool) -> Tensor {
+    let mut g = Graph::new();
+    let dyi = g.input("dy", DType::F32, dy.shape().to_vec());
+    let wc = g.constant(w.clone());
+    let p = Conv2dParams { padding: pad, ..Conv2dParams::default() };
+    let dx = g.conv2d_backprop_input(wc, dyi, p, hw).unwrap();
+    let mut s = Session::with_options(&g, &[dx], opts(winograd)).unwrap();
+    s.run(&[(dyi, dy.clone())]).unwrap().remove(0)
+}
+
+#[test]
+fn winograd_backprop_input_matches_f64_reference() {
+    // (n, h, w, c, o, padding): the input gradient is a Winograd conv of dy with the flipped
+    // filter (C and O swap roles: both multiples of 16)
+    let cases = [
+        (2, 10, 10, 32, 16, Padding::Same),
+        (2, 9, 7, 16, 48, Padding::Same),
+        (1, 12, 11, 16, 32, Padding::Valid),
+        (4, 14, 14, 32, 64, Padding::Same),
+    ];
+    for (i, &(n, h, wd, c, o, pad)) in cases.iter().enumerate() {
+        let (oh, ow, pt, pl) = match pad {
+            Padding::Valid => (h - 4, wd - 4, 0, 0),
+            Padding::Same => (h, wd, 2, 2),
+        };
+        let (dy, w) = (Tensor::randn(&[n, oh, ow, o], 30 + i as u64), Tensor::randn(&[5, 5, c, o], 40 + i as u64));
+        let (dyv, wv) = (dy.to_f64_vec(), w.to_f64_vec());
+        let (mut want, mut mag) = (vec![0.0; n * h * wd * c], vec![0.0; n * h * wd * c]);
+        for b in 0..n {
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    for ky in 0..5 {
+                        for kx in 0..5 {
+                            let (iy, ix) = ((oy + ky) as i64 - pt as i64, (ox + kx) as i64 - pl as i64);
+                            if iy < 0 || ix < 0 || iy as usize >= h || ix as usize >= wd {
+                                continue;
+                            }
+                            let at = ((b * h + iy as usize) * wd + ix as usize) * c;
+                            for ci in 0..c {
+                                for oi in 0..o {
+                                    let p =
+                                        dyv[((b * oh + oy) * ow + ox) * o + oi] * wv[((ky * 5 + kx) * c + ci) * o + oi];
+                                    want[at + ci] += p;
+                                    mag[at + ci] += p.abs();
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let (fast, plain) = (backprop_input(&w, &dy, pad, [h, wd], true), backprop_input(&w, &dy, pad, [h, wd], false));
+        assert_eq!(fast.shape(), [n, h, wd, c], "case {i}");
+        let worst = |t: &Tensor| {
+            t.to_f64_vec()
+                .iter()
+                .zip(&want)
+                .zip(&mag)
+                .map(|((g, y), m)| (g - y).abs() / m.max(1e-30))
+                .fold(0.0, f64::max)
+        };
+        let (ef, ep) = (worst(&fast), worst(&plain));
+        assert!(ef <= REL_BOUND, "case {i}: winograd error {ef:e} of Σ|dy·w| (im2col: {ep:e})");
+        assert!(ep <= REL_BOUND / 4.0, "case {i}: im2col error {ep:e}");
+        if winograd_cpu() {
+            assert_ne!(fast.to_f64_vec(), plain.to_f64_vec(), "case {i}: the Winograd kernel did not run");
+        }
+    }
+}

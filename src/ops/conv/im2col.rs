@@ -306,9 +306,19 @@ pub(super) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_
 }
 
 /// `dx = col2im(dy [N*OH*OW, O] · filterᵀ)`; chunks are whole images (disjoint scatters).
-pub(super) fn conv2d_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], buf: OutBuf<T>) -> Result<Vec<T>> {
+pub(super) fn conv2d_backprop_input<T: Float>(
+    g: &Geom,
+    w: &[T],
+    dy: &[T],
+    buf: OutBuf<T>,
+    kernels: Kernels,
+) -> Result<Vec<T>> {
     let (ohw, k, o) = (g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     let img_len = g.h * g.w * g.c;
+    let buf = match T::special_backprop_input(g, w, dy, buf, kernels) {
+        Ok(dx) => return Ok(dx),
+        Err(buf) => buf,
+    };
     let mut dx = buf.filled(g.n * img_len, T::default());
     if dx.is_empty() || ohw == 0 || o == 0 {
         return Ok(dx);

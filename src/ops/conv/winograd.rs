@@ -84,6 +84,48 @@ pub(super) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>
     g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true)
 }
 
+/// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
+/// O]`, filter `[5, 5, O, C]` flipped, output `[N, H, W, C]`, leading padding `4 - p`),
+/// where this kernel handles it.
+pub(super) fn transposed(g: &Geom) -> Option<Geom> {
+    let t = Geom {
+        h: g.oh,
+        w: g.ow,
+        c: g.o,
+        o: g.c,
+        oh: g.h,
+        ow: g.w,
+        pt: 4usize.checked_sub(g.pt)?,
+        pl: 4usize.checked_sub(g.pl)?,
+        ..*g
+    };
+    // dx[iy] = Σ_ky dy[iy + pt - ky] w[ky] = Σ_ky' dy[iy + ky' - (4 - pt)] w[4 - ky'], rows
+    // of dy outside [0, OH) counting zero: the kernel's padding (stride 1, undilated)
+    applies(&t).then_some(t)
+}
+
+/// `dx [N, H, W, C]` of a 5x5 stride-1 conv with filter `w [5, 5, C, O]`: the conv of `dy`
+/// by the flipped, transposed filter over the [`transposed`] geometry `t`. False (nothing
+/// written) where the kernel does not take it.
+pub(super) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) -> bool {
+    let (c, o) = (t.o, t.c);
+    if w.len() != 25 * c * o {
+        return false;
+    }
+    // w'[ky][kx][o][c] = w[4-ky][4-kx][c][o]
+    let mut wt = vec![0.0f32; w.len()];
+    for tap in 0..25 {
+        let src = &w[(24 - tap) * c * o..][..c * o];
+        let dst = &mut wt[tap * c * o..][..c * o];
+        for ci in 0..c {
+            for oi in 0..o {
+                dst[oi * c + ci] = src[ci * o + oi];
+            }
+        }
+    }
+    run(t, dy, &wt, Epilogue { bias: None, relu: false }, dx, false)
+}
+
 /// Shapes of one call, shared by its tasks.
 struct Job<'a> {
     g: &'a Geom,
