@@ -178,6 +178,7 @@ impl Plan {
         }
         if fuse {
             fuse::conv_chains(&mut steps, &pinned);
+            fuse::patch_products(&mut steps, &pinned);
             fuse::split_biases(&mut steps, &mut n_slots, &pinned, fuse::fusable);
             fuse::elementwise_groups(&mut steps, &pinned);
         }

@@ -33,6 +33,17 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
     /// `c (+)= op(a) op(b)`; buffers already validated.
     #[allow(clippy::too_many_arguments)]
     fn gemm_raw(m: usize, k: usize, n: usize, a: &[Self], ta: bool, b: &[Self], tb: bool, c: &mut [Self], acc: bool);
+    /// `c [m, n] = aᵀ b` for depth-major `a [k, m]` and `b [k, n]` by a register-blocked
+    /// kernel that needs no packing, where one takes the shapes ([`atb_applies`]) on this
+    /// CPU; false (nothing written) elsewhere.
+    fn atb(m: usize, k: usize, n: usize, a: &[Self], b: &[Self], c: &mut [Self]) -> bool {
+        let _ = (m, k, n, a, b, c);
+        false
+    }
+    /// [`GemmElem::atb`] has a kernel on this CPU.
+    fn has_atb() -> bool {
+        false
+    }
     /// Rows of an outer product: `out[r*n + j] = x[r] * y(r)[j]` for the `out.len() / n`
     /// rows, `y(r)` the row's `n` values. `stream`: the whole output is far larger than the
     /// caches, so floats bypass them with non-temporal stores where the CPU has AVX-512
@@ -95,9 +106,35 @@ fn slices(m: usize, n: usize, threads: usize) -> Option<(bool, usize)> {
     Some((along_n, len.div_ceil(threads).div_ceil(16) * 16))
 }
 
+/// Shapes that [`GemmElem::atb`] takes: whole vectors of columns and a depth whose
+/// `[k, 64]` block of `b` stays in L2 while every row block of `a` passes over it (measured
+/// on W4's per-example conv filter gradients, `[196, 800]ᵀ [196, 64]`: ~1.9x faer, which
+/// packs `a` first).
+pub fn atb_applies(m: usize, k: usize, n: usize) -> bool {
+    n.is_multiple_of(crate::kernels::micro::LANES) && n > 0 && m > 0 && (1..=1024).contains(&k)
+}
+
+/// Batched products of `batch` depth-major items that run [`GemmElem::atb`] per item (one
+/// item per task) instead of faer: kernel shapes, enough items for every thread, and not
+/// turned off by the environment variable `PFOR_NO_ATB` (for A/B measurements; read once).
+/// The one decision `batch_matmul` and the executor's fused patch product share, so the
+/// fused kernel runs exactly where the unfused product would run `atb`.
+pub fn atb_batched(batch: usize, m: usize, k: usize, n: usize) -> bool {
+    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    batch >= 2 * rayon::current_num_threads()
+        && atb_applies(m, k, n)
+        && !*OFF.get_or_init(|| std::env::var_os("PFOR_NO_ATB").is_some())
+}
+
 macro_rules! faer_gemm {
-    ($t:ty, $stream_rows:path) => {
+    ($t:ty, $stream_rows:path, $atb:ident) => {
         impl GemmElem for $t {
+            fn atb(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) -> bool {
+                $atb(m, k, n, a, b, c)
+            }
+            fn has_atb() -> bool {
+                $atb(1, 1, 16, &[0.0; 1], &[0.0; 16], &mut [0.0; 16])
+            }
             fn outer_rows<'a>(
                 out: &mut [$t],
                 n: usize,
@@ -176,8 +213,31 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32);
-faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb);
+
+/// [`GemmElem::atb`] for f32: the AVX-512 kernel of [`crate::kernels::micro`].
+fn atb_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if atb_applies(m, k, n)
+        && a.len() == k * m
+        && b.len() == k * n
+        && c.len() == m * n
+        && std::arch::is_x86_feature_detected!("avx512f")
+    {
+        // SAFETY: AVX-512F is present and the buffer lengths are checked just above.
+        unsafe { crate::kernels::micro::atb(m, k, n, a, b, c) };
+        return true;
+    }
+    let _ = (m, k, n, a, b, c);
+    false
+}
+
+/// No [`GemmElem::atb`] kernel (f64 goes to faer).
+fn no_atb<T>(m: usize, k: usize, n: usize, a: &[T], b: &[T], c: &mut [T]) -> bool {
+    let _ = (m, k, n, a, b, c);
+    false
+}
 
 impl GemmElem for i64 {
     fn gemm_raw(m: usize, k: usize, n: usize, a: &[i64], ta: bool, b: &[i64], tb: bool, c: &mut [i64], acc: bool) {

@@ -4,4 +4,5 @@
 pub mod alloc;
 pub mod fastmath;
 pub mod gemm;
+pub(crate) mod micro;
 pub mod simd;

@@ -47,6 +47,7 @@ mod fused;
 mod geom;
 mod im2col;
 mod narrow;
+mod patch_product;
 pub mod patches;
 mod winograd;
 

@@ -26,13 +26,17 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
-use crate::kernels::gemm::{GemmElem, PAR_FLOPS, gemm};
+use crate::kernels::gemm::{GemmElem, PAR_FLOPS, atb_batched, gemm};
 use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
 
 /// Outer-product outputs at least this large (twice the last-level cache here) are written
 /// with streaming stores (`GemmElem::outer_rows`).
 const STREAM_BYTES: usize = 64 << 20;
+
+/// Outer-product outputs at least this long are written on rayon (memory-bound: worth it
+/// well below the GEMM threshold).
+const OUTER_PAR: usize = 1 << 18;
 
 /// Total multiply-adds of a batched product above which small items are spread over rayon.
 const BATCH_PAR_FLOPS: usize = 1 << 16;
@@ -293,15 +297,31 @@ fn batched_product<T: GemmElem>(
             // tasks of whole rows, ~64K values each
             let block = (1usize << 16).div_ceil(n).max(1);
             let rows = |(b, chunk): (usize, &mut [T])| {
-                let r0 = b * block;
-                let x = |r: usize| lhs.item((r0 + r) / m, la)[(r0 + r) % m];
-                let y = |r: usize| rhs.item((r0 + r) / m, lb);
-                T::outer_rows(chunk, n, x, y, stream);
+                // the chunk's rows item by item: each segment has one `x` and one `y` slice
+                let (mut g, mut rest) = (b * block, chunk);
+                while !rest.is_empty() {
+                    let (i, r) = (g / m, g % m);
+                    let cnt = (m - r).min(rest.len() / n);
+                    let (seg, tail) = std::mem::take(&mut rest).split_at_mut(cnt * n);
+                    let (xs, ys) = (&lhs.item(i, la)[r..r + cnt], rhs.item(i, lb));
+                    T::outer_rows(seg, n, |t| xs[t], |_| ys, stream);
+                    (g, rest) = (g + cnt, tail);
+                }
             };
-            if len >= PAR_FLOPS && rayon::current_num_threads() > 1 {
+            if len >= OUTER_PAR && rayon::current_num_threads() > 1 {
                 out.par_chunks_mut(block * n).enumerate().for_each(rows);
             } else {
                 out.chunks_mut(block * n).enumerate().for_each(rows);
+            }
+        } else if lhs.trans && !rhs.trans && T::has_atb() && atb_batched(batch, m, k, n) {
+            // Aᵀ B of depth-major items (per-example weight gradients), one item per task
+            let one = |(i, c): (usize, &mut [T])| {
+                T::atb(m, k, n, lhs.item(i, la), rhs.item(i, lb), c);
+            };
+            if batch * m * k * n >= BATCH_PAR_FLOPS && rayon::current_num_threads() > 1 {
+                out.par_chunks_mut(m * n).enumerate().for_each(one);
+            } else {
+                out.chunks_mut(m * n).enumerate().for_each(one);
             }
         } else if rhs.items == 1 && !lhs.trans && lhs.items == batch {
             // One rhs matrix for all: fold the lhs batch into the rows of one GEMM.

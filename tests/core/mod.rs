@@ -3,6 +3,7 @@
 mod exec;
 mod fuse;
 mod fuse_elementwise;
+mod fuse_patch_product;
 mod ir;
 mod random_graphs;
 mod tensor;

@@ -424,11 +424,13 @@ fn max_pool_matches_naive_reference() {
 
 #[test]
 fn max_pool_grad_matches_naive_reference() {
-    // Windows that tile the input (stride = window, VALID) take the one-pass kernel,
-    // including leftover rows and columns outside every window; the others the scatter.
+    // Windows that tile the input (stride = window, VALID) take the one-pass kernel (2x2
+    // windows a branch-free pass of their own), including leftover rows and columns outside
+    // every window; the others the scatter.
     let cases = [
         (2, 28, 28, 32, [2, 2], [2, 2], Valid), // the MNIST pools, parallel over images
         (3, 7, 10, 3, [2, 3], [2, 3], Valid),   // a leftover row and column
+        (2, 9, 7, 5, [2, 2], [2, 2], Valid),    // the 2x2 pass, with a leftover row and column
         (2, 9, 9, 2, [3, 3], [3, 3], Valid),
         (2, 6, 7, 2, [3, 3], [2, 3], Valid), // overlapping rows
         (2, 7, 6, 3, [3, 2], [2, 2], Same),

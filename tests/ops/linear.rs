@@ -144,6 +144,46 @@ fn batch_matmul_adjoints() {
 }
 
 #[test]
+fn batch_matmul_depth_major_f32_products() {
+    // aᵀ b with both operands stored depth-major and whole vectors of columns: f32 on
+    // AVX-512 takes the register-blocked kernel (row blocks of 6, column blocks of 64 with
+    // partial ones), one item per task; any CPU must agree with the f64 sum within the
+    // rounding bound. A broadcast lhs reads the same matrix for every item.
+    for (i, &(b, lb, k, m, n)) in
+        [(8, 8, 37, 7, 16), (8, 8, 2, 13, 80), (6, 6, 300, 1, 48), (8, 1, 19, 25, 32), (5, 5, 196, 800, 64)]
+            .iter()
+            .enumerate()
+    {
+        let (av, bv) = (
+            Tensor::randn_f64(&[lb, k, m], 60 + i as u64).to_f64_vec(),
+            Tensor::randn_f64(&[b, k, n], 70 + i as u64).to_f64_vec(),
+        );
+        let got = apply2(f64t(&[lb, k, m], &av).cast(DType::F32), f64t(&[b, k, n], &bv).cast(DType::F32), |g, x, y| {
+            g.batch_matmul_t(x, y, true, false)
+        });
+        assert_eq!(got.shape(), &[b, m, n]);
+        let (av32, bv32): (Vec<f64>, Vec<f64>) =
+            (av.iter().map(|&v| v as f32 as f64).collect(), bv.iter().map(|&v| v as f32 as f64).collect());
+        let got = got.to_f64_vec();
+        for it in 0..b {
+            let ai = if lb == 1 { 0 } else { it };
+            for r in 0..m {
+                for c in 0..n {
+                    let (mut want, mut mag) = (0.0, 0.0);
+                    for d in 0..k {
+                        let p = av32[(ai * k + d) * m + r] * bv32[(it * k + d) * n + c];
+                        want += p;
+                        mag += p.abs();
+                    }
+                    let g = got[(it * m + r) * n + c];
+                    assert!((g - want).abs() <= 1e-6 * mag + 1e-30, "case {i} [{it},{r},{c}]: {g} vs {want}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn batch_matmul_many_small_items_parallel() {
     // a_i = (i+1)·I₃, b_i[r,c] = 3r + c + i  ⇒  out_i = (i+1)·b_i.
     let n = 4096;
@@ -277,7 +317,8 @@ fn matmul_timing() {
 
 #[test]
 fn outer_products_exact_small_and_streamed() {
-    // k = 1 batch products are outer products, computed row by row; outputs of 64 MiB and
+    // k = 1 batch products are outer products, computed row by row in segments of one item
+    // each; outputs of 64 MiB and
     // more are written with streaming stores (odd row lengths: unaligned heads and tails).
     // Each element is the one product x_i * y_j, so results are exact.
     fn check<T: pfor::tensor::Element + Copy + PartialEq + std::fmt::Debug + std::ops::Mul<Output = T>>(
@@ -305,6 +346,9 @@ fn outer_products_exact_small_and_streamed() {
         }
     }
     check::<f32>(3, 5, 7, DType::F32);
+    // short rows: parallel chunks of rows that cross item boundaries (W4's last dense layer)
+    check::<f32>(128, 1024, 10, DType::F32);
+    check::<f64>(7, 333, 3, DType::F64);
     check::<f32>(4, 2049, 2053, DType::F32); // 67.3 MB
     check::<f64>(2, 2049, 2053, DType::F64); // 67.3 MB
 }

@@ -5,11 +5,13 @@
 //!   each GEMM output chunk;
 //! - [`bias_split`]: `split(bias_add(z, b))` along the last axis becomes per-piece `bias_add`s
 //!   of the split pieces, which the elementwise groups then take in;
+//! - [`patch_product`]: `extract_patches → [reshape] → batch_matmul(adj_a)` (per-example
+//!   conv filter gradients) reads the window taps from the input, never writing the patches;
 //! - [`elementwise`]: connected groups of f32 unary / binary / `bias_add` steps of one shape
 //!   (an LSTM cell's gates and state update, a backward pass's `s·(1-s)·g` chains) evaluated
 //!   piece by piece, every intermediate living in a small scratch buffer.
 //!
-//! Invariants shared by both:
+//! Invariants shared by all:
 //! - a value is fused away only when every reader is in the group and it is not fetched;
 //!   values read outside (or fetched) are still produced, by the fused step;
 //! - the fused step takes the position of the group's LAST step in the plan: every input
@@ -22,10 +24,12 @@
 mod bias_split;
 mod conv;
 mod elementwise;
+mod patch_product;
 
 pub(super) use bias_split::split_biases;
 pub(super) use conv::conv_chains;
 pub(super) use elementwise::{elementwise_groups, fusable};
+pub(super) use patch_product::patch_products;
 
 use hashbrown::HashMap;
 
@@ -65,6 +69,8 @@ pub(super) enum Fused {
     Conv(conv::ConvChain),
     /// An elementwise group (the step's inputs are the group's outside operands).
     Elementwise(elementwise::EwGroup),
+    /// Window patches times `dy` (the step's inputs are `[x, dy]`).
+    PatchProduct(patch_product::PatchProduct),
 }
 
 impl Fused {
@@ -73,6 +79,7 @@ impl Fused {
         match self {
             Fused::Conv(c) => c.eval(ins, ctx),
             Fused::Elementwise(g) => g.eval(ins, ctx),
+            Fused::PatchProduct(p) => p.eval(ins, ctx),
         }
     }
 
@@ -81,6 +88,7 @@ impl Fused {
         match self {
             Fused::Conv(c) => (c.describe(), "fused_conv".into()),
             Fused::Elementwise(g) => (g.describe(), "fused_elementwise".into()),
+            Fused::PatchProduct(p) => (p.describe(), "fused_patch_product".into()),
         }
     }
 }

@@ -46,6 +46,35 @@ pub(super) fn pool_pair<T: Float>(r0: &[T], r1: &[T], o: usize, dst: &mut [T]) {
     }
 }
 
+/// Gradient of [`pool_pair`]: the window's four input pixels of `dx` rows `d0`, `d1` get
+/// `dy` at the first maximal tap and zero elsewhere, in one branch-free pass (no zero fill,
+/// no scatter). Pixels past the last whole window are zeroed.
+fn pool_pair_grad<T: Float>(r0: &[T], r1: &[T], dy: &[T], c: usize, d0: &mut [T], d1: &mut [T]) {
+    let zero = T::default();
+    let pw = dy.len() / c;
+    for (px, dyp) in dy.chunks_exact(c).enumerate() {
+        let win = 2 * px * c..(2 * px + 2) * c;
+        let ((x0, x1), (x2, x3)) = (r0[win.clone()].split_at(c), r1[win.clone()].split_at(c));
+        let ((g0, g1), (g2, g3)) = (d0[win.clone()].split_at_mut(c), d1[win].split_at_mut(c));
+        let (x1, x2, x3) = (&x1[..c], &x2[..c], &x3[..c]);
+        let (g0, g1, g2, g3) = (&mut g0[..c], &mut g1[..c], &mut g2[..c], &mut g3[..c]);
+        for (i, &d) in dyp.iter().enumerate() {
+            let (mut best, mut t) = (x0[i], 0u8);
+            for (k, v) in [(1u8, x1[i]), (2, x2[i]), (3, x3[i])] {
+                let w = better(v, best);
+                best = if w { v } else { best };
+                t = if w { k } else { t };
+            }
+            g0[i] = if t == 0 { d } else { zero };
+            g1[i] = if t == 1 { d } else { zero };
+            g2[i] = if t == 2 { d } else { zero };
+            g3[i] = if t == 3 { d } else { zero };
+        }
+    }
+    d0[2 * pw * c..].fill(zero);
+    d1[2 * pw * c..].fill(zero);
+}
+
 /// Depthwise conv: `out[n,oy,ox,c*M+m] = Σ x[n,iy,ix,c] · w[ky,kx,c,m]`.
 pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, m) = (g.c, g.o);
@@ -310,6 +339,23 @@ fn max_pool_grad_tiled<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) ->
     let mut dx = buf.overwritten(x.len());
     let par = g.n > 1 && is_parallel(x.len());
     let band_len = g.kh * g.w * c;
+    if g.kh == 2 && g.kw == 2 {
+        let row = g.w * c;
+        for_each_chunk(&mut dx, img_len, par, |n, dimg| {
+            let img = &x[n * img_len..(n + 1) * img_len];
+            let dyi = &dy[n * ohw * c..(n + 1) * ohw * c];
+            for (oy, band) in dimg.chunks_mut(2 * row).enumerate() {
+                if oy >= g.oh {
+                    band.fill(zero);
+                    continue;
+                }
+                let (d0, d1) = band.split_at_mut(row);
+                let xb = &img[2 * oy * row..(2 * oy + 2) * row];
+                pool_pair_grad(&xb[..row], &xb[row..], &dyi[oy * g.ow * c..(oy + 1) * g.ow * c], c, d0, d1);
+            }
+        });
+        return dx;
+    }
     for_each_chunk(&mut dx, img_len, par, |n, dimg| {
         let img = &x[n * img_len..(n + 1) * img_len];
         let dyi = &dy[n * ohw * c..(n + 1) * ohw * c];

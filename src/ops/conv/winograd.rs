@@ -38,8 +38,7 @@ use super::im2col::Epilogue;
 const T6: usize = 6;
 /// Transform points per tile.
 const POINTS: usize = T6 * T6;
-/// f32 lanes per vector register.
-const LANES: usize = 16;
+use crate::kernels::micro::LANES;
 /// Tiles per batch (GEMM rows); see the module docs for the cache budget.
 const BATCH: usize = 30;
 /// Tiles per parallel task, about.
@@ -218,6 +217,7 @@ mod avx512 {
     use std::ops::Range;
 
     use super::{BATCH, G, Job, LANES, POINTS, Scratch, T6};
+    use crate::kernels::micro::{Depth, micro_dyn};
     use crate::ops::conv::Geom;
 
     /// `U [36, C, O] = G g Gᵀ` per `(c, o)`, `g` the 5x5 taps of `w [5, 5, C, O]`.
@@ -460,97 +460,15 @@ mod avx512 {
     /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for the 36 points (row strides BATCH*C...).
     #[target_feature(enable = "avx512f")]
     unsafe fn gemms(v: *const f32, u: *const f32, m: *mut f32, nt: usize, c: usize, o: usize) {
+        let depth = Depth::flat(c, 1, o);
         for p in 0..POINTS {
             // SAFETY: point p's blocks of the three buffers (see `batch`).
             let (vp, up, mp) = unsafe { (v.add(p * BATCH * c), u.add(p * c * o), m.add(p * BATCH * o)) };
             for t0 in (0..nt).step_by(6) {
                 for o0 in (0..o).step_by(4 * LANES) {
                     let (r, nv) = ((nt - t0).min(6), ((o - o0) / LANES).min(4));
-                    unsafe { micro_dyn(r, nv, vp.add(t0 * c), c, up.add(o0), o, c, mp.add(t0 * o + o0), o) };
+                    unsafe { micro_dyn(r, nv, vp.add(t0 * c), c, up.add(o0), &depth, mp.add(t0 * o + o0), o) };
                 }
-            }
-        }
-    }
-
-    /// [`micro`] for `r` (1..=6) rows and `nv` (1..=4) vectors.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn micro_dyn(
-        r: usize,
-        nv: usize,
-        a: *const f32,
-        lda: usize,
-        b: *const f32,
-        ldb: usize,
-        k: usize,
-        out: *mut f32,
-        ldc: usize,
-    ) {
-        macro_rules! arms {
-            ($(($r:literal, $v:literal)),*) => {
-                match (r, nv) {
-                    $(($r, $v) => unsafe { micro::<$r, $v>(a, lda, b, ldb, k, out, ldc) },)*
-                    _ => unreachable!("micro-kernel shape {r}x{nv}"),
-                }
-            };
-        }
-        arms!(
-            (6, 4),
-            (6, 3),
-            (6, 2),
-            (6, 1),
-            (5, 4),
-            (5, 3),
-            (5, 2),
-            (5, 1),
-            (4, 4),
-            (4, 3),
-            (4, 2),
-            (4, 1),
-            (3, 4),
-            (3, 3),
-            (3, 2),
-            (3, 1),
-            (2, 4),
-            (2, 3),
-            (2, 2),
-            (2, 1),
-            (1, 4),
-            (1, 3),
-            (1, 2),
-            (1, 1)
-        )
-    }
-
-    /// `out [R, 16V] = a [R, k] · b [k, 16V]` (row strides `lda`, `ldb`, `ldc`): the sum over
-    /// `k` in order from zero, one fused multiply-add per step.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn micro<const R: usize, const V: usize>(
-        a: *const f32,
-        lda: usize,
-        b: *const f32,
-        ldb: usize,
-        k: usize,
-        out: *mut f32,
-        ldc: usize,
-    ) {
-        let mut acc = [[_mm512_setzero_ps(); V]; R];
-        for kk in 0..k {
-            // SAFETY: the caller's bounds.
-            let bv: [__m512; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_ps(b.add(kk * ldb + j * LANES)) });
-            for (r, row) in acc.iter_mut().enumerate() {
-                let av = _mm512_set1_ps(unsafe { *a.add(r * lda + kk) });
-                for (acc, &bj) in row.iter_mut().zip(&bv) {
-                    *acc = _mm512_fmadd_ps(av, bj, *acc);
-                }
-            }
-        }
-        for (r, row) in acc.iter().enumerate() {
-            for (j, &v) in row.iter().enumerate() {
-                unsafe { _mm512_storeu_ps(out.add(r * ldc + j * LANES), v) };
             }
         }
     }

@@ -1,0 +1,166 @@
+//! A register-blocked AVX-512 f32 micro-kernel and the small products built on it.
+//!
+//! [`micro`] computes an `R x 16V` block (`R` ≤ 6 rows, `V` ≤ 4 vectors: at most 24
+//! accumulators plus `V` loaded vectors, within the 32 ZMM registers) of `A · B`, with `A`
+//! read through arbitrary row and depth strides (broadcast one element at a time) and `B`
+//! by rows of `16V` contiguous values. Users: the Winograd conv's 36 point GEMMs
+//! (`ops::conv::winograd`, `A` row-major) and [`atb`], the product `Aᵀ B` of two
+//! depth-major operands (per-example weight gradients: `batch_matmul(adj_a)` of patches
+//! and output gradients), which needs no packing since each depth step reads one
+//! contiguous row of each operand.
+//!
+//! Invariants: every output element is the sum over the depth in order from zero, one fused
+//! multiply-add per step, so a result does not depend on how the caller blocks rows or
+//! columns, nor on threads; the functions here are `unsafe` `#[target_feature]` code that
+//! the caller reaches only after checking AVX-512F, with in-bounds pointers as documented.
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::{atb, micro_dyn};
+
+/// f32 lanes of one ZMM register.
+pub(crate) const LANES: usize = 16;
+
+/// The depth walk of a [`micro_dyn`] product: three nested counts (outermost first) and, per
+/// level, the element stride of `A`'s and `B`'s pointers (a conv filter gradient walks
+/// examples, output rows and output columns; a plain product walks one level).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Depth {
+    /// Steps per level.
+    pub n: [usize; 3],
+    /// `A` stride per level.
+    pub sa: [usize; 3],
+    /// `B` stride per level.
+    pub sb: [usize; 3],
+}
+
+impl Depth {
+    /// `k` steps of strides `sa` and `sb`.
+    pub(crate) fn flat(k: usize, sa: usize, sb: usize) -> Depth {
+        Depth { n: [1, 1, k], sa: [0, 0, sa], sb: [0, 0, sb] }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{Depth, LANES};
+
+    /// `c [m, n] = aᵀ b` for `a [k, m]` and `b [k, n]` row-major, `n` a multiple of 16.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `a`, `b` and `c` hold `k*m`, `k*n` and `m*n` elements.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn atb(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
+        debug_assert!(n.is_multiple_of(LANES) && a.len() == k * m && b.len() == k * n && c.len() == m * n);
+        let (ap, bp, cp) = (a.as_ptr(), b.as_ptr(), c.as_mut_ptr());
+        let depth = Depth::flat(k, m, n);
+        for n0 in (0..n).step_by(4 * LANES) {
+            let nv = ((n - n0) / LANES).min(4);
+            for m0 in (0..m).step_by(6) {
+                let r = (m - m0).min(6);
+                // SAFETY: rows m0..m0+r of c and columns m0..m0+r of a, columns n0..n0+16nv
+                // of b and c: inside the buffers.
+                unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n) };
+            }
+        }
+    }
+
+    /// [`micro`] for `r` (1..=6) rows and `nv` (1..=4) vectors.
+    ///
+    /// # Safety
+    /// As [`micro`].
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn micro_dyn(
+        r: usize,
+        nv: usize,
+        a: *const f32,
+        a_row: usize,
+        b: *const f32,
+        depth: &Depth,
+        out: *mut f32,
+        ldc: usize,
+    ) {
+        macro_rules! arms {
+            ($(($r:literal, $v:literal)),*) => {
+                match (r, nv) {
+                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc) },)*
+                    _ => unreachable!("micro-kernel shape {r}x{nv}"),
+                }
+            };
+        }
+        arms!(
+            (6, 4),
+            (6, 3),
+            (6, 2),
+            (6, 1),
+            (5, 4),
+            (5, 3),
+            (5, 2),
+            (5, 1),
+            (4, 4),
+            (4, 3),
+            (4, 2),
+            (4, 1),
+            (3, 4),
+            (3, 3),
+            (3, 2),
+            (3, 1),
+            (2, 4),
+            (2, 3),
+            (2, 2),
+            (2, 1),
+            (1, 4),
+            (1, 3),
+            (1, 2),
+            (1, 1)
+        )
+    }
+
+    /// `out [R, 16V] = A [R, D] · B [D, 16V]` over the depth `D` that `depth` walks, with
+    /// `A[r][d] = a[r*a_row + depth.a(d)]`, `B[d] = b[depth.b(d) ..][..16V]`, `ldc` the row
+    /// stride of `out`: the sum over `d` in walk order from zero, one fused multiply-add per
+    /// step.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; every `A[r][d]`, `B[d]` and `out[r*ldc ..][..16V]` for `r < R`
+    /// and every `d` of the walk is in bounds.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn micro<const R: usize, const V: usize>(
+        a: *const f32,
+        a_row: usize,
+        b: *const f32,
+        depth: &Depth,
+        out: *mut f32,
+        ldc: usize,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); V]; R];
+        let (n, sa, sb) = (depth.n, depth.sa, depth.sb);
+        for i0 in 0..n[0] {
+            for i1 in 0..n[1] {
+                // SAFETY (all pointer arithmetic and loads below): the caller's bounds.
+                let (mut ap, mut bp) = unsafe { (a.add(i0 * sa[0] + i1 * sa[1]), b.add(i0 * sb[0] + i1 * sb[1])) };
+                for _ in 0..n[2] {
+                    let bv: [__m512; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_ps(bp.add(j * LANES)) });
+                    for (r, row) in acc.iter_mut().enumerate() {
+                        let av = _mm512_set1_ps(unsafe { *ap.add(r * a_row) });
+                        for (acc, &bj) in row.iter_mut().zip(&bv) {
+                            *acc = _mm512_fmadd_ps(av, bj, *acc);
+                        }
+                    }
+                    (ap, bp) = unsafe { (ap.add(sa[2]), bp.add(sb[2])) };
+                }
+            }
+        }
+        for (r, row) in acc.iter().enumerate() {
+            for (j, &v) in row.iter().enumerate() {
+                // SAFETY: the caller's bounds.
+                unsafe { _mm512_storeu_ps(out.add(r * ldc + j * LANES), v) };
+            }
+        }
+    }
+}
