@@ -8,7 +8,8 @@
 //! ```
 //! `--peers` defaults to `/tmp/pfor-peers` (where `run_peers.sh` writes) when it holds
 //! results, else `../shared/peers/reference` (medians measured earlier on this machine kind).
-//! pfor's numbers are medians too, of 5-50 runs after a warm-up (`--quick`: within 0.3 s).
+//! pfor's numbers are medians too, of 5-50 runs after 100 ms of warm-up runs (`--quick`:
+//! within 0.3 s); the peers time theirs after one warm-up call.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -24,10 +25,19 @@ use peers::{Peers, best, cell, ratio};
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
 use workloads::{Mode, W3Mode, Workload, w1, w2, w3, w4, w5};
 
+/// Wall time of warm-up runs before each measurement.
+const WARM_UP: Duration = Duration::from_millis(100);
+
 /// Median wall time of `f` over at least 5 runs (after a warm-up), more while within
 /// `budget` (at most 50): the statistic the peer scripts report (`shared/peers/benchlib.py`).
 fn median_time(budget: Duration, mut f: impl FnMut()) -> f64 {
+    // warm up for WARM_UP (at least one run): the first ~10 ms of back-to-back runs after a
+    // quiet spell ran at half rate here (W1 n = 64: whichever mode was timed first)
+    let warm = Instant::now();
     f();
+    while warm.elapsed() < WARM_UP {
+        f();
+    }
     let mut times = Vec::new();
     let start = Instant::now();
     while times.len() < 5 || (start.elapsed() < budget && times.len() < 50) {
@@ -89,7 +99,7 @@ fn main() -> pfor::Result<()> {
     pfor::tune_system_allocator()?;
     let a = args();
     println!(
-        "machine: {} logical cores (rayon), {}; throughputs from median run times",
+        "machine: {} logical cores (rayon), {}; throughputs from median run times after 100 ms of warm-up runs",
         rayon::current_num_threads(),
         std::env::consts::ARCH
     );
