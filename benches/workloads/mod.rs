@@ -8,8 +8,11 @@ use pfor::prelude::*;
 use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
 
 mod grad;
+mod overhead;
 #[allow(unused_imports)]
 pub use grad::{w4, w5, w5_forward, w5_input};
+#[allow(unused_imports)]
+pub use overhead::{convert_body, tiny_chain};
 
 /// How a workload is batched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

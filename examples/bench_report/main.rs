@@ -23,7 +23,7 @@ mod workloads;
 use autobatch_workloads::{NUTS_DIM, fib_inputs, fib_program, nuts_inputs, nuts_program};
 use peers::{Peers, best, cell, ratio};
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
-use workloads::{Mode, W3Mode, Workload, w1, w2, w3, w4, w5};
+use workloads::{Mode, W3Mode, Workload, convert_body, tiny_chain, w1, w2, w3, w4, w5};
 
 /// Wall time of warm-up runs before each measurement.
 const WARM_UP: Duration = Duration::from_millis(100);
@@ -141,6 +141,9 @@ fn main() -> pfor::Result<()> {
     }
     if a.wants("W7") {
         w7_table(&a)?;
+    }
+    if a.wants("OVERHEAD") {
+        overhead_table(&a)?;
     }
     Ok(())
 }
@@ -301,6 +304,43 @@ fn w7_table(a: &Args) -> pfor::Result<()> {
             ratio(r[0], r[2]),
             ratio(r[1], r[2])
         );
+    }
+    Ok(())
+}
+
+/// Issue 7's overhead measures: conversion time of a 1,000-node body and the executor's
+/// cost per op on a chain of tiny ops (op by op, and with elementwise fusion).
+fn overhead_table(a: &Args) -> pfor::Result<()> {
+    println!("\n### Overheads\n");
+    println!("| measure | value |");
+    println!("|---|---|");
+    for simplify in [true, false] {
+        let mut err = None;
+        let t = median_time(a.budget, || {
+            if let Err(e) = convert_body(1000, simplify) {
+                err = Some(e);
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let what = if simplify { "with" } else { "without" };
+        println!("| vectorize a 1,000-node body, {what} simplification | {:.2} ms |", t * 1e3);
+    }
+    let ops = 1000;
+    for fuse in [false, true] {
+        let (mut s, feeds) = tiny_chain(ops, fuse)?;
+        let mut err = None;
+        let t = median_time(a.budget, || {
+            if let Err(e) = s.run(&feeds) {
+                err = Some(e);
+            }
+        });
+        if let Some(e) = err {
+            return Err(e);
+        }
+        let what = if fuse { "fused (elementwise groups)" } else { "op by op" };
+        println!("| run a chain of {ops} f32[4] add/mul ops, {what} | {:.0} ns per op |", t * 1e9 / ops as f64);
     }
     Ok(())
 }
