@@ -141,6 +141,8 @@ trait Arith: Element + PartialOrd {
     fn floor_div(x: Self, y: Self) -> Self;
     fn floor_mod(x: Self, y: Self) -> Self;
     fn pow(x: Self, y: Self) -> Self;
+    /// Whether [`Arith::check`] can reject anything (else it is skipped).
+    const CHECKED: bool = false;
     /// Reject operands without a defined result (checked before the kernel runs).
     fn check(_k: BinaryKind, _b: &ArcArray<Self, IxDyn>) -> Result<()> {
         Ok(())
@@ -237,6 +239,7 @@ impl Arith for i64 {
         }
         r
     }
+    const CHECKED: bool = true;
     fn check(k: BinaryKind, b: &ArcArray<i64, IxDyn>) -> Result<()> {
         let op = k.name();
         match k {
@@ -270,6 +273,23 @@ fn same<T: Element>(
     mut b: ArcArray<T, IxDyn>,
     f: impl Fn(T, T) -> T + Sync + Send,
 ) -> Result<Tensor> {
+    // equal shapes (most elementwise steps): the first two paths below without the
+    // broadcast shape (no allocation: this is the per-op cost of small tensors)
+    if a.shape() == b.shape() && !a.is_empty() {
+        let par = a.len() >= PAR_THRESHOLD;
+        if a.is_unique()
+            && let (Some(ys), Some(xs)) = (b.as_slice(), a.as_slice_mut())
+        {
+            periodic(xs, ys, par, |x, y| *x = f(*x, y));
+            return Ok(T::wrap(a));
+        }
+        if b.is_unique()
+            && let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice_mut())
+        {
+            periodic(ys, xs, par, |y, x| *y = f(x, *y));
+            return Ok(T::wrap(b));
+        }
+    }
     let shape = out_shape(op, &a, &b)?;
     let par = shape.iter().product::<usize>() >= PAR_THRESHOLD;
     // contiguous fast paths: the owned operand is updated in place over flat slices while
@@ -400,7 +420,7 @@ fn numeric<T: Arith>(k: BinaryKind, a: ArcArray<T, IxDyn>, b: ArcArray<T, IxDyn>
     use BinaryKind::*;
     let op = k.name();
     // Operand checks only matter when some element is computed.
-    if out_shape(op, &a, &b)?.iter().product::<usize>() > 0 {
+    if T::CHECKED && out_shape(op, &a, &b)?.iter().product::<usize>() > 0 {
         T::check(k, &b)?;
     }
     match k {
