@@ -1,4 +1,5 @@
-//! Low-level kernels shared by several op families (GEMM, vectorized f32 math), and the
+//! Low-level kernels shared by several op families (GEMM, the AVX-512 register-blocked
+//! micro-kernel of Winograd and per-example filter gradients, vectorized f32 math), and the
 //! opt-in allocator tuning for large-tensor workloads ([`alloc::tune_system_allocator`]).
 
 pub mod alloc;

@@ -394,7 +394,8 @@ fn pool_adjoints_on_random_data() {
 fn max_pool_matches_naive_reference() {
     // VALID windows inside the input take the no-padding kernel; SAME ones the general loop.
     let cases = [
-        (2, 28, 28, 32, [2, 2], [2, 2], Valid), // the MNIST pools, parallel
+        (2, 28, 28, 32, [2, 2], [2, 2], Valid), // the MNIST pools (row-pair kernel), parallel
+        (2, 7, 9, 5, [2, 2], [2, 2], Valid),    // row-pair kernel with a leftover row and column
         (3, 7, 6, 3, [3, 2], [2, 2], Valid),
         (2, 6, 7, 2, [3, 3], [2, 3], Valid),
         (2, 7, 6, 3, [3, 2], [2, 2], Same),

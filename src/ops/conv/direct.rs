@@ -199,6 +199,15 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
     // every output element is written (the window's first tap is always inside)
     let mut out = buf.overwritten(g.n * g.oh * g.ow * c);
     let par = is_parallel(out.len() * g.kh * g.kw);
+    if [g.kh, g.kw, g.sh, g.sw] == [2, 2, 2, 2] {
+        // the row-pair kernel the fused pools use, compiled for the widest vectors
+        for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
+            let (n, oy) = (r / g.oh, r % g.oh);
+            let rows = &x[(n * g.h + 2 * oy) * row_len..][..2 * row_len];
+            crate::kernels::simd::widest(|| pool_pair(&rows[..row_len], &rows[row_len..], c, orow));
+        });
+        return out;
+    }
     for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
         let (n, oy) = (r / g.oh, r % g.oh);
         let img = &x[n * g.h * row_len..(n + 1) * g.h * row_len];
