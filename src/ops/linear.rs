@@ -316,7 +316,8 @@ fn batched_product<T: GemmElem>(
         } else if lhs.trans && !rhs.trans && T::has_atb() && atb_batched(batch, m, k, n) {
             // Aᵀ B of depth-major items (per-example weight gradients), one item per task
             let one = |(i, c): (usize, &mut [T])| {
-                T::atb(m, k, n, lhs.item(i, la), rhs.item(i, lb), c);
+                let done = T::atb(m, k, n, lhs.item(i, la), rhs.item(i, lb), c);
+                debug_assert!(done, "atb declined shapes atb_applies took");
             };
             if batch * m * k * n >= BATCH_PAR_FLOPS && rayon::current_num_threads() > 1 {
                 out.par_chunks_mut(m * n).enumerate().for_each(one);

@@ -144,3 +144,40 @@ fn fetched_patches_are_not_fused_away() {
     let got = s.run(&feeds).unwrap();
     assert!(bits(&got[0]) == bits(&want[0]) && bits(&got[1]) == bits(&want[1]));
 }
+
+#[test]
+fn patch_products_the_kernel_does_not_take_run_unfused() {
+    // (a) the patches reshaped to a rank-2 left operand that broadcasts over dy's items: the
+    // product is [B, B*KC, O], not the per-example [B, KC, O]; also with a dynamic batch and a
+    // -1 in the reshape (where a wrong fused shape would pass the type check)
+    for dynamic in [false, true] {
+        let mut g = Graph::new();
+        let x = if dynamic {
+            g.input("x", DType::F32, [Dim::dynamic("n"), Dim::from(6), Dim::from(6), Dim::from(3)])
+        } else {
+            g.input("x", DType::F32, [4, 6, 6, 3])
+        };
+        let p =
+            g.extract_patches(x, [3, 3], Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
+        let pr = g.reshape(p, &[36, -1]).unwrap();
+        let dy = g.input("dy", DType::F32, [4, 36, 16]);
+        let y = g.batch_matmul_t(pr, dy, true, false).unwrap();
+        let feeds = [(x, Tensor::randn(&[4, 6, 6, 3], 1)), (dy, Tensor::randn(&[4, 36, 16], 2))];
+        let want = Session::with_options(&g, &[y], unfused()).unwrap().run(&feeds).unwrap().remove(0);
+        let got = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
+        assert_eq!(want.shape(), [4, 108, 16]);
+        assert_eq!(got.shape(), want.shape(), "dynamic={dynamic}");
+        assert!(bits(&got) == bits(&want), "dynamic={dynamic}");
+    }
+    // (b) one output pixel per example: one row per item, an outer product (plain multiplies,
+    // so a padded tap times a negative dy is -0, not an FMA's +0)
+    let c = Case { b: 4, e: 1, hwc: [2, 2, 3], k: [3, 3], s: [1, 1], d: [1, 1], pad: Padding::Same, o: 16 };
+    let c = Case { hwc: [1, 1, 3], ..c };
+    let (g, x, dy, _p, y, ohw) = build(c);
+    assert_eq!(ohw, [1, 1]);
+    let feeds = [(x, Tensor::randn(&[4, 1, 1, 3], 3)), (dy, Tensor::randn(&[4, 1, 16], 4))];
+    let want = Session::with_options(&g, &[y], unfused()).unwrap().run(&feeds).unwrap().remove(0);
+    let got = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
+    assert!(want.to_array::<f32>().unwrap().iter().any(|v| *v == 0.0 && v.is_sign_negative()), "no -0 to tell apart");
+    assert!(bits(&got) == bits(&want), "one row per item");
+}

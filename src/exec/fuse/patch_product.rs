@@ -9,10 +9,12 @@
 //!   consumer and is not fetched; the batch product's `dy` operand is a different value;
 //!   the fused step replaces the product's step (its position in the plan);
 //! - results are bit-identical to the unfused plan: the fused kernel runs only where the
-//!   unfused product would run the depth-major kernel, and computes the same operations
-//!   in the same order (`ConvOp::eval_patch_product`); anywhere else (other dtypes and
-//!   shapes, no AVX-512, a batch that does not divide into whole examples) the group runs
-//!   op by op, so every error is the unfused one, naming the node that raised it.
+//!   reshapes give the product's left operand exactly `[B, E*OH*OW, KH*KW*C]` for `dy [B,
+//!   E*OH*OW, O]` and the unfused product would run the depth-major kernel, and computes
+//!   the same operations in the same order (`ConvOp::eval_patch_product`); anywhere else
+//!   (other dtypes and shapes, a broadcast, one row per item, no AVX-512, a batch that does
+//!   not divide into whole examples) the group runs op by op, so every error is the unfused
+//!   one, naming the node that raised it.
 
 use hashbrown::HashSet;
 
@@ -49,7 +51,7 @@ impl PatchProduct {
             .map_err(|v: Vec<Tensor>| Error::Verify(format!("fused patch product: {} inputs, expected 2", v.len())))?;
         let fused = self
             .patches
-            .eval_patch_product(&x, &dy, Some(&mut *ctx))
+            .eval_patch_product(&x, &dy, &self.reshapes.iter().map(|(_, op)| op).collect::<Vec<_>>(), Some(&mut *ctx))
             .map_err(|e| e.at_node(self.product_node, self.product.to_string()))?;
         if let Some(y) = fused {
             ctx.recycle(x);

@@ -18,17 +18,21 @@ use super::{ConvOp, Geom};
 use crate::error::Result;
 use crate::exec::ExecCtx;
 use crate::kernels::gemm::{GemmElem, atb_batched};
-use crate::tensor::{DType, Tensor};
+use crate::ops::Op;
+use crate::tensor::{DType, Shape, Tensor, TensorType};
 
 impl ConvOp {
-    /// `batch_matmul(reshape(extract_patches(x), [B, R, KH*KW*C]), dy, adj_a)` for
-    /// `self = extract_patches` and `dy [B, R, O]`: `Some([B, KH*KW*C, O])` where `R` is a
-    /// whole number `E` of examples' `OH*OW` rows, `x` holds `B*E` examples and the kernel
-    /// takes the shapes; `None` otherwise (nothing run).
+    /// `batch_matmul(reshapes(extract_patches(x)), dy, adj_a)` for `self = extract_patches`
+    /// and `dy [B, R, O]`: `Some([B, KH*KW*C, O])` where the reshapes (applied to the patches'
+    /// shape) give exactly `[B, R, KH*KW*C]`, `R > 1` is a whole number `E` of examples'
+    /// `OH*OW` rows, `x` holds `B*E` examples and the kernel takes the shapes; `None`
+    /// otherwise (nothing run). (`R = 1` would be an outer product, which the unfused
+    /// product computes with plain multiplies.)
     pub(crate) fn eval_patch_product(
         &self,
         x: &Tensor,
         dy: &Tensor,
+        reshapes: &[&Op],
         ctx: Option<&mut ExecCtx<'_>>,
     ) -> Result<Option<Tensor>> {
         let ConvOp::ExtractPatches { ksize, params } = *self else { return Ok(None) };
@@ -49,7 +53,19 @@ impl ConvOp {
         };
         let (b, rows, o) = (ds[0], ds[1], ds[2]);
         let (ohw, kc) = (g.oh * g.ow, g.kh * g.kw * g.c);
-        if b == 0 || ohw == 0 || rows % ohw != 0 || b * (rows / ohw) != g.n {
+        if b == 0 || ohw == 0 || rows < 2 || rows % ohw != 0 || b * (rows / ohw) != g.n {
+            return Ok(None);
+        }
+        // the product's left operand is the patches through the reshapes: it must be
+        // [B, R, KC] (no broadcasting, the rows of whole examples)
+        let mut lhs = TensorType { dtype: DType::F32, shape: Shape::fixed(&[g.n, g.oh, g.ow, kc]) };
+        for op in reshapes {
+            match op.infer(std::slice::from_ref(&lhs)) {
+                Ok(mut t) if t.len() == 1 => lhs = t.remove(0),
+                _ => return Ok(None),
+            }
+        }
+        if lhs.shape.as_fixed().as_deref() != Some(&[b, rows, kc][..]) {
             return Ok(None);
         }
         if !(f32::has_atb() && atb_batched(b, kc, rows, o)) {
