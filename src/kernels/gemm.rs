@@ -127,13 +127,13 @@ pub fn atb_batched(batch: usize, m: usize, k: usize, n: usize) -> bool {
 }
 
 macro_rules! faer_gemm {
-    ($t:ty, $stream_rows:path, $atb:ident) => {
+    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident) => {
         impl GemmElem for $t {
             fn atb(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) -> bool {
                 $atb(m, k, n, a, b, c)
             }
             fn has_atb() -> bool {
-                $atb(1, 1, 16, &[0.0; 1], &[0.0; 16], &mut [0.0; 16])
+                $has_atb()
             }
             fn outer_rows<'a>(
                 out: &mut [$t],
@@ -213,18 +213,30 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32);
-faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never);
+
+/// The CPU has AVX-512F (what the f32 [`GemmElem::atb`] kernel needs).
+fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// No kernel on any CPU.
+fn never() -> bool {
+    false
+}
 
 /// [`GemmElem::atb`] for f32: the AVX-512 kernel of [`crate::kernels::micro`].
 fn atb_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if atb_applies(m, k, n)
-        && a.len() == k * m
-        && b.len() == k * n
-        && c.len() == m * n
-        && std::arch::is_x86_feature_detected!("avx512f")
-    {
+    if atb_applies(m, k, n) && a.len() == k * m && b.len() == k * n && c.len() == m * n && avx512() {
         // SAFETY: AVX-512F is present and the buffer lengths are checked just above.
         unsafe { crate::kernels::micro::atb(m, k, n, a, b, c) };
         return true;

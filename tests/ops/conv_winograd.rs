@@ -65,6 +65,11 @@ fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usiz
     (y, mag, [oh, ow])
 }
 
+/// Largest error of `t` against `want`, relative to the sum of magnitudes `mag`.
+fn worst(t: &Tensor, want: &[f64], mag: &[f64]) -> f64 {
+    t.to_f64_vec().iter().zip(want).zip(mag).map(|((g, y), m)| (g - y).abs() / m.max(1e-30)).fold(0.0, f64::max)
+}
+
 fn winograd_cpu() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
@@ -95,15 +100,7 @@ fn winograd_conv_matches_f64_reference_and_im2col() {
         let (want, mag, [oh, ow]) = reference(&x, &w, pad);
         let (fast, plain) = (conv(&x, &w, pad, true), conv(&x, &w, pad, false));
         assert_eq!(fast.shape(), [n, oh, ow, o], "case {i}");
-        let worst = |t: &Tensor| {
-            t.to_f64_vec()
-                .iter()
-                .zip(&want)
-                .zip(&mag)
-                .map(|((g, y), m)| (g - y).abs() / m.max(1e-30))
-                .fold(0.0, f64::max)
-        };
-        let (ef, ep) = (worst(&fast), worst(&plain));
+        let (ef, ep) = (worst(&fast, &want, &mag), worst(&plain, &want, &mag));
         assert!(ef <= REL_BOUND, "case {i}: winograd error {ef:e} of Σ|x·w| (im2col: {ep:e})");
         assert!(ep <= REL_BOUND / 4.0, "case {i}: im2col error {ep:e} of Σ|x·w|");
         if winograd_cpu() {
@@ -198,15 +195,7 @@ fn winograd_backprop_input_matches_f64_reference() {
         }
         let (fast, plain) = (backprop_input(&w, &dy, pad, [h, wd], true), backprop_input(&w, &dy, pad, [h, wd], false));
         assert_eq!(fast.shape(), [n, h, wd, c], "case {i}");
-        let worst = |t: &Tensor| {
-            t.to_f64_vec()
-                .iter()
-                .zip(&want)
-                .zip(&mag)
-                .map(|((g, y), m)| (g - y).abs() / m.max(1e-30))
-                .fold(0.0, f64::max)
-        };
-        let (ef, ep) = (worst(&fast), worst(&plain));
+        let (ef, ep) = (worst(&fast, &want, &mag), worst(&plain, &want, &mag));
         assert!(ef <= REL_BOUND, "case {i}: winograd error {ef:e} of Σ|dy·w| (im2col: {ep:e})");
         assert!(ep <= REL_BOUND / 4.0, "case {i}: im2col error {ep:e}");
         if winograd_cpu() {

@@ -51,7 +51,7 @@ impl PatchProduct {
             .map_err(|v: Vec<Tensor>| Error::Verify(format!("fused patch product: {} inputs, expected 2", v.len())))?;
         let fused = self
             .patches
-            .eval_patch_product(&x, &dy, &self.reshapes.iter().map(|(_, op)| op).collect::<Vec<_>>(), Some(&mut *ctx))
+            .eval_patch_product(&x, &dy, self.reshapes.iter().map(|(_, op)| op), Some(&mut *ctx))
             .map_err(|e| e.at_node(self.product_node, self.product.to_string()))?;
         if let Some(y) = fused {
             ctx.recycle(x);

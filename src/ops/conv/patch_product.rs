@@ -28,11 +28,11 @@ impl ConvOp {
     /// `OH*OW` rows, `x` holds `B*E` examples and the kernel takes the shapes; `None`
     /// otherwise (nothing run). (`R = 1` would be an outer product, which the unfused
     /// product computes with plain multiplies.)
-    pub(crate) fn eval_patch_product(
+    pub(crate) fn eval_patch_product<'a>(
         &self,
         x: &Tensor,
         dy: &Tensor,
-        reshapes: &[&Op],
+        reshapes: impl IntoIterator<Item = &'a Op>,
         ctx: Option<&mut ExecCtx<'_>>,
     ) -> Result<Option<Tensor>> {
         let ConvOp::ExtractPatches { ksize, params } = *self else { return Ok(None) };
