@@ -89,7 +89,7 @@ fn build(c: &FdCase) -> Built {
     build_with(c, &[], &[], 0)
 }
 
-/// A unary op applied to every float output before the loss (see [`Variant::head`]).
+/// A unary op applied to every float output before the loss (see [`Variant::heads`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Head {
     Tanh,
@@ -126,9 +126,8 @@ fn build_with(c: &FdCase, consts: &[usize], heads: &[Head], seed: u64) -> Built 
         .map(|(i, t)| if fed[i] { g.input(&format!("x{i}"), t.dtype(), t.shape()) } else { g.constant(t.clone()) })
         .collect();
     let ys = (c.build)(&mut g, &xs).unwrap_or_else(|e| panic!("{}: build failed: {e}", c.name));
-    let feeds: Vec<(ValueId, Tensor)> =
-        xs.iter().copied().zip(c.inputs.iter().cloned()).zip(&fed).filter(|(_, f)| **f).map(|(x, _)| x).collect();
-    let vals = run_once(&g, &ys, &feeds).unwrap_or_else(|e| panic!("{}: forward failed: {e}", c.name));
+    let vals = run_once(&g, &ys, &feeds_of(&xs, &fed, &c.inputs))
+        .unwrap_or_else(|e| panic!("{}: forward failed: {e}", c.name));
     // loss = Σ_k Σ head(y_k) · r_k with fixed random weights r_k.
     let mut loss: Option<ValueId> = None;
     let mut weights = Vec::new();
@@ -152,15 +151,23 @@ fn build_with(c: &FdCase, consts: &[usize], heads: &[Head], seed: u64) -> Built 
         });
     }
     let loss = loss.unwrap_or_else(|| panic!("{}: no float output", c.name));
-    let wrt = c.wrt.clone().unwrap_or_else(|| {
-        c.inputs.iter().enumerate().filter(|(_, t)| t.dtype() == DType::F64).map(|(i, _)| i).collect()
-    });
-    Built { g, xs, fed, wrt, loss, ys, weights }
+    Built { g, xs, fed, wrt: wrt_of(c), loss, ys, weights }
 }
 
-/// Feeds of the graph inputs (constants are not fed).
+/// The inputs a case differentiates: its `wrt`, or every f64 input.
+fn wrt_of(c: &FdCase) -> Vec<usize> {
+    c.wrt.clone().unwrap_or_else(|| {
+        c.inputs.iter().enumerate().filter(|(_, t)| t.dtype() == DType::F64).map(|(i, _)| i).collect()
+    })
+}
+
+/// Feeds of the graph inputs among `xs` (constants are not fed).
+fn feeds_of(xs: &[ValueId], fed: &[bool], inputs: &[Tensor]) -> Vec<(ValueId, Tensor)> {
+    xs.iter().copied().zip(inputs.iter().cloned()).zip(fed).filter(|(_, f)| **f).map(|(x, _)| x).collect()
+}
+
 fn feeds_with(b: &Built, inputs: &[Tensor]) -> Vec<(ValueId, Tensor)> {
-    b.xs.iter().copied().zip(inputs.iter().cloned()).zip(&b.fed).filter(|(_, f)| **f).map(|(x, _)| x).collect()
+    feeds_of(&b.xs, &b.fed, inputs)
 }
 
 /// Central differences of `f` (a scalar f64 fetch) w.r.t. every element of input `i`.
@@ -246,15 +253,13 @@ pub fn check(c: &FdCase) {
 
 /// Hessian-vector products: d/dx <grad(x), v> against finite differences of the gradient.
 fn check_second(c: &FdCase, b: &Built, grads: &[ValueId]) {
-    let (g, s, hv) = hessian_vector(c, b, grads, 300);
-    let name = c.name.as_str();
-    let got = run_once(&g, &hv, &feeds_with(b, &c.inputs)).unwrap_or_else(|e| panic!("{name}: second order run: {e}"));
+    let (g, s, got) = hessian_vector(c, b, grads, 300);
     second_against_fd(c, b, g, s, &got);
 }
 
-/// `(graph, s, d s / d wrt)` for `s = Σ_k <grads[k], v_k>` with random directions `v_k`
-/// drawn from `seed`, built on a copy of `b`'s graph.
-fn hessian_vector(c: &FdCase, b: &Built, grads: &[ValueId], seed: u64) -> (Graph, ValueId, Vec<ValueId>) {
+/// `(graph, s, values of d s / d wrt)` for `s = Σ_k <grads[k], v_k>` with random directions
+/// `v_k` drawn from `seed`, built on a copy of `b`'s graph.
+fn hessian_vector(c: &FdCase, b: &Built, grads: &[ValueId], seed: u64) -> (Graph, ValueId, Vec<Tensor>) {
     let name = c.name.as_str();
     let mut g = b.g.clone();
     let wrt_vals: Vec<ValueId> = b.wrt.iter().map(|&i| b.xs[i]).collect();
@@ -271,7 +276,8 @@ fn hessian_vector(c: &FdCase, b: &Built, grads: &[ValueId], seed: u64) -> (Graph
     }
     let s = s.unwrap();
     let hv = gradients(&mut g, &[s], &wrt_vals, None).unwrap_or_else(|e| panic!("{name}: second order: {e}"));
-    (g, s, hv)
+    let got = run_once(&g, &hv, &feeds_with(b, &c.inputs)).unwrap_or_else(|e| panic!("{name}: second order run: {e}"));
+    (g, s, got)
 }
 
 /// `got` (d s / d wrt, all of `b`'s wrt inputs fed) against central differences of `s`.
@@ -301,6 +307,7 @@ pub struct Variant {
     pub const_mask: u64,
     /// Applied in order to every float output.
     pub heads: Vec<Head>,
+    /// Seeds the loss weights and the directions of the hessian-vector product.
     pub seed: u64,
 }
 
@@ -311,9 +318,7 @@ pub struct Variant {
 #[track_caller]
 pub fn check_second_variant(c: &FdCase, v: &Variant) {
     let name = c.name.as_str();
-    let wrt: Vec<usize> = c.wrt.clone().unwrap_or_else(|| {
-        c.inputs.iter().enumerate().filter(|(_, t)| t.dtype() == DType::F64).map(|(i, _)| i).collect()
-    });
+    let wrt = wrt_of(c);
     assert!(!wrt.is_empty(), "{name}: no f64 input to differentiate");
     let mut consts: Vec<usize> =
         wrt.iter().enumerate().filter(|(j, _)| v.const_mask >> (j % 64) & 1 == 1).map(|(_, &i)| i).collect();
@@ -325,9 +330,7 @@ pub fn check_second_variant(c: &FdCase, v: &Variant) {
         let wrt_vals: Vec<ValueId> = b.wrt.iter().map(|&i| b.xs[i]).collect();
         let grads =
             gradients(&mut b.g, &[b.loss], &wrt_vals, None).unwrap_or_else(|e| panic!("{name}: gradients: {e}"));
-        let (g, s, hv) = hessian_vector(c, &b, &grads, 300 + v.seed);
-        let got = run_once(&g, &hv, &feeds_with(&b, &c.inputs))
-            .unwrap_or_else(|e| panic!("{name}: second order run (constants {consts:?}): {e}"));
+        let (g, s, got) = hessian_vector(c, &b, &grads, 300 + v.seed);
         (b, g, s, got)
     };
     let (b, g, s, fed) = hv_of(&[]);

@@ -67,24 +67,23 @@ fn a_constant_read_transposed_is_read_from_one_shared_row_major_copy() {
 }
 
 #[test]
-fn a_constant_read_row_major_and_an_input_weight_are_left_alone() {
-    // matmul(a, W) already reads W row-major; with W an input nothing is known at compile time
-    for w_const in [true, false] {
+fn row_major_constants_input_weights_and_one_row_products_are_left_alone() {
+    // (rows of a, W a constant, read transposed): matmul(a, W) already reads W row-major;
+    // an input W is unknown at compile time; a one-row product reads Wᵀ as dot products.
+    for (rows, w_const, tb) in [(2, true, false), (2, false, true), (1, true, true)] {
         let mut g = Graph::new();
-        let a = g.input("a", DType::F64, [2, 3]);
-        let w = if w_const { g.constant(Tensor::randn_f64(&[3, 4], 3)) } else { g.input("w", DType::F64, [4, 3]) };
-        let y = if w_const { g.matmul(a, w).unwrap() } else { g.matmul_t(a, w, false, true).unwrap() };
-        let mut feeds = vec![(a, Tensor::randn_f64(&[2, 3], 4))];
+        let a = g.input("a", DType::F64, [rows, 3]);
+        let ws = if tb { [4, 3] } else { [3, 4] };
+        let wv = Tensor::randn_f64(&ws, 3);
+        let w = if w_const { g.constant(wv.clone()) } else { g.input("w", DType::F64, ws) };
+        let y = g.matmul_t(a, w, false, tb).unwrap();
+        let mut feeds = vec![(a, Tensor::randn_f64(&[rows, 3], 4))];
         if !w_const {
-            feeds.push((w, Tensor::randn_f64(&[4, 3], 5)));
+            feeds.push((w, wv));
         }
-        let want = if w_const {
-            "matmul{transpose_a=false, transpose_b=false}"
-        } else {
-            "matmul{transpose_a=false, transpose_b=true}"
-        };
-        assert_eq!(matmul_ops(&g, &[y], &feeds), vec![want]);
+        assert_eq!(matmul_ops(&g, &[y], &feeds), vec![format!("matmul{{transpose_a=false, transpose_b={tb}}}")]);
         let (_, ran) = steps(&g, &[y], &feeds);
+        assert_eq!(count(&ran, "const", &ws), usize::from(w_const), "{ran:?}");
         assert_eq!(ran.iter().filter(|(k, _)| k == "const").count(), usize::from(w_const), "{ran:?}");
     }
 }
