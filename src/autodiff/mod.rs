@@ -19,6 +19,11 @@
 //!   `None` explicitly — [`is_differentiable`] lists them — and `stop_gradient` stops.
 //! - Rules never consume state: gradients of gradients work (hessians), and a gradient of a
 //!   `While` re-runs the loop with recording instead of relying on runtime side tables.
+//! - Rules are symbolic: a derivative is built from the node's inputs, outputs and incoming
+//!   (co)tangents only, never from a value, an input's producer, or constants matched by
+//!   value, so derivatives w.r.t. a `Graph::constant` equal those w.r.t. an input fed the
+//!   same value, at every order. Layout choices (reading a constant weight pre-transposed)
+//!   are made after differentiation, by the session (`exec::pretranspose`).
 
 pub mod forward;
 pub mod reverse;

@@ -12,11 +12,14 @@
 //!   silently wrong answer;
 //! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
 //!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
-//!   results are bit-identical to the unfused plan.
+//!   results are bit-identical to the unfused plan;
+//! - a `matmul` whose right operand is a constant reads a row-major copy of it, made once
+//!   at compile time (see `pretranspose`).
 
 mod fuse;
 
 mod pool;
+mod pretranspose;
 mod profile;
 pub(crate) mod workers;
 
@@ -175,6 +178,9 @@ impl Plan {
                 release: Vec::new(),
                 fused: None,
             });
+        }
+        if pretranspose::by_default() {
+            pretranspose::pretranspose_constants(&mut steps, &mut n_slots, &pinned);
         }
         if fuse {
             fuse::conv_chains(&mut steps, &pinned);

@@ -88,26 +88,87 @@ fn matmul_gradient_has_the_operand_shapes() {
 }
 
 #[test]
-fn matmul_gradient_through_a_constant_weight_reads_one_shared_transposed_copy() {
-    // d/dA sum((A W) W) for a constant W [2,2] is Ā = (1 Wᵀ) Wᵀ; the VJPs of both
-    // products read Wᵀ from one shared transposed constant (W plus one copy).
+fn matmul_gradient_through_a_constant_weight_reads_the_weight_itself() {
+    // d/dA sum((A W) W) for a constant W [2,2] is Ā = (1 Wᵀ) Wᵀ: both VJP products read W
+    // (with transpose_b); the rule adds no constant (a copy would cut the path to W).
     let mut g = Graph::new();
     let a = g.input("a", DType::F64, [1, 2]);
     let w = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0]).unwrap());
     let c = g.matmul(a, w).unwrap();
     let c = g.matmul(c, w).unwrap();
     let l = g.sum_all(c).unwrap();
-    let before = g.num_nodes();
+    let before = g.node_ids();
     let d = pfor::autodiff::gradients(&mut g, &[l], &[a], None).unwrap();
-    let consts = g
-        .node_ids()
-        .into_iter()
-        .filter(|&n| matches!(g.node(n).unwrap().op, Op::Const { .. }))
-        .filter(|&n| g.node(n).unwrap().outputs[0].shape.as_fixed() == Some(vec![2, 2]))
-        .count();
-    assert!(g.num_nodes() > before);
-    assert_eq!(consts, 2, "W and one shared Wᵀ");
+    let new: Vec<_> = g.node_ids().into_iter().filter(|n| !before.contains(n)).collect();
+    let kind = |n| g.node(n).unwrap().op.kind();
+    assert!(!new.iter().any(|&n| kind(n) == OpKind::Const && g.node(n).unwrap().outputs[0].rank() == 2));
+    let products: Vec<_> = new.iter().filter(|&&n| kind(n) == OpKind::Linear(pfor::ops::LinearKind::MatMul)).collect();
+    assert_eq!(products.len(), 2);
+    for &&n in &products {
+        assert_eq!(g.node(n).unwrap().inputs[1], w, "{}", g.node(n).unwrap().op);
+    }
     let v = run_once(&g, &d, &[(a, Tensor::from_vec(&[1, 2], vec![0.5f64, -1.0]).unwrap())]).unwrap();
     // 1 Wᵀ = [3, 7]; [3, 7] Wᵀ = [3+14, 9+28] = [17, 37].
     assert_eq!(v[0].to_f64_vec(), vec![17.0, 37.0]);
+}
+
+/// `d/dW <v, d/dx sum(r · tanh(x W))>` at `x` `[2, 3]`, `W` `[3, 4]`: the gradient w.r.t. `W`
+/// of a function of the INPUT gradient, so the path through `W` inside `dx = dc Wᵀ` counts.
+/// `W` is a graph constant (`w_const`) or an input fed the same value; returns the second
+/// derivative and the function computing `s` for finite differences.
+fn hv_through_weight(w_const: bool, wv: &Tensor) -> (Vec<f64>, impl Fn(&Tensor) -> f64) {
+    let xv = randn(&[2, 3], 40);
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2, 3]);
+    let w = if w_const { g.constant(wv.clone()) } else { g.input("w", DType::F64, [3, 4]) };
+    let z = g.matmul(x, w).unwrap();
+    let z = g.tanh(z).unwrap();
+    let r = g.constant(randn(&[2, 4], 41));
+    let p = g.mul(z, r).unwrap();
+    let l = g.sum_all(p).unwrap();
+    let dx = pfor::autodiff::gradients(&mut g, &[l], &[x], None).unwrap()[0];
+    let v = g.constant(randn(&[2, 3], 42));
+    let p = g.mul(dx, v).unwrap();
+    let s = g.sum_all(p).unwrap();
+    let dw = pfor::autodiff::gradients(&mut g, &[s], &[w], None).unwrap()[0];
+    let mut feeds = vec![(x, xv.clone())];
+    if !w_const {
+        feeds.push((w, wv.clone()));
+    }
+    let got = run_once(&g, &[dw], &feeds).unwrap()[0].to_f64_vec();
+    let f = move |wt: &Tensor| {
+        let mut feeds = vec![(x, xv.clone())];
+        if !w_const {
+            feeds.push((w, wt.clone()));
+        }
+        run_once(&g, &[s], &feeds).unwrap()[0].scalar_f64().unwrap()
+    };
+    (got, f)
+}
+
+#[test]
+fn second_derivative_through_a_constant_weight_matches_an_input_weight_and_fd() {
+    let wv = randn(&[3, 4], 43);
+    let (via_const, _) = hv_through_weight(true, &wv);
+    let (via_input, s) = hv_through_weight(false, &wv);
+    // Central differences of s in each element of W (W an input).
+    let eps = 1e-5;
+    let base = wv.to_f64_vec();
+    let fd: Vec<f64> = (0..base.len())
+        .map(|j| {
+            let at = |d: f64| {
+                let mut v = base.clone();
+                v[j] += d;
+                s(&Tensor::from_vec(&[3, 4], v).unwrap())
+            };
+            (at(eps) - at(-eps)) / (2.0 * eps)
+        })
+        .collect();
+    for j in 0..fd.len() {
+        assert!((via_input[j] - fd[j]).abs() < 1e-6 * (1.0 + fd[j].abs()), "input W [{j}]: {via_input:?} vs fd {fd:?}");
+        assert!(
+            (via_const[j] - via_input[j]).abs() < 1e-12 * (1.0 + fd[j].abs()),
+            "constant W [{j}]: {via_const:?} vs input W {via_input:?}"
+        );
+    }
 }

@@ -17,6 +17,7 @@ mod linear;
 mod nn;
 mod random;
 mod reduce;
+mod second_order;
 mod shape;
 mod slicing;
 mod state;

@@ -5,17 +5,20 @@
 //!   chosen so that no explicit transpose node is needed (table in [`vjp_operands`]);
 //! - JVP: `Ċ = op(Ȧ) · op(B) + op(A) · op(Ḃ)` with the op's own flags.
 //!
-//! Both are built from `matmul` / `batch_matmul` nodes, so they are differentiable again
-//! (hessians). For `batch_matmul` the batch dims broadcast, so each cotangent is computed
-//! at the broadcast batch shape and summed back to its operand's shape with [`sum_to`].
-//! Integer products have no derivatives (only floats carry them).
+//! Both are built from `matmul` / `batch_matmul` nodes of the op's own inputs, so they are
+//! differentiable again (hessians), w.r.t. constants as much as inputs. The rules are
+//! symbolic: they never look at an operand's value or producer (a weight read transposed
+//! by `C̄ Wᵀ` is read through the transpose flag; making a constant's copy row-major is
+//! the session's job, `exec::pretranspose`). For `batch_matmul` the batch dims broadcast,
+//! so each cotangent is computed at the broadcast batch shape and summed back to its
+//! operand's shape with [`sum_to`]. Integer products have no derivatives (only floats
+//! carry them).
 
 use crate::autodiff::util::{add_opt, sum_to};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
 use crate::ops::{LinearKind, LinearOp, Op};
-use crate::tensor::Tensor;
 
 /// Cotangents of the inputs.
 pub fn vjp(op: &LinearOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
@@ -27,52 +30,14 @@ pub fn vjp(op: &LinearOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
     let (ta, tb) = flags(op);
     let (need_a, need_b) = (cx.need(0), cx.need(1));
     let g = &mut *cx.g;
-    let [(la, ra, fa), (lb, rb, fb)] = vjp_operands(ta, tb, a, b, dc);
-    let da = if need_a {
-        let (ra, fr) = pretransposed(g, op, ra, fa.1)?;
-        let d = product(g, op, la, ra, fa.0, fr)?;
-        Some(reduce_batch(g, op, d, a)?)
-    } else {
-        None
-    };
-    let db = if need_b {
-        let d = product(g, op, lb, rb, fb.0, fb.1)?;
-        Some(reduce_batch(g, op, d, b)?)
-    } else {
-        None
-    };
-    Ok(vec![da, db])
-}
-
-/// `(Bᵀ as a new constant, false)` for a rank-2 float constant `B` that a `matmul` would
-/// read transposed (`flag`); otherwise `(b, flag)` unchanged.
-///
-/// A GEMM reading its right operand transposed runs ~15% slower than one reading it in
-/// row-major order (W5: `C̄ Wᵀ` with a constant LSTM weight, ten times per step). The
-/// transposed constant is built once, at graph-build time, and shared by value: an existing
-/// constant of the graph equal to `Bᵀ` is reused, so unrolled steps add one copy in all.
-fn pretransposed(g: &mut Graph, op: &LinearOp, b: ValueId, flag: bool) -> Result<(ValueId, bool)> {
-    if !flag || !matches!(op, LinearOp::MatMul { .. }) {
-        return Ok((b, flag));
-    }
-    let value = match &g.node(b.node)?.op {
-        Op::Const { value } if value.rank() == 2 && value.dtype().is_float() => value.clone(),
-        _ => return Ok((b, flag)),
-    };
-    let t = crate::dispatch_float!(value.dtype(), T => {
-        let a = value.to_array::<T>()?;
-        Tensor::from_array(a.t().as_standard_layout().into_owned())
-    }, _ => return Ok((b, flag)));
-    for n in g.node_ids() {
-        if let Op::Const { value } = &g.node(n)?.op
-            && value.shape() == t.shape()
-            && value.dtype() == t.dtype()
-            && *value == t
-        {
-            return Ok((ValueId { node: n, slot: 0 }, false));
-        }
-    }
-    Ok((g.constant(t), false))
+    let operands = vjp_operands(ta, tb, a, b, dc);
+    [(need_a, a), (need_b, b)]
+        .into_iter()
+        .zip(operands)
+        .map(|((need, x), (l, r, (fl, fr)))| {
+            need.then(|| product(g, op, l, r, fl, fr).and_then(|d| reduce_batch(g, op, d, x))).transpose()
+        })
+        .collect()
 }
 
 /// Tangents of the outputs.

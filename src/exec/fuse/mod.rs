@@ -39,7 +39,7 @@ use crate::tensor::Tensor;
 
 /// Who reads and who writes each slot of a plan: `(readers, producer)` by step index
 /// (a step reading a slot twice is listed twice).
-fn slot_maps(steps: &[Step]) -> (HashMap<usize, Vec<usize>>, HashMap<usize, usize>) {
+pub(super) fn slot_maps(steps: &[Step]) -> (HashMap<usize, Vec<usize>>, HashMap<usize, usize>) {
     let mut readers: HashMap<usize, Vec<usize>> = HashMap::new();
     let mut producer: HashMap<usize, usize> = HashMap::new();
     for (si, st) in steps.iter().enumerate() {

@@ -1,0 +1,111 @@
+//! A session reads a constant right operand of `matmul` from a row-major copy of `op(W)`
+//! made at compile time (`exec::pretranspose`): the step's transpose flag goes off, the
+//! copy is shared, the original constant stays only while something else reads it, and
+//! results are those of the same graph with `W` fed as an input.
+
+use crate::common::*;
+use pfor::api::{jacobian, jacobian_loop};
+use pfor::prelude::*;
+
+/// `(op, output shape)` of every step a profiled run of `fetches` executed.
+fn steps(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> (Vec<Tensor>, Vec<(String, Vec<usize>)>) {
+    let opts = ExecOptions { profile: true, ..ExecOptions::default() };
+    let mut s = Session::with_options(g, fetches, opts).unwrap();
+    let out = s.run(feeds).unwrap();
+    let ran = s.profile().entries().into_iter().map(|e| (e.kind.clone(), e.output_shapes[0].clone())).collect();
+    (out, ran)
+}
+
+/// The op strings of the profiled matmul steps of `fetches`.
+fn matmul_ops(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Vec<String> {
+    let opts = ExecOptions { profile: true, ..ExecOptions::default() };
+    let mut s = Session::with_options(g, fetches, opts).unwrap();
+    s.run(feeds).unwrap();
+    s.profile().entries().into_iter().filter(|e| e.kind == "matmul").map(|e| e.op.clone()).collect()
+}
+
+fn count(ran: &[(String, Vec<usize>)], kind: &str, shape: &[usize]) -> usize {
+    ran.iter().filter(|(k, s)| k == kind && s == shape).count()
+}
+
+/// `[a·Wᵀ, exp(a)·Wᵀ, extra(W)]` for `W` `[4, 3]` a constant or an input.
+fn two_readers(w_const: bool, extra: bool) -> (Graph, Vec<ValueId>, Vec<(ValueId, Tensor)>) {
+    let wv = Tensor::randn_f64(&[4, 3], 1);
+    let av = Tensor::randn_f64(&[2, 3], 2);
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F64, [2, 3]);
+    let w = if w_const { g.constant(wv.clone()) } else { g.input("w", DType::F64, [4, 3]) };
+    let y1 = g.matmul_t(a, w, false, true).unwrap();
+    let ea = g.exp(a).unwrap();
+    let y2 = g.matmul_t(ea, w, false, true).unwrap();
+    let mut fetches = vec![y1, y2];
+    if extra {
+        fetches.push(g.sum_all(w).unwrap());
+    }
+    let mut feeds = vec![(a, av)];
+    if !w_const {
+        feeds.push((w, wv));
+    }
+    (g, fetches, feeds)
+}
+
+#[test]
+fn a_constant_read_transposed_is_read_from_one_shared_row_major_copy() {
+    for extra in [false, true] {
+        let (g, fetches, feeds) = two_readers(true, extra);
+        let (got, ran) = steps(&g, &fetches, &feeds);
+        assert_eq!(matmul_ops(&g, &fetches, &feeds), vec!["matmul{transpose_a=false, transpose_b=false}"; 2]);
+        // one copy [3, 4]; the original [4, 3] only while `sum(W)` reads it
+        assert_eq!(count(&ran, "const", &[3, 4]), 1, "{ran:?}");
+        assert_eq!(count(&ran, "const", &[4, 3]), extra as usize, "{ran:?}");
+        let (gi, fi, feeds_i) = two_readers(false, extra);
+        let want = run_once(&gi, &fi, &feeds_i).unwrap();
+        for (a, b) in got.iter().zip(&want) {
+            assert_close(a, b, 1e-12);
+        }
+    }
+}
+
+#[test]
+fn row_major_constants_input_weights_and_one_row_products_are_left_alone() {
+    // (rows of a, W a constant, read transposed): matmul(a, W) already reads W row-major;
+    // an input W is unknown at compile time; a one-row product reads Wᵀ as dot products.
+    for (rows, w_const, tb) in [(2, true, false), (2, false, true), (1, true, true)] {
+        let mut g = Graph::new();
+        let a = g.input("a", DType::F64, [rows, 3]);
+        let ws = if tb { [4, 3] } else { [3, 4] };
+        let wv = Tensor::randn_f64(&ws, 3);
+        let w = if w_const { g.constant(wv.clone()) } else { g.input("w", DType::F64, ws) };
+        let y = g.matmul_t(a, w, false, tb).unwrap();
+        let mut feeds = vec![(a, Tensor::randn_f64(&[rows, 3], 4))];
+        if !w_const {
+            feeds.push((w, wv));
+        }
+        assert_eq!(matmul_ops(&g, &[y], &feeds), vec![format!("matmul{{transpose_a=false, transpose_b={tb}}}")]);
+        let (_, ran) = steps(&g, &[y], &feeds);
+        assert_eq!(count(&ran, "const", &ws), usize::from(w_const), "{ran:?}");
+        assert_eq!(ran.iter().filter(|(k, _)| k == "const").count(), usize::from(w_const), "{ran:?}");
+    }
+}
+
+#[test]
+fn a_jacobian_through_constant_weights_reads_every_weight_row_major() {
+    // The W5 pattern: row i of d tanh(x W1) W2 / dx is e_i W2ᵀ diag(..) W1ᵀ; the rules read
+    // the weights with transpose_b, the session from row-major copies.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [1, 4]);
+    let w1 = g.constant(Tensor::randn_f64(&[4, 6], 6));
+    let w2 = g.constant(Tensor::randn_f64(&[6, 3], 7));
+    let h = g.matmul(x, w1).unwrap();
+    let h = g.tanh(h).unwrap();
+    let y = g.matmul(h, w2).unwrap();
+    let y = g.reshape(y, &[3]).unwrap();
+    let j = jacobian(&mut g, y, x).unwrap();
+    let jl = jacobian_loop(&mut g, y, x).unwrap();
+    let feeds = [(x, Tensor::randn_f64(&[1, 4], 8))];
+    let ops = matmul_ops(&g, &[j], &feeds);
+    assert!(!ops.is_empty());
+    assert!(ops.iter().all(|o| o.ends_with("transpose_b=false}")), "{ops:?}");
+    let v = run_once(&g, &[j, jl], &feeds).unwrap();
+    assert_close(&v[0], &v[1], 1e-12);
+}
