@@ -2,6 +2,7 @@
 
 mod autobatch;
 mod autodiff;
+mod benches;
 mod common;
 mod converters;
 mod core;

@@ -1,17 +1,18 @@
 //! Runs the benchmark workloads W1–W7 of DESIGN.md §8 in pfor / loop / hand modes in ONE
 //! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
 //! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
-//! auto-batching) read from the CSVs `../shared/peers/run_peers.sh` writes.
+//! auto-batching) read from the CSVs `benches/peers/run.sh` writes.
 //!
 //! ```text
 //! cargo run --release --example bench_report [-- --quick] [--only W1,W6] [--peers DIR]
 //! ```
-//! `--peers` defaults to `/tmp/pfor-peers` (where `run_peers.sh` writes) when it holds
-//! results, else `../shared/peers/reference` (medians measured earlier on this machine kind).
+//! `--peers` defaults to the runner's output (`$PEERS_OUT` or `target/peers`, whichever was
+//! written last) when it holds results, else `benches/peers/reference` (medians measured
+//! earlier on this machine kind); see [`peers::default_dir`].
 //! pfor's numbers are medians too, of 5-50 runs after 100 ms of warm-up runs (`--quick`:
 //! within 0.3 s); the peers time theirs after one warm-up call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 #[path = "../../benches/autobatch/mod.rs"]
@@ -29,7 +30,7 @@ use workloads::{Mode, W3Mode, Workload, convert_body, tiny_chain, w1, w2, w3, w4
 const WARM_UP: Duration = Duration::from_millis(100);
 
 /// Median wall time of `f` over at least 5 runs (after a warm-up), more while within
-/// `budget` (at most 50): the statistic the peer scripts report (`shared/peers/benchlib.py`).
+/// `budget` (at most 50): the statistic the peer scripts report (`benches/peers/peerlib.py`).
 fn median_time(budget: Duration, mut f: impl FnMut()) -> f64 {
     // warm up for WARM_UP (at least one run): the first ~10 ms of back-to-back runs after a
     // quiet spell ran at half rate here (W1 n = 64: whichever mode was timed first)
@@ -81,9 +82,8 @@ fn args() -> Args {
     let value = |flag: &str| argv.iter().position(|a| a == flag).and_then(|i| argv.get(i + 1)).cloned();
     let only = value("--only").map(|s| s.split(',').map(|w| w.trim().to_uppercase()).collect());
     let dir = value("--peers").map(PathBuf::from).unwrap_or_else(|| {
-        let run = PathBuf::from("/tmp/pfor-peers");
-        let has = |d: &PathBuf| d.join("results_jax.csv").exists() || d.join("results_tf.csv").exists();
-        if has(&run) { run } else { PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/peers/reference")) }
+        let peers_out = std::env::var_os("PEERS_OUT").map(PathBuf::from);
+        peers::default_dir(Path::new(env!("CARGO_MANIFEST_DIR")), peers_out.as_deref())
     });
     Args { budget: Duration::from_millis(if quick { 300 } else { 1500 }), only, peers: Peers::load(&dir) }
 }
@@ -105,7 +105,7 @@ fn main() -> pfor::Result<()> {
     );
     match &a.peers.source {
         Some(d) => println!("peers: {}", d.display()),
-        None => println!("peers: none found (run ../shared/peers/run_peers.sh)"),
+        None => println!("peers: none found (run benches/peers/run.sh)"),
     }
     if a.wants("W1") {
         w1_table(&a)?;

@@ -1,9 +1,38 @@
-//! Peer measurements (`../shared/peers/`): the CSVs `results_<peer>.csv` written by
-//! `run_peers.sh` (`peer,workload,mode,batch,median_seconds,throughput,unit`), looked up by
+//! Peer measurements: the CSVs `results_<peer>.csv` written by `benches/peers/run.sh`
+//! (`peer,workload,mode,batch,median_seconds,throughput,unit`), looked up by
 //! (peer, workload, mode, batch) so their numbers sit in the same table as ours.
+//! Where they come from by default: [`default_dir`].
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The peers directory read when none is named: of `peers_out` (the runner's `$PEERS_OUT`)
+/// and `<repo>/target/peers` (its default), the one whose `results_*.csv` were written last;
+/// where neither holds results, the reference medians `<repo>/benches/peers/reference`.
+pub fn default_dir(repo: &Path, peers_out: Option<&Path>) -> PathBuf {
+    let target = repo.join("target").join("peers");
+    peers_out
+        .into_iter()
+        .chain([target.as_path()])
+        .filter_map(|d| newest_results(d).map(|t| (t, d)))
+        .max_by_key(|(t, _)| *t)
+        .map_or_else(|| repo.join("benches").join("peers").join("reference"), |(_, d)| d.to_path_buf())
+}
+
+/// When the newest `results_*.csv` of `dir` was modified (`None`: no such file).
+fn newest_results(dir: &Path) -> Option<SystemTime> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| is_results(&e.file_name().to_string_lossy()))
+        .filter_map(|e| e.metadata().and_then(|m| m.modified()).ok())
+        .max()
+}
+
+fn is_results(name: &str) -> bool {
+    name.starts_with("results_") && name.ends_with(".csv")
+}
 
 /// Peer throughputs keyed by (peer, workload, mode, batch).
 #[derive(Default)]
@@ -14,13 +43,13 @@ pub struct Peers {
 }
 
 impl Peers {
-    /// Read every `results_*.csv` of `dir` (missing dir or files: no peers).
+    /// Read every `results_*.csv` of `dir` (missing dir or files: no peers; a mode that
+    /// failed, `nan` in the CSV, has no rate).
     pub fn load(dir: &Path) -> Peers {
         let mut p = Peers::default();
         let Ok(entries) = std::fs::read_dir(dir) else { return p };
         for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            if !(name.starts_with("results_") && name.ends_with(".csv")) {
+            if !is_results(&e.file_name().to_string_lossy()) {
                 continue;
             }
             let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
@@ -32,6 +61,9 @@ impl Peers {
                 let (Ok(batch), Ok(rate)) = (f[3].trim().parse::<usize>(), f[5].trim().parse::<f64>()) else {
                     continue;
                 };
+                if !rate.is_finite() {
+                    continue; // a FAILED row (`nan`): no number
+                }
                 p.rates.insert((f[0].into(), f[1].into(), f[2].into(), batch), rate);
             }
             p.source = Some(dir.to_path_buf());

@@ -1,0 +1,3 @@
+//! Tests of the benchmark tooling that ships with the repository (benches/, examples/bench_report).
+
+mod peers;
