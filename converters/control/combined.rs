@@ -90,26 +90,26 @@ impl Combined {
     fn new(g: &mut Graph, outer: &LoopInfo, m: ValueId, index: ValueId) -> Result<Combined> {
         let m_static = const_len(g, m);
         let total = outer.n_static.zip(m_static).and_then(|(n, m)| n.checked_mul(m));
-        let (n, outer_of, inner_of) = match (outer.n_static, m_static, total) {
+        // a = r / m and b = r % m for r < N·m, as broadcasts of `range(N)` and `range(m)`
+        // over the `[N, m]` grid (no division: m may be 0); static shapes when N, m are
+        let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
+        let ra = g.range(zero, outer.n, one)?;
+        let ra = g.expand_dims(ra, 1)?;
+        let rb = g.range(zero, m, one)?;
+        let rb = g.expand_dims(rb, 0)?;
+        let (n, a, b) = match (outer.n_static, m_static, total) {
             (Some(n), Some(mm), Some(t)) => {
-                let a: Vec<i64> = (0..n as i64).flat_map(|a| std::iter::repeat_n(a, mm)).collect();
-                let b: Vec<i64> = (0..n).flat_map(|_| 0..mm as i64).collect();
-                (g.constant(Tensor::scalar(t as i64)), g.constant(Tensor::vec1(&a)), g.constant(Tensor::vec1(&b)))
+                let (a, b) = (g.broadcast_to(ra, &[n, mm])?, g.broadcast_to(rb, &[n, mm])?);
+                (g.constant(Tensor::scalar(t as i64)), a, b)
             }
             _ => {
-                let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
                 let shape = grid_shape(g, outer.n, m)?;
-                let ra = g.range(zero, outer.n, one)?;
-                let ra = g.expand_dims(ra, 1)?;
-                let rb = g.range(zero, m, one)?;
-                let rb = g.expand_dims(rb, 0)?;
-                let a = g.broadcast_to_dyn(ra, shape)?;
-                let b = g.broadcast_to_dyn(rb, shape)?;
-                (g.mul(outer.n, m)?, g.reshape(a, &[-1])?, g.reshape(b, &[-1])?)
+                let (a, b) = (g.broadcast_to_dyn(ra, shape)?, g.broadcast_to_dyn(rb, shape)?);
+                (g.mul(outer.n, m)?, a, b)
             }
         };
+        let (outer_of, inner_of) = (g.reshape(a, &[-1])?, g.reshape(b, &[-1])?);
         // index: outer_index[a]·s + inner_index[b], s = max(inner index) + 1 (1 when empty)
-        let zero = g.constant(Tensor::scalar(0i64));
         let s = g.reduce_max(index, &[0], false)?;
         let s = g.maximum(s, zero)?;
         let s = g.add_scalar(s, 1.0)?;
@@ -134,14 +134,11 @@ impl Combined {
 
     /// Combined rows `[N·m, ...]` read back as `[N, m, ...]`.
     fn split(&self, g: &mut Graph, v: ValueId) -> Result<ValueId> {
+        let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
+        let rows = g.range(zero, self.info.n, one)?;
         let grid = match (self.outer.n_static, self.m_static) {
-            (Some(n), Some(m)) => {
-                let rows: Vec<i64> = (0..(n * m) as i64).collect();
-                g.constant(Tensor::from_vec(&[n, m], rows)?)
-            }
+            (Some(n), Some(m)) => g.reshape(rows, &[n as i64, m as i64])?,
             _ => {
-                let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
-                let rows = g.range(zero, self.info.n, one)?;
                 let shape = grid_shape(g, self.outer.n, self.m)?;
                 g.reshape_dyn(rows, shape)?
             }

@@ -221,10 +221,15 @@ fn nested_subset_never_runs_an_untaken_branch_or_a_finished_loop() {
                 &[tb, table],
                 |g, x| {
                     let c0 = g.constant(Tensor::scalar(0i64));
-                    let out = g.while_loop(&[c0], &[x[0]], |g, c| g.not_equal(c[0], c[1]), |g, c| {
-                        let one = g.constant(Tensor::scalar(1i64));
-                        Ok(vec![g.add(c[0], one)?])
-                    })?;
+                    let out = g.while_loop(
+                        &[c0],
+                        &[x[0]],
+                        |g, c| g.not_equal(c[0], c[1]),
+                        |g, c| {
+                            let one = g.constant(Tensor::scalar(1i64));
+                            Ok(vec![g.add(c[0], one)?])
+                        },
+                    )?;
                     Ok(vec![g.gather(x[1], out[0], 0)?])
                 },
                 |g, x| Ok(vec![g.cast(x[0], DType::F64)?]),
@@ -242,4 +247,44 @@ fn nested_subset_never_runs_an_untaken_branch_or_a_finished_loop() {
     let r = eval(&g, &[v[0], l[0]]);
     assert_eq!(r[1], f64t(&[2, 3], &[30.0, -1.0, 10.0, -3.0, 20.0, 30.0]));
     assert_close(&r[0], &r[1], 0.0);
+}
+
+/// Random draws inside a combined Subset `while` differ for every (outer, inner) pair
+/// (the combined loop index is distinct per pair), and there is one draw per step.
+#[test]
+fn random_draws_in_a_nested_subset_while_differ_per_pair() {
+    let t = i64t(&[2, 3], &[1, 2, 1, 1, 0, 1]);
+    let mut g = Graph::new();
+    let (tc, key) = (g.constant(t), g.constant(Tensor::scalar(42i64)));
+    let opts = PforOptions::strict().with_control_flow(ControlFlowMode::Subset);
+    let v = pfor_with(&mut g, 2, &opts, |g, a| {
+        let ta = g.gather(tc, a, 0)?;
+        pfor_with(g, 3, &opts, |g, b| {
+            let tb = g.gather(ta, b, 0)?;
+            let (c0, s0) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(0.0f64)));
+            let out = g.while_loop(
+                &[c0, s0],
+                &[tb, key],
+                |g, p| g.less(p[0], p[2]),
+                |g, p| {
+                    let u = g.random_uniform(p[3], &[], DType::F64, 1.0, 2.0)?;
+                    let one = g.constant(Tensor::scalar(1i64));
+                    Ok(vec![g.add(p[0], one)?, g.add(p[1], u)?])
+                },
+            )?;
+            Ok(vec![out[1]])
+        })
+    })
+    .unwrap();
+    let s = eval1(&g, v[0]).to_f64_vec();
+    // one draw in [1, 2) per step: trip counts 1, 2, 1, 1, 0, 1
+    for (k, (&x, steps)) in s.iter().zip([1.0, 2.0, 1.0, 1.0, 0.0, 1.0]).enumerate() {
+        assert!(x >= steps && x < 2.0 * steps || (steps == 0.0 && x == 0.0), "pair {k}: {x}");
+    }
+    let ones: Vec<f64> = [0, 2, 3, 5].iter().map(|&k| s[k]).collect();
+    for i in 0..ones.len() {
+        for j in i + 1..ones.len() {
+            assert_ne!(ones[i], ones[j], "{s:?}");
+        }
+    }
 }

@@ -79,7 +79,12 @@ fn update_slice_and_top_k() {
 }
 
 /// pfor (static and dynamic n) == the loop, strict, for `body(g, i)`; `feeds` feed inputs.
-fn agree(n: usize, feeds: &[(ValueId, Tensor)], g: &mut Graph, body: &dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>) {
+fn agree(
+    n: usize,
+    feeds: &[(ValueId, Tensor)],
+    g: &mut Graph,
+    body: &dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+) {
     let n_in = g.input("n", DType::I64, Shape::scalar());
     let opts = pfor::vectorize::PforOptions::strict();
     let a = pfor::vectorize::pfor_with(g, n, &opts, body).unwrap();
@@ -104,7 +109,8 @@ fn agree(n: usize, feeds: &[(ValueId, Tensor)], g: &mut Graph, body: &dyn Fn(&mu
 fn nonzero_with_equal_lengths_needs_no_fallback() {
     let mut g = Graph::new();
     let x = g.constant(f64t(&[3, 2, 3], &[0., 1., 0., 0., 0., 2., 3., 0., 0., 0., 0., 4., 0., 5., 6., 0., 0., 0.]));
-    let m = g.constant(boolt(&[3, 4], &[true, false, false, false, false, false, true, false, false, true, false, false]));
+    let m =
+        g.constant(boolt(&[3, 4], &[true, false, false, false, false, false, true, false, false, true, false, false]));
     agree(3, &[], &mut g, &|g, i| {
         let (xi, mi) = (g.gather(x, i, 0)?, g.gather(m, i, 0)?);
         let nz = g.nonzero(xi)?;
