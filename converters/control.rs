@@ -6,7 +6,9 @@
 //!   * `Subset`: partition the active iterations with `nonzero`, gather each stacked input
 //!     per side, convert each branch for its subset only (the loop index inside a branch is
 //!     the subset's iteration indices), and stitch the results back in iteration order with
-//!     `tensor_scatter_update`. An iteration never runs the branch it did not take.
+//!     `tensor_scatter_update`. An iteration never runs the branch it did not take. The
+//!     partition runs inside ONE `cond` node (constant predicate, both branches the same
+//!     function), so that the form stays one node (see nesting below).
 //!   * `Mask`: run both branches on all iterations and `select`.
 //!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes) and contain neither control
 //!     flow nor indexing ops (which may fail on untaken iterations); `Subset` otherwise.
@@ -22,12 +24,21 @@
 //!   * `Mask`: run until no row is active, updating carries with `select`.
 //!
 //!   Carries the body passes through unchanged stay loop-invariant.
+//! - nesting: the function of a Subset-form node (the `while`'s body, the partition `cond`'s
+//!   branch) records the per-iteration functions it vectorized (`SubsetForm`). When an
+//!   enclosing pfor converts such a node (a pfor in a pfor, at any depth), it rebuilds the
+//!   Subset form from that record over the combined iteration space ([`combined`]) instead
+//!   of converting its data-length row lists, which cannot be stacked.
 //! - `call` of a non-recursive function: its body is converted in place. A recursive call
 //!   is handed off to the auto-batching VM: the function (and everything it calls) is
 //!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
 //!   stacked arguments (batch = n); declined (per-op fallback) if translation fails.
 
+mod combined;
+
 use std::sync::Arc;
+
+use combined::SubsetForm;
 
 use crate::autobatch::from_graph;
 use crate::ops::{ControlKind, ControlOp, Op, OpKind};
@@ -111,6 +122,9 @@ fn small_and_safe(f: &Function) -> bool {
 }
 
 fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -> Result<Converted> {
+    if let Some(form) = then.origin::<SubsetForm>() {
+        return combined::convert(ctx, form);
+    }
     let pred = ctx.input(0);
     let args: Vec<Wrapped> = ctx.inputs()[1..].to_vec();
     let info = ctx.loop_info().clone();
@@ -136,14 +150,69 @@ fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -
         }
         return ConvertCtx::done(outs);
     }
-    // Subset: partition, convert each branch on its rows, stitch.
-    let not_p = g.logical_not(pred.value)?;
+    // Subset: ONE node partitions, converts each branch on its rows and stitches.
+    ConvertCtx::done(cond_subset(g, &info, &options, pred.value, &args, then, else_, &out_types)?)
+}
+
+/// The Subset form of a cond whose predicate `pred [n]` is loop-variant: one `Cond` node
+/// (predicate constant true, both branches the same function) running [`partition`] on
+/// `(pred, args.., n, index)`. Being one node that records `then` / `else_`
+/// ([`SubsetForm::Cond`]), an enclosing pfor rebuilds it over the combined iteration space
+/// instead of converting the partition's ragged row lists (see [`combined`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn cond_subset(
+    g: &mut Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    pred: ValueId,
+    args: &[Wrapped],
+    then: &Arc<Function>,
+    else_: &Arc<Function>,
+    out_types: &[TensorType],
+) -> Result<Vec<Wrapped>> {
+    let m = args.len();
+    let mut inputs = vec![pred];
+    inputs.extend(args.iter().map(|w| w.value));
+    inputs.push(info.n);
+    inputs.push(info.index);
+    let types = inputs.iter().map(|v| ty(g, *v)).collect::<Result<Vec<_>>>()?;
+    let f = Function::build(g, &types, |sub, p| {
+        let inner = inner_info(info, p[m + 1], p[m + 2]);
+        partition(sub, &inner, options, p[0], &rewrap(&p[1..=m], args), then, else_, out_types)
+    })?;
+    let form = SubsetForm::Cond {
+        then: then.clone(),
+        else_: else_.clone(),
+        args: args.iter().map(|w| w.stacked).collect(),
+        out_types: out_types.to_vec(),
+    };
+    let f = Arc::new(f.with_origin(Arc::new(form)));
+    inputs.insert(0, g.constant(Tensor::scalar(true)));
+    let outs = g.add_op_multi(Op::Control(ControlOp::Cond { then: f.clone(), else_: f }), &inputs)?;
+    Ok(outs.into_iter().map(Wrapped::stacked).collect())
+}
+
+/// Partition the active rows by `pred`, convert each branch for its rows only (the loop
+/// index inside a branch is its rows' iteration indices), stitch the results back in row
+/// order with `tensor_scatter_update`.
+#[allow(clippy::too_many_arguments)]
+fn partition(
+    g: &mut Graph,
+    info: &LoopInfo,
+    options: &PforOptions,
+    pred: ValueId,
+    args: &[Wrapped],
+    then: &Function,
+    else_: &Function,
+    out_types: &[TensorType],
+) -> Result<Vec<ValueId>> {
+    let not_p = g.logical_not(pred)?;
     let mut parts = Vec::with_capacity(2);
-    for (f, m) in [(then, pred.value), (else_, not_p)] {
+    for (f, m) in [(then, pred), (else_, not_p)] {
         let pos = positions(g, m)?;
-        let sinfo = subset_info(g, &info, pos)?;
-        let sargs = gather_rows(g, &args, pos)?;
-        let res = convert_function(g, f, &sargs, &sinfo, &options)?;
+        let sinfo = subset_info(g, info, pos)?;
+        let sargs = gather_rows(g, args, pos)?;
+        let res = convert_function(g, f, &sargs, &sinfo, options)?;
         let mut stacked = Vec::with_capacity(res.len());
         for w in res {
             stacked.push(force_stacked(g, &sinfo, w, true)?.value);
@@ -152,14 +221,14 @@ fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -
     }
     let mut outs = Vec::with_capacity(out_types.len());
     for (k, ot) in out_types.iter().enumerate() {
-        let mut acc = stacked_zeros_like(g, &info, ot, parts[0].1[k])?;
+        let mut acc = stacked_zeros_like(g, info, ot, parts[0].1[k])?;
         for (pos, vals) in &parts {
             let ix = g.reshape(*pos, &[-1, 1])?;
             acc = g.tensor_scatter_update(acc, ix, vals[k])?;
         }
-        outs.push(Wrapped::stacked(acc));
+        outs.push(acc);
     }
-    ConvertCtx::done(outs)
+    Ok(outs)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -236,6 +305,9 @@ fn body_stackedness(
 }
 
 fn while_loop(ctx: &mut ConvertCtx<'_>, cond_f: &Arc<Function>, body: &Arc<Function>, k: usize) -> Result<Converted> {
+    if let Some(form) = body.origin::<SubsetForm>() {
+        return combined::convert(ctx, form);
+    }
     let info = ctx.loop_info().clone();
     let options = ctx.options().clone();
     let carries: Vec<Wrapped> = ctx.inputs()[..k].to_vec();
@@ -396,12 +468,12 @@ fn while_mask(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn while_subset(
+pub(super) fn while_subset(
     g: &mut Graph,
     info: &LoopInfo,
     options: &PforOptions,
-    cond_f: &Function,
-    body: &Function,
+    cond_f: &Arc<Function>,
+    body: &Arc<Function>,
     init: &[Wrapped],
     captures: &[Wrapped],
     cap_vals: &[ValueId],
@@ -471,8 +543,16 @@ fn while_subset(
         vals.extend(new_full);
         Ok(vals)
     })?;
-    let op =
-        ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
+    // the record that lets an enclosing pfor rebuild this loop over the combined rows
+    let form = SubsetForm::While {
+        cond: cond_f.clone(),
+        body: body.clone(),
+        pass: pass.to_vec(),
+        carries: init.iter().map(|w| w.stacked).collect(),
+        captures: captures.iter().map(|w| w.stacked).collect(),
+    };
+    let bf = Arc::new(bf.with_origin(Arc::new(form)));
+    let op = ControlOp::While { cond: Arc::new(cf), body: bf, num_carries: init_vals.len(), max_iterations: None };
     let outs = g.add_op_multi(Op::Control(op), &inputs)?;
     Ok(outs[k + 1..kk].to_vec())
 }

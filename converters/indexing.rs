@@ -11,6 +11,11 @@
 //!   scatter targets the stacked `[n] + shape` tensor.
 //! - segment ops: segment ids are offset by `position · num_segments` (negative ids stay
 //!   dropped, ids `>= num_segments` stay out of range so the error is preserved).
+//! - `nonzero` (one-argument `where`), whose result length depends on the data: one more
+//!   batch dim. The stacked result is exact when every iteration finds the same number of
+//!   elements; otherwise the run fails at that node with an error saying the per-iteration
+//!   lengths differ (a ragged result cannot be stacked; no per-op loop fallback, which
+//!   would fail the same way).
 
 use crate::ops::{IndexKind, IndexOp, Op, OpKind, norm_axis};
 use crate::tensor::Tensor;
@@ -240,7 +245,12 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let outs = ctx.add_multi(Op::Index(op), &[x])?;
             ConvertCtx::done(outs.into_iter().map(Wrapped::stacked).collect())
         }
-        IndexOp::NonZero => ConvertCtx::unhandled("nonzero has a per-iteration output length"),
+        IndexOp::NonZero { batch_dims } => {
+            // one batch dim more: stacks when every iteration finds as many elements (a
+            // run-time error at this node otherwise, see `src/ops/indexing/nonzero.rs`)
+            let x = ctx.stacked(0)?;
+            done1(ctx.add(Op::Index(IndexOp::NonZero { batch_dims: batch_dims + 1 }), &[x])?)
+        }
     }
 }
 

@@ -6,7 +6,11 @@
 //! they are passed as explicit inputs of the op that owns the function. Named functions
 //! are declared (signature) before they are defined (body), so bodies may call themselves
 //! or each other recursively; `Call` nodes are type-checked against the declaration.
+//! A function may carry an opaque origin record left by the pass that generated it
+//! (`Function::origin`); nothing that runs or differentiates a function reads it, and
+//! a deep copy ([`Clone`]) or anything derived from the function does not inherit it.
 
+use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock, RwLock};
 
@@ -26,6 +30,8 @@ pub struct Function {
     pub results: Vec<ValueId>,
     /// Compiled execution plan, built on first run.
     pub(crate) plan: OnceLock<Arc<crate::exec::Plan>>,
+    /// What generated this function, when a pass recorded it (see `Function::origin`).
+    origin: Option<Arc<dyn Any + Send + Sync>>,
 }
 
 impl Clone for Function {
@@ -35,6 +41,7 @@ impl Clone for Function {
             params: self.params.clone(),
             results: self.results.clone(),
             plan: OnceLock::new(),
+            origin: None,
         }
     }
 }
@@ -75,7 +82,7 @@ impl Function {
         for r in &results {
             g.check_value(*r)?;
         }
-        Ok(Function { graph: g, params, results, plan: OnceLock::new() })
+        Ok(Function { graph: g, params, results, plan: OnceLock::new(), origin: None })
     }
 
     /// Assemble a function from an existing graph.
@@ -88,7 +95,20 @@ impl Function {
                 return Err(Error::InvalidArgument(format!("function parameter {p} is not an Input node")));
             }
         }
-        Ok(Function { graph, params, results, plan: OnceLock::new() })
+        Ok(Function { graph, params, results, plan: OnceLock::new(), origin: None })
+    }
+
+    /// This function with an origin record: how the pass that built it derived it (pfor's
+    /// Subset form records the per-iteration functions it vectorized, so that an enclosing
+    /// pfor can vectorize them again). Opaque to the IR, the executor and autodiff.
+    pub(crate) fn with_origin(mut self, origin: Arc<dyn Any + Send + Sync>) -> Function {
+        self.origin = Some(origin);
+        self
+    }
+
+    /// The origin record of type `T`, if one was attached ([`Function::with_origin`]).
+    pub(crate) fn origin<T: Any>(&self) -> Option<&T> {
+        self.origin.as_deref()?.downcast_ref::<T>()
     }
 
     /// Parameter types.

@@ -14,7 +14,11 @@
 //!   products wrap on overflow.
 //! - `top_k` works along the last axis: descending, NaN above every number, ties lower index
 //!   first. `sorted = false` returns the same k elements in ascending index order.
-//! - `nonzero` returns i64 `[num_true, rank]` row-major coordinates (first dim dynamic).
+//! - `nonzero` returns i64 `[num_true, rank]` row-major coordinates (first dim dynamic);
+//!   with `batch_dims = b` it works per batch element (`[B.., num_true, rank - b]`, the
+//!   coordinates within the element) and every element must have the same number of
+//!   nonzero elements, else a shape error at run time (the result would not be
+//!   rectangular) — pfor's form of `nonzero` (see `nonzero.rs`).
 //! - `eval` re-runs `infer` on the concrete input types, so every shape rule (including dims
 //!   that were dynamic at build time) is checked before a kernel runs.
 //! - Kernels work on contiguous row-major buffers (inputs in another layout are copied to
@@ -37,6 +41,7 @@ use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 use crate::{dispatch, dispatch_numeric};
 
 mod builders;
+mod nonzero;
 
 /// Ops of the indexing family. All index inputs are i64.
 #[derive(Clone, Debug, PartialEq)]
@@ -94,8 +99,12 @@ pub enum IndexOp {
         /// Descending order if true, ascending index order otherwise.
         sorted: bool,
     },
-    /// `nonzero(x)`: i64 `[num_true, rank]` coordinates of nonzero / true elements.
-    NonZero,
+    /// `nonzero(x)`: i64 `[num_true, rank]` coordinates of nonzero / true elements; with
+    /// batch dims, `[B.., num_true, rank - batch_dims]` per batch element (equal counts).
+    NonZero {
+        /// Leading dims that index independent elements (0: the whole tensor).
+        batch_dims: usize,
+    },
 }
 
 macro_rules! index_kinds {
@@ -150,7 +159,7 @@ impl IndexOp {
             IndexOp::UnsortedSegmentProd { .. } => IndexKind::UnsortedSegmentProd,
             IndexOp::DynamicUpdateSlice => IndexKind::DynamicUpdateSlice,
             IndexOp::TopK { .. } => IndexKind::TopK,
-            IndexOp::NonZero => IndexKind::NonZero,
+            IndexOp::NonZero { .. } => IndexKind::NonZero,
         }
     }
 
@@ -178,10 +187,9 @@ impl IndexOp {
             IndexOp::TensorScatterAdd => infer_tensor_scatter(op, inputs, true),
             IndexOp::DynamicUpdateSlice => infer_dynamic_update_slice(op, inputs),
             IndexOp::TopK { k, .. } => infer_top_k(op, inputs, *k),
-            IndexOp::NonZero => {
+            IndexOp::NonZero { batch_dims } => {
                 expect_arity(op, inputs, 1)?;
-                let r = inputs[0].rank();
-                Ok(vec![TensorType::new(DType::I64, [Dim::unknown(), Dim::Fixed(r)])])
+                nonzero::infer(op, &inputs[0], *batch_dims)
             }
             _ => Err(Error::unsupported(op, "not an indexing op")),
         }
@@ -246,9 +254,9 @@ impl IndexOp {
                     top_k_kernel::<T>(x.array::<T>()?, *k, *sorted, &out_shape)
                 }, _ => Err(Error::dtype(op, NUMERIC, x.dtype())));
             }
-            IndexOp::NonZero => {
+            IndexOp::NonZero { batch_dims } => {
                 let [x] = take::<1>(op, inputs)?;
-                dispatch!(&x, a => nonzero_kernel(a)?)
+                dispatch!(&x, a => nonzero::kernel(op, a, *batch_dims)?)
             }
             _ => return Err(Error::unsupported(op, "not an indexing op")),
         };
@@ -267,6 +275,7 @@ impl fmt::Display for IndexOp {
             IndexOp::GatherNd { batch_dims } => write!(f, "{name}{{batch_dims={batch_dims}}}"),
             IndexOp::ScatterNd { shape } => write!(f, "{name}{{shape={shape:?}}}"),
             IndexOp::TopK { k, sorted } => write!(f, "{name}{{k={k},sorted={sorted}}}"),
+            IndexOp::NonZero { batch_dims: b @ 1.. } => write!(f, "{name}{{batch_dims={b}}}"),
             _ => f.write_str(name),
         }
     }
@@ -720,27 +729,6 @@ fn top_k_kernel<T: Num>(a: &ArcArray<T, IxDyn>, k: usize, sorted: bool, out_shap
         inds.extend(buf.iter().map(|&i| i as i64));
     }
     Ok(vec![Tensor::from_vec(out_shape, vals)?, Tensor::from_vec(out_shape, inds)?])
-}
-
-fn nonzero_kernel<T: Element>(a: &ArcArray<T, IxDyn>) -> Result<Tensor> {
-    let shape = a.shape();
-    let r = shape.len();
-    let zero = T::from_f64(0.0);
-    let mut strides = vec![1usize; r];
-    for d in (0..r.saturating_sub(1)).rev() {
-        strides[d] = strides[d + 1] * shape[d + 1];
-    }
-    let src = contiguous(a);
-    let mut out = Vec::new();
-    let mut count = 0;
-    for (f, &x) in src.iter().enumerate() {
-        // `!=` keeps NaN (nonzero) and drops -0.0 (zero).
-        if x != zero {
-            count += 1;
-            out.extend((0..r).map(|d| ((f / strides[d]) % shape[d]) as i64));
-        }
-    }
-    Tensor::from_vec(&[count, r], out)
 }
 
 // ---------------------------------------------------------------- builders

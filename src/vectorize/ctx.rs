@@ -168,20 +168,11 @@ pub fn tile(g: &mut Graph, info: &LoopInfo, v: ValueId) -> Result<ValueId> {
         shape.extend(dims);
         return g.broadcast_to(e, &shape);
     }
-    let n1 = g.reshape(info.n, &[1])?;
-    let s = g.shape_of(v)?;
-    let shape = g.concat(&[n1, s], 0)?;
+    // n copies of row 0 of `[1] + shape`: a gather keeps every per-iteration dim as it is
+    // (a tiled `[?, K]` index keeps its static depth K, which a scatter needs)
     let e = g.expand_dims(v, 0)?;
-    let y = g.broadcast_to_dyn(e, shape)?;
-    // broadcast_to_dyn only knows the shape at run time: restore the static per-iteration dims.
-    match t.shape.as_fixed() {
-        Some(d) if !d.contains(&0) => {
-            let mut s = vec![-1i64];
-            s.extend(d.iter().map(|&x| x as i64));
-            g.reshape(y, &s)
-        }
-        _ => Ok(y),
-    }
+    let rows = g.zeros_like(info.index)?;
+    g.gather(e, rows, 0)
 }
 
 /// `[a, b, rest...] -> [a*b, rest...]`, static when `rest` is fixed.

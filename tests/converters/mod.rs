@@ -3,6 +3,7 @@
 
 pub mod binary;
 pub mod control;
+pub mod control_nested;
 pub mod conv;
 pub mod driver;
 pub mod elementwise;

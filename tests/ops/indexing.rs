@@ -295,6 +295,37 @@ fn nonzero_bool_and_f32() {
 }
 
 #[test]
+fn nonzero_per_batch_element() {
+    // two elements with two nonzeros each: coordinates within each element
+    let x = f64t(&[2, 2, 2], &[0., 1., 2., 0., 3., 0., 0., 4.]);
+    let mut g = Graph::new();
+    let c = g.constant(x.clone());
+    let y = g.nonzero_batched(c, 1).unwrap();
+    assert_eq!(g.shape(y).unwrap(), Shape::from_dims([Dim::fixed(2), Dim::unknown(), Dim::fixed(2)]));
+    assert_eq!(eval1(&g, y), i64t(&[2, 2, 2], &[0, 1, 1, 0, 0, 0, 1, 1]));
+    // two batch dims over rows of a bool mask (one true per row); scalar elements
+    let m = boolt(&[2, 2, 3], &[true, false, false, false, false, true, false, true, false, true, false, false]);
+    assert_eq!(apply1(m, |g, x| g.nonzero_batched(x, 2)), i64t(&[2, 2, 1, 1], &[0, 2, 1, 0]));
+    assert_eq!(apply1(boolt(&[3], &[true; 3]), |g, x| g.nonzero_batched(x, 1)), i64t(&[3, 1, 0], &[]));
+    // no elements, empty elements, batch_dims 0 is plain nonzero
+    assert_eq!(apply1(Tensor::zeros(DType::F64, &[0, 3]), |g, x| g.nonzero_batched(x, 1)), i64t(&[0, 0, 1], &[]));
+    assert_eq!(apply1(Tensor::zeros(DType::F64, &[2, 0]), |g, x| g.nonzero_batched(x, 1)), i64t(&[2, 0, 1], &[]));
+    assert_eq!(apply1(x, |g, x| g.nonzero_batched(x, 0)).shape(), &[4, 3]);
+}
+
+#[test]
+fn nonzero_batch_elements_with_different_counts_are_an_error() {
+    let mut g = Graph::new();
+    let c = g.constant(f64t(&[3, 2], &[1., 1., 0., 1., 1., 1.]));
+    let y = g.nonzero_batched(c, 1).unwrap();
+    let e = run_once(&g, &[y], &[]).unwrap_err();
+    assert_shape_err(&e, "nonzero");
+    assert!(e.to_string().contains("batch element 1 has 1 nonzero elements, element 0 has 2"), "{e}");
+    let e = g.nonzero_batched(c, 3).unwrap_err();
+    assert_shape_err(&e, "nonzero");
+}
+
+#[test]
 fn gather_index_out_of_range_at_run_time() {
     let mut g = Graph::new();
     let p = g.constant(f32t(&[3], &[1., 2., 3.]));
@@ -402,6 +433,7 @@ fn display_names_attributes() {
     assert_eq!(IndexOp::ScatterNd { shape: vec![2, 3] }.to_string(), "scatter_nd{shape=[2, 3]}");
     assert_eq!(IndexOp::UnsortedSegmentProd { num_segments: 4 }.to_string(), "unsorted_segment_prod{num_segments=4}");
     assert_eq!(IndexOp::TopK { k: 2, sorted: true }.to_string(), "top_k{k=2,sorted=true}");
-    assert_eq!(IndexOp::NonZero.to_string(), "nonzero");
+    assert_eq!(IndexOp::NonZero { batch_dims: 0 }.to_string(), "nonzero");
+    assert_eq!(IndexOp::NonZero { batch_dims: 2 }.to_string(), "nonzero{batch_dims=2}");
     assert_eq!(IndexKind::ALL.len(), 12);
 }

@@ -125,7 +125,7 @@ pub fn vjp(op: &IndexOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let r = g.shape(x0)?.rank();
             out[0] = Some(gather_adjoint(g, x0, idx, dy, r - 1, r - 1)?);
         }
-        IndexOp::NonZero => {}
+        IndexOp::NonZero { .. } => {}
     }
     Ok(out)
 }
@@ -181,7 +181,7 @@ pub fn jvp(op: &IndexOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let v = cx.g.gather_batched(t, idx, r as i64 - 1, r - 1)?;
             return Ok(vec![Some(v), None]);
         }
-        IndexOp::NonZero => return Ok(vec![None]),
+        IndexOp::NonZero { .. } => return Ok(vec![None]),
     };
     Ok(vec![Some(t)])
 }

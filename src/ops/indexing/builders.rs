@@ -81,8 +81,16 @@ impl Graph {
         }
     }
 
-    /// i64 `[num_true, rank]` row-major coordinates of the nonzero (true) elements of `x`.
+    /// i64 `[num_true, rank]` row-major coordinates of the nonzero (true) elements of `x`
+    /// (numpy's `nonzero`, TensorFlow's one-argument `where`).
     pub fn nonzero(&mut self, x: ValueId) -> Result<ValueId> {
-        self.add_op(Op::Index(IndexOp::NonZero), &[x])
+        self.nonzero_batched(x, 0)
+    }
+
+    /// `nonzero` of each element `x[b..]` of the first `batch_dims` dims: i64
+    /// `[B.., num_true, rank - batch_dims]`. Every element must have the same number of
+    /// nonzero elements (a run-time shape error otherwise: the result would be ragged).
+    pub fn nonzero_batched(&mut self, x: ValueId, batch_dims: usize) -> Result<ValueId> {
+        self.add_op(Op::Index(IndexOp::NonZero { batch_dims }), &[x])
     }
 }
