@@ -255,3 +255,82 @@ fn derivatives_of_a_capped_loop_see_the_trips_it_made() {
     let e = run_once(&g, &[dx], &[(x, Tensor::scalar(1.5f64))]).unwrap_err();
     assert!(matches!(e.root(), Error::IterationLimit { limit: 3, .. }), "{e}");
 }
+
+/// `capsum(n) = n > 0 ? capsum(n - 1) + loop(n) : 0`, where `loop(n)` counts to `n` in a
+/// `while` under `cap` (or `while c >= 0 { c += 1 }`, endless, when `cap` is `None`).
+fn capsum(cap: Option<IterationCap>) -> Graph {
+    let mut g = Graph::new();
+    let i64s = TensorType::scalar(DType::I64);
+    g.declare_function("capsum", std::slice::from_ref(&i64s), std::slice::from_ref(&i64s)).unwrap();
+    g.define_function("capsum", |g, p| {
+        let zero = g.constant(Tensor::scalar(0i64));
+        let more = g.greater(p[0], zero)?;
+        g.cond(
+            more,
+            &[p[0]],
+            |g, a| {
+                let n1 = g.add_scalar(a[0], -1.0)?;
+                let r = g.call("capsum", &[n1])?[0];
+                let l = match cap {
+                    Some(_) => count_loop(g, a[0], cap)?[0],
+                    None => forever(g, None),
+                };
+                Ok(vec![g.add(r, l)?])
+            },
+            |g, _| Ok(vec![g.constant(Tensor::scalar(0i64))]),
+        )
+    })
+    .unwrap();
+    g
+}
+
+#[test]
+fn a_recursive_function_handed_to_the_vm_keeps_its_loop_caps_and_the_depth_limit() {
+    let mut g = capsum(Some(IterationCap::stop(3)));
+    let ns = g.constant(i64t(&[4], &[0, 2, 5, 199]));
+    let per = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
+        let n = g.gather(ns, i, 0)?;
+        g.call("capsum", &[n])
+    };
+    let v = pfor_with(&mut g, 4, &PforOptions::strict(), per).unwrap();
+    let l = for_loop(&mut g, 4, per).unwrap();
+    let r = run_once(&g, &[v[0], l[0]], &[]).unwrap();
+    // sum of min(k, 3) for k = 1..=n
+    assert_eq!(r[0], i64t(&[4], &[0, 3, 12, 3 * 199 - 3]));
+    assert_eq!(r[0], r[1]);
+    // 201 nested calls: past the session's depth limit, in the loop and in the VM alike
+    let mut g = capsum(Some(IterationCap::stop(3)));
+    let ns = g.constant(i64t(&[2], &[1, 200]));
+    let per = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
+        let n = g.gather(ns, i, 0)?;
+        g.call("capsum", &[n])
+    };
+    let v = pfor_with(&mut g, 2, &PforOptions::strict(), per).unwrap();
+    let l = for_loop(&mut g, 2, per).unwrap();
+    for out in [v[0], l[0]] {
+        let e = run_once(&g, &[out], &[]).unwrap_err();
+        assert!(matches!(e.root(), Error::RecursionLimit { limit: 200, .. }), "{e}");
+    }
+}
+
+#[test]
+fn a_run_handed_to_the_vm_is_cancelled_too() {
+    let mut g = capsum(None);
+    let ns = g.constant(i64t(&[2], &[1, 2]));
+    let v = pfor_with(&mut g, 2, &PforOptions::strict(), |g, i| {
+        let n = g.gather(ns, i, 0)?;
+        g.call("capsum", &[n])
+    })
+    .unwrap();
+    let token = CancelToken::new();
+    let canceller = {
+        let token = token.clone();
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(50));
+            token.cancel();
+        })
+    };
+    let e = Session::new(&g, &v).unwrap().run_with(&[], &RunOptions::cancellable(&token)).unwrap_err();
+    canceller.join().unwrap();
+    assert!(matches!(e.root(), Error::Cancelled { .. }), "{e}");
+}
