@@ -12,8 +12,9 @@
 //! stack pointers, `pop` does the reverse. A stack is `[depth, batch] + event shape`,
 //! allocated lazily and grown by doubling up to `max_stack_depth`; a push beyond it (or a
 //! `PushGoto` beyond it on the pc stack) is `Error::RecursionLimit` naming the function —
-//! never a panic or an out-of-bounds write. A call's pushes check the pc stack first, so a
-//! call one level too deep names the callee, as the other interpreters do. With
+//! never a panic or an out-of-bounds write. (A variable is saved at most once per frame
+//! and main saves nothing, so a variable stack never fills before the pc stack: a call one
+//! level too deep names the callee, as the other interpreters do.) With
 //! `max_iterations`, each thread's backward-jump count of the current activation is saved
 //! beside its return address at a call and restored at the return. Per-thread correctness: every instruction
 //! touches only the rows of the threads running it, and lowering keeps every call
@@ -113,20 +114,14 @@ impl State<'_> {
         Ok(())
     }
 
-    /// `Err(RecursionLimit)` naming `callee` if a thread of `idx` cannot call deeper.
-    fn check_call_depth(&self, idx: &[usize], callee: &str) -> Result<()> {
-        match idx.iter().any(|&t| self.ret_sp[t] >= self.max_depth) {
-            true => Err(self.overflow(callee.to_string())),
-            false => Ok(()),
-        }
-    }
-
     fn push_return(&mut self, idx: &[usize], return_to: usize, callee: &str) -> Result<usize> {
-        self.check_call_depth(idx, callee)?;
         let batch = self.batch;
         let mut deepest = 0;
         for &t in idx {
             let sp = self.ret_sp[t];
+            if sp >= self.max_depth {
+                return Err(self.overflow(callee.to_string()));
+            }
             let at = sp * batch + t;
             if at >= self.ret.len() {
                 let new_depth = ((self.ret.len() / batch.max(1)) * 2).max(sp + 1).max(4).min(self.max_depth);
@@ -247,9 +242,6 @@ impl Vm {
                         run.run_prim(&mut st.regs, op, out_types, *counter, &mut counters)?
                     }
                     Step::Push(vars) => {
-                        if let Terminator::PushGoto { target, .. } = &plan.terminator {
-                            st.check_call_depth(run.indices(), &self.callee(target.0))?;
-                        }
                         for v in vars {
                             run.flush_var(&mut st.regs, *v)?;
                             st.push(*v, run.indices())?;
