@@ -3,9 +3,9 @@
 //! carried through pfor (every mode stops each iteration exactly where its loop does) and
 //! through derivatives.
 
-use std::thread;
 use std::time::{Duration, Instant};
 
+use super::{cancel_soon, recursive_i64};
 use crate::common::*;
 use pfor::autodiff::{gradients, jvp};
 use pfor::prelude::*;
@@ -113,13 +113,7 @@ fn an_endless_loop_is_cancelled_from_another_thread() {
     let mut g = Graph::new();
     let c = forever(&mut g, None);
     let token = CancelToken::new();
-    let canceller = {
-        let token = token.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
-            token.cancel();
-        })
-    };
+    let canceller = cancel_soon(&token);
     let e = Session::new(&g, &[c]).unwrap().run_with(&[], &RunOptions::cancellable(&token)).unwrap_err();
     canceller.join().unwrap();
     assert!(matches!(e.root(), Error::Cancelled { .. }), "{e}");
@@ -259,29 +253,19 @@ fn derivatives_of_a_capped_loop_see_the_trips_it_made() {
 /// `capsum(n) = n > 0 ? capsum(n - 1) + loop(n) : 0`, where `loop(n)` counts to `n` in a
 /// `while` under `cap` (or `while c >= 0 { c += 1 }`, endless, when `cap` is `None`).
 fn capsum(cap: Option<IterationCap>) -> Graph {
-    let mut g = Graph::new();
-    let i64s = TensorType::scalar(DType::I64);
-    g.declare_function("capsum", std::slice::from_ref(&i64s), std::slice::from_ref(&i64s)).unwrap();
-    g.define_function("capsum", |g, p| {
-        let zero = g.constant(Tensor::scalar(0i64));
-        let more = g.greater(p[0], zero)?;
-        g.cond(
-            more,
-            &[p[0]],
-            |g, a| {
-                let n1 = g.add_scalar(a[0], -1.0)?;
-                let r = g.call("capsum", &[n1])?[0];
-                let l = match cap {
-                    Some(_) => count_loop(g, a[0], cap)?[0],
-                    None => forever(g, None),
-                };
-                Ok(vec![g.add(r, l)?])
-            },
-            |g, _| Ok(vec![g.constant(Tensor::scalar(0i64))]),
-        )
-    })
-    .unwrap();
-    g
+    recursive_i64(
+        "capsum",
+        |g, n| {
+            let n1 = g.add_scalar(n, -1.0)?;
+            let r = g.call("capsum", &[n1])?[0];
+            let l = match cap {
+                Some(_) => count_loop(g, n, cap)?[0],
+                None => forever(g, None),
+            };
+            g.add(r, l)
+        },
+        |g, _| Ok(g.constant(Tensor::scalar(0i64))),
+    )
 }
 
 #[test]
@@ -323,13 +307,7 @@ fn a_run_handed_to_the_vm_is_cancelled_too() {
     })
     .unwrap();
     let token = CancelToken::new();
-    let canceller = {
-        let token = token.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(50));
-            token.cancel();
-        })
-    };
+    let canceller = cancel_soon(&token);
     let e = Session::new(&g, &v).unwrap().run_with(&[], &RunOptions::cancellable(&token)).unwrap_err();
     canceller.join().unwrap();
     assert!(matches!(e.root(), Error::Cancelled { .. }), "{e}");

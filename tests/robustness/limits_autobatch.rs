@@ -3,13 +3,13 @@
 //! tail-recursive loop, capped `while` loops — give the same results or the same errors
 //! (message included where the outcome is deterministic) in each, in every mode.
 
-use std::thread;
 use std::time::{Duration, Instant};
 
 use pfor::autobatch::{ExecConfig, ExecMode, Program, ProgramBuilder, VarType, reference, stackless, vm};
 use pfor::prelude::*;
 
-use crate::autobatch::programs::{collatz_ref, descend, map_i64, sum_to, test_i64};
+use super::cancel_soon;
+use crate::autobatch::programs::{collatz_capped, collatz_ref, descend, map_i64, sum_to, test_i64};
 use crate::common::i64t;
 
 /// The outcome of each interpreter (stackless and VM in every mode), as text: the outputs,
@@ -86,30 +86,6 @@ fn spin() -> Program {
         )
     })
     .unwrap();
-    pb.build(f, &i64s(1)).unwrap()
-}
-
-/// Collatz step counts with the loop capped by `cap`.
-fn collatz_capped(cap: IterationCap) -> Program {
-    let mut pb = ProgramBuilder::new();
-    let f = pb
-        .function("collatz", &["x"], &["steps"], |f| {
-            let x = f.param(0)?;
-            let steps = f.result(0)?;
-            f.constant_into(steps, 0i64)?;
-            f.while_loop_with(
-                Some(cap),
-                |f| f.prim("not_one", &[x], test_i64(|x| x > 1)),
-                |f| {
-                    f.prim_into("collatz_step", &[x, steps], &[x, steps], |t| {
-                        let x = t[0].array::<i64>()?.mapv(|x| if x % 2 == 0 { x / 2 } else { 3 * x + 1 });
-                        Ok(vec![x.into(), (t[1].array::<i64>()? + 1).into()])
-                    })
-                },
-            )?;
-            f.ret(&[steps])
-        })
-        .unwrap();
     pb.build(f, &i64s(1)).unwrap()
 }
 
@@ -206,13 +182,7 @@ fn an_endless_tail_recursive_loop_stops_at_the_deadline_everywhere() {
 #[test]
 fn an_endless_tail_recursive_loop_is_cancelled_from_another_thread() {
     let token = CancelToken::new();
-    let canceller = {
-        let token = token.clone();
-        thread::spawn(move || {
-            thread::sleep(Duration::from_millis(20));
-            token.cancel();
-        })
-    };
+    let canceller = cancel_soon(&token);
     let cfg = ExecConfig { cancel: Some(token), ..ExecConfig::default() };
     let kinds = endless_kinds(&cfg);
     canceller.join().unwrap();
@@ -226,12 +196,12 @@ fn capped_while_loops_stop_or_fail_alike() {
     let xs = [1i64, 2, 3, 6, 7, 27];
     let want = |cap: i64| xs.iter().map(|&x| collatz_ref(x).min(cap)).collect::<Vec<_>>();
     let cfg = ExecConfig::default();
-    let out = agree(&collatz_capped(IterationCap::stop(10)), &[i64t(&[6], &xs)], &cfg);
+    let out = agree(&collatz_capped(Some(IterationCap::stop(10))), &[i64t(&[6], &xs)], &cfg);
     assert_eq!(out, format!("ok {:?}", [i64t(&[6], &want(10))]));
     // 111 steps for 27: a cap of 111 is enough, 110 is not
-    let out = agree(&collatz_capped(IterationCap::error(111)), &[i64t(&[6], &xs)], &cfg);
+    let out = agree(&collatz_capped(Some(IterationCap::error(111))), &[i64t(&[6], &xs)], &cfg);
     assert_eq!(out, format!("ok {:?}", [i64t(&[6], &want(111))]));
-    let e = agree(&collatz_capped(IterationCap::error(110)), &[i64t(&[6], &xs)], &cfg);
+    let e = agree(&collatz_capped(Some(IterationCap::error(110))), &[i64t(&[6], &xs)], &cfg);
     assert_eq!(
         e,
         "error autobatch while loop in function 'collatz': iteration limit 110 reached and the loop condition still holds"

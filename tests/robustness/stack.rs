@@ -13,6 +13,7 @@ use pfor::exec::limits::STACK_RESERVE;
 use pfor::ops::CustomOp;
 use pfor::prelude::*;
 
+use super::recursive_i64;
 use crate::autobatch::programs::{map_i64, test_i64};
 use crate::common::i64t;
 
@@ -43,23 +44,14 @@ impl CustomOp for Probe {
 /// `down(n) = n > 0 ? down(n - 1) : leaf(n)` as graph functions (`leaf` = the probe or the
 /// identity).
 fn graph_descent(probe: bool) -> (Graph, ValueId, ValueId) {
-    let mut g = Graph::new();
-    let i64s = TensorType::scalar(DType::I64);
-    g.declare_function("down", std::slice::from_ref(&i64s), std::slice::from_ref(&i64s)).unwrap();
-    g.define_function("down", |g, p| {
-        let zero = g.constant(Tensor::scalar(0i64));
-        let more = g.greater(p[0], zero)?;
-        g.cond(
-            more,
-            &[p[0]],
-            |g, a| {
-                let n1 = g.add_scalar(a[0], -1.0)?;
-                g.call("down", &[n1])
-            },
-            |g, a| if probe { g.add_op_multi(Op::Custom(Arc::new(Probe)), &[a[0]]) } else { Ok(vec![a[0]]) },
-        )
-    })
-    .unwrap();
+    let mut g = recursive_i64(
+        "down",
+        |g, n| {
+            let n1 = g.add_scalar(n, -1.0)?;
+            Ok(g.call("down", &[n1])?[0])
+        },
+        |g, n| if probe { Ok(g.add_op_multi(Op::Custom(Arc::new(Probe)), &[n])?[0]) } else { Ok(n) },
+    );
     let n = g.input("n", DType::I64, Shape::scalar());
     let out = g.call("down", &[n]).unwrap()[0];
     (g, n, out)
@@ -142,13 +134,16 @@ fn deep_case_in_child_process() {
     match case.as_str() {
         "session" => {
             let (g, n, out) = graph_descent(false);
-            let opts = ExecOptions { max_call_depth: DEPTH, ..ExecOptions::default() };
-            let mut s = Session::with_options(&g, &[out], opts).unwrap();
-            let e = s.run(&[(n, Tensor::scalar(DEPTH as i64 - 1))]).unwrap_err();
-            assert!(exhausted(&e), "{e}");
-            println!("case session: {e}");
-            // the session is still usable, at depths the stack holds
-            assert_eq!(s.run(&[(n, Tensor::scalar(100i64))]).unwrap()[0], Tensor::scalar(0i64));
+            // on a pfor worker (64 MiB) when the run is handed off, then on this test thread
+            for on_workers in [true, false] {
+                let opts = ExecOptions { max_call_depth: DEPTH, on_workers, ..ExecOptions::default() };
+                let mut s = Session::with_options(&g, &[out], opts).unwrap();
+                let e = s.run(&[(n, Tensor::scalar(DEPTH as i64 - 1))]).unwrap_err();
+                assert!(exhausted(&e), "{e}");
+                println!("case session (on workers: {on_workers}): {e}");
+                // the session is still usable, at depths the stack holds
+                assert_eq!(s.run(&[(n, Tensor::scalar(100i64))]).unwrap()[0], Tensor::scalar(0i64));
+            }
         }
         "stackless" | "reference" => {
             let p = program_descent(false);
@@ -184,7 +179,7 @@ fn run_case(case: &str) {
         .unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "case {case} died ({}):\n{text}", out.status);
-    assert!(text.contains(&format!("case {case}:")), "case {case} did not run:\n{text}");
+    assert!(text.contains(&format!("case {case}")), "case {case} did not run:\n{text}");
 }
 
 #[test]
