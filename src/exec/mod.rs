@@ -10,16 +10,16 @@
 //! - every kernel output is checked against its inferred static type (dtype, rank, fixed
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
 //!   silently wrong answer;
-//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
-//!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
-//!   results are bit-identical to the unfused plan;
 //! - a run with a deadline or a cancel token ([`RunOptions`]) checks them before every
 //!   step, at every loop iteration and every call (see `limits`); a `call` also checks the
-//!   native stack left, so deep recursion is an error, never a stack overflow.
+//!   native stack left, so deep recursion is an error, never a stack overflow;
+//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
+//!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
+//!   results are bit-identical to the unfused plan.
 
 mod fuse;
-
 pub mod limits;
+
 mod pool;
 mod profile;
 pub(crate) mod workers;
