@@ -143,19 +143,20 @@ impl Trips {
         config.max_iterations.map(|limit| Trips { counts: vec![0; width], limit })
     }
 
-    /// Threads `threads` jump from block `from` to block `to` (of one function, in source
-    /// or lowered numbering, which keep a function's block order): a backward jump
-    /// (`to <= from`) counts one trip each; `Err(IterationLimit)` past the cap.
-    pub(crate) fn jump(
+    /// The threads `threads()` jump from block `from` to block `to` (of one function, in
+    /// source or lowered numbering, which keep a function's block order): a backward jump
+    /// (`to <= from`) counts one trip each; `Err(IterationLimit)` past the cap. Without a
+    /// cap, neither closure runs.
+    pub(crate) fn jump<I: IntoIterator<Item = usize>>(
         this: &mut Option<Trips>,
-        threads: impl IntoIterator<Item = usize>,
+        threads: impl FnOnce() -> I,
         from: usize,
         to: usize,
         function: impl FnOnce() -> String,
     ) -> Result<()> {
         let Some(tr) = this.as_mut().filter(|_| to <= from) else { return Ok(()) };
         let mut over = false;
-        for t in threads {
+        for t in threads() {
             if let Some(c) = tr.counts.get_mut(t) {
                 *c += 1;
                 over |= *c > tr.limit;

@@ -145,7 +145,7 @@ fn interpret(
                 return Err(Error::InvalidArgument(format!("autobatch reference: lowered terminator {other:?}")));
             }
         };
-        Trips::jump(&mut trips, [0], pc, next, || graph_name(p, gi))?;
+        Trips::jump(&mut trips, || [0], pc, next, || graph_name(p, gi))?;
         pc = next;
     }
 }

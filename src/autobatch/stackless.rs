@@ -135,7 +135,7 @@ impl Executor {
             let function = || graph_name(p, gi);
             match &plan.terminator {
                 Terminator::Goto(t) => {
-                    Trips::jump(&mut trips, idx.iter().copied(), pc, t.0, function)?;
+                    Trips::jump(&mut trips, || idx.iter().copied(), pc, t.0, function)?;
                     queue.enqueue(t.0, active)
                 }
                 Terminator::Branch { cond, if_true, if_false } => {
@@ -144,8 +144,8 @@ impl Executor {
                     })?;
                     let bools = rows::bools(c)?;
                     let (yes, no) = Mask::split(active.len(), &idx, &bools);
-                    Trips::jump(&mut trips, yes.indices(), pc, if_true.0, function)?;
-                    Trips::jump(&mut trips, no.indices(), pc, if_false.0, function)?;
+                    Trips::jump(&mut trips, || yes.indices(), pc, if_true.0, function)?;
+                    Trips::jump(&mut trips, || no.indices(), pc, if_false.0, function)?;
                     queue.enqueue(if_true.0, yes);
                     queue.enqueue(if_false.0, no);
                 }

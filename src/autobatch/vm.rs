@@ -261,7 +261,7 @@ impl Vm {
             let idx = run.finish(&mut st.regs)?;
             match &plan.terminator {
                 Terminator::Goto(t) => {
-                    Trips::jump(&mut st.trips, idx.iter().copied(), pc, t.0, || function(pc))?;
+                    Trips::jump(&mut st.trips, || idx.iter().copied(), pc, t.0, || function(pc))?;
                     queue.enqueue(t.0, active)
                 }
                 Terminator::Branch { cond, if_true, if_false } => {
@@ -270,8 +270,8 @@ impl Vm {
                     })?;
                     let bools = rows::bools(c)?;
                     let (yes, no) = Mask::split(batch, &idx, &bools);
-                    Trips::jump(&mut st.trips, yes.indices(), pc, if_true.0, || function(pc))?;
-                    Trips::jump(&mut st.trips, no.indices(), pc, if_false.0, || function(pc))?;
+                    Trips::jump(&mut st.trips, || yes.indices(), pc, if_true.0, || function(pc))?;
+                    Trips::jump(&mut st.trips, || no.indices(), pc, if_false.0, || function(pc))?;
                     queue.enqueue(if_true.0, yes);
                     queue.enqueue(if_false.0, no);
                 }
