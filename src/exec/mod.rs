@@ -47,7 +47,9 @@ pub struct ExecOptions {
     /// A cap on the trips of every `while` loop that has no
     /// [`IterationCap`](crate::ops::IterationCap) of its own: a loop whose condition still
     /// holds after this many trips is `Error::IterationLimit` (a "must terminate" safety
-    /// net). `None` (the default): no cap.
+    /// net; it counts every `while` node as it runs, loops that pfor or autodiff built
+    /// included, but not loops inside a recursive function pfor hands to the auto-batching
+    /// VM). `None` (the default): no cap.
     pub max_while_iterations: Option<u64>,
     /// Check every kernel output against its static type.
     pub check_types: bool,
