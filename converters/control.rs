@@ -29,6 +29,16 @@
 //!   enclosing pfor converts such a node (a pfor in a pfor, at any depth), it rebuilds the
 //!   Subset form from that record over the combined iteration space ([`combined`]) instead
 //!   of converting its data-length row lists, which cannot be stacked.
+//!
+//!   A loop's [`IterationCap`] carries over: every iteration stops (or fails with
+//!   `Error::IterationLimit`) exactly where its own loop would, because all active
+//!   iterations of the vectorized loop have made the same number of trips. The invariant
+//!   and `Mask` forms keep the cap as it is (their loop condition holds at trip `t` iff
+//!   some iteration's does). A capped `Subset` loop tests "some active row's condition
+//!   holds" in its condition (evaluated again in the body) instead of "some row is
+//!   active", so it ends after the last trip instead of one step later, and the rows still
+//!   active when it ends (finished at that trip, or stopped by the cap) are scattered into
+//!   the full carries after the loop.
 //! - `call` of a non-recursive function: its body is converted in place. A recursive call
 //!   is handed off to the auto-batching VM: the function (and everything it calls) is
 //!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
@@ -41,7 +51,7 @@ use std::sync::Arc;
 use combined::SubsetForm;
 
 use crate::autobatch::from_graph;
-use crate::ops::{ControlKind, ControlOp, Op, OpKind};
+use crate::ops::{ControlKind, ControlOp, IterationCap, Op, OpKind};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 use crate::vectorize::{
     ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function, tile,
@@ -304,7 +314,13 @@ fn body_stackedness(
     Ok(convert_function(&mut scratch, f, &args, &i2, options)?.into_iter().map(|w| w.stacked).collect())
 }
 
-fn while_loop(ctx: &mut ConvertCtx<'_>, cond_f: &Arc<Function>, body: &Arc<Function>, k: usize) -> Result<Converted> {
+fn while_loop(
+    ctx: &mut ConvertCtx<'_>,
+    cond_f: &Arc<Function>,
+    body: &Arc<Function>,
+    k: usize,
+    max_iterations: Option<IterationCap>,
+) -> Result<Converted> {
     if let Some(form) = body.origin::<SubsetForm>() {
         return combined::convert(ctx, form);
     }
@@ -342,11 +358,11 @@ fn while_loop(ctx: &mut ConvertCtx<'_>, cond_f: &Arc<Function>, body: &Arc<Funct
     }
     let cap_vals: Vec<ValueId> = captures.iter().map(|w| w.value).collect();
     let outs = if !pred_stacked {
-        while_invariant(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &st)?
+        while_invariant(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &st, max_iterations)?
     } else if options.control_flow == ControlFlowMode::Mask {
-        while_mask(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass)?
+        while_mask(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass, max_iterations)?
     } else {
-        while_subset(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass)?
+        while_subset(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass, max_iterations)?
     };
     ConvertCtx::done(outs.into_iter().zip(st).map(|(v, s)| Wrapped { value: v, stacked: s }).collect())
 }
@@ -389,6 +405,7 @@ fn while_invariant(
     captures: &[Wrapped],
     cap_vals: &[ValueId],
     st: &[bool],
+    max_iterations: Option<IterationCap>,
 ) -> Result<Vec<ValueId>> {
     let k = init.len();
     let init_vals: Vec<ValueId> = init.iter().map(|w| w.value).collect();
@@ -413,8 +430,7 @@ fn while_invariant(
         }
         Ok(vals)
     })?;
-    let op =
-        ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
+    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations };
     g.add_op_multi(Op::Control(op), &inputs)
 }
 
@@ -429,6 +445,7 @@ fn while_mask(
     captures: &[Wrapped],
     cap_vals: &[ValueId],
     pass: &[bool],
+    max_iterations: Option<IterationCap>,
 ) -> Result<Vec<ValueId>> {
     let k = init.len();
     let init_vals: Vec<ValueId> = init.iter().map(|w| w.value).collect();
@@ -462,8 +479,7 @@ fn while_mask(
         }
         Ok(vals)
     })?;
-    let op =
-        ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations: None };
+    let op = ControlOp::While { cond: Arc::new(cf), body: Arc::new(bf), num_carries: init_vals.len(), max_iterations };
     g.add_op_multi(Op::Control(op), &inputs)
 }
 
@@ -478,6 +494,7 @@ pub(super) fn while_subset(
     captures: &[Wrapped],
     cap_vals: &[ValueId],
     pass: &[bool],
+    max_iterations: Option<IterationCap>,
 ) -> Result<Vec<ValueId>> {
     let k = init.len();
     // carries: [active positions, the active rows of each carry (in `active` order), the full
@@ -496,6 +513,20 @@ pub(super) fn while_subset(
     let (inputs, types) = while_inputs(g, info, &init_vals, cap_vals)?;
     let kk = 2 * k + 1;
     let cf = Function::build(g, &types, |sub, p| {
+        if max_iterations.is_some() {
+            // capped: "some active row's condition holds" (see the module docs)
+            let outer = inner_info(info, p[kk], p[kk + 1]);
+            let pr = subset_pred(
+                sub,
+                &outer,
+                options,
+                cond_f,
+                p[0],
+                &rewrap(&p[1..k + 1], init),
+                &rewrap(&p[kk + 2..], captures),
+            )?;
+            return Ok(vec![sub.reduce_any(pr, &[0], false)?]);
+        }
         let sz = sub.size_of(p[0])?;
         let z = sub.constant(Tensor::scalar(0i64));
         Ok(vec![sub.greater(sz, z)?])
@@ -507,12 +538,7 @@ pub(super) fn while_subset(
         let lp = LoopParts { n: p[kk], index: p[kk + 1], captures: rewrap(&p[kk + 2..], captures) };
         let outer = inner_info(info, lp.n, lp.index);
         // the condition, on the active rows
-        let caps = gather_rows(sub, &lp.captures, active)?;
-        let ainfo = subset_info(sub, &outer, active)?;
-        let mut args = rows.clone();
-        args.extend(caps.iter().copied());
-        let pr = convert_function(sub, cond_f, &args, &ainfo, options)?;
-        let pr = force_stacked(sub, &ainfo, pr[0], true)?.value;
+        let pr = subset_pred(sub, &outer, options, cond_f, active, &rows, &lp.captures)?;
         let keep = positions(sub, pr)?;
         let not_pr = sub.logical_not(pr)?;
         let done = positions(sub, not_pr)?;
@@ -550,11 +576,40 @@ pub(super) fn while_subset(
         pass: pass.to_vec(),
         carries: init.iter().map(|w| w.stacked).collect(),
         captures: captures.iter().map(|w| w.stacked).collect(),
+        max_iterations,
     };
     let bf = Arc::new(bf.with_origin(Arc::new(form)));
-    let op = ControlOp::While { cond: Arc::new(cf), body: bf, num_carries: init_vals.len(), max_iterations: None };
+    let op = ControlOp::While { cond: Arc::new(cf), body: bf, num_carries: init_vals.len(), max_iterations };
     let outs = g.add_op_multi(Op::Control(op), &inputs)?;
-    Ok(outs[k + 1..kk].to_vec())
+    if max_iterations.is_none() {
+        return Ok(outs[k + 1..kk].to_vec());
+    }
+    // capped: the rows still active when the loop ended hold their final carries
+    let ix = g.reshape(outs[0], &[-1, 1])?;
+    let mut full = Vec::with_capacity(k);
+    for j in 0..k {
+        let f = outs[k + 1 + j];
+        full.push(if pass[j] || !init[j].stacked { f } else { g.tensor_scatter_update(f, ix, outs[1 + j])? });
+    }
+    Ok(full)
+}
+
+/// The converted condition `[m] bool` of a subset-mode loop on its `active` rows.
+fn subset_pred(
+    g: &mut Graph,
+    outer: &LoopInfo,
+    options: &PforOptions,
+    cond_f: &Function,
+    active: ValueId,
+    rows: &[Wrapped],
+    captures: &[Wrapped],
+) -> Result<ValueId> {
+    let caps = gather_rows(g, captures, active)?;
+    let ainfo = subset_info(g, outer, active)?;
+    let mut args = rows.to_vec();
+    args.extend(caps);
+    let pr = convert_function(g, cond_f, &args, &ainfo, options)?;
+    Ok(force_stacked(g, &ainfo, pr[0], true)?.value)
 }
 
 /// True if `name` can reach itself through calls.
@@ -629,10 +684,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     match op {
         ControlOp::Cond { then, else_ } => cond(ctx, &then, &else_),
         ControlOp::While { cond, body, num_carries, max_iterations } => {
-            if max_iterations.is_some() {
-                return ConvertCtx::unhandled("while with max_iterations");
-            }
-            while_loop(ctx, &cond, &body, num_carries)
+            while_loop(ctx, &cond, &body, num_carries, max_iterations)
         }
         ControlOp::Call { function, .. } => {
             if is_recursive(ctx.graph(), &function) {

@@ -136,6 +136,46 @@ pub enum Error {
         /// The limit.
         limit: usize,
     },
+    /// Recursion would exhaust the thread's native stack before reaching the configured
+    /// depth limit (see `exec::limits`): lower the limit or run on a thread with a larger
+    /// stack.
+    #[error(
+        "stack exhausted calling '{function}' at depth {depth}: {used} bytes of native stack used so far, \
+         {remaining} left, {reserve} kept in reserve; lower the depth limit or run on a thread with a larger stack"
+    )]
+    StackExhausted {
+        /// The function being called.
+        function: String,
+        /// The call depth reached.
+        depth: usize,
+        /// Native stack bytes the run has used so far (from where the guard first looked).
+        used: usize,
+        /// Native stack bytes left on the thread.
+        remaining: usize,
+        /// The reserve the guard keeps free (kernels and one more level).
+        reserve: usize,
+    },
+    /// A loop ran into its iteration cap (`IterationCap` with `OnLimit::Error`, the session
+    /// default cap, or the auto-batching interpreters' per-activation cap).
+    #[error("{what}: iteration limit {limit} reached and the loop condition still holds")]
+    IterationLimit {
+        /// The loop (op or function) that hit the cap.
+        what: String,
+        /// The cap.
+        limit: u64,
+    },
+    /// A run passed its deadline (`RunOptions::deadline`, `ExecConfig::deadline`).
+    #[error("deadline exceeded {at}")]
+    DeadlineExceeded {
+        /// Where the run stopped.
+        at: String,
+    },
+    /// A run was cancelled through its `CancelToken`.
+    #[error("run cancelled {at}")]
+    Cancelled {
+        /// Where the run stopped.
+        at: String,
+    },
     /// A `Call` of a function that is not in the library (or declared but not defined).
     #[error("unknown function '{name}'")]
     UnknownFunction {

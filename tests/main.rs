@@ -7,3 +7,4 @@ mod common;
 mod converters;
 mod core;
 mod ops;
+mod robustness;

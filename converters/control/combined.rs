@@ -29,7 +29,7 @@
 use std::sync::Arc;
 
 use super::{cond_subset, while_subset};
-use crate::ops::Op;
+use crate::ops::{IterationCap, Op};
 use crate::tensor::{Tensor, TensorType};
 use crate::vectorize::{ConvertCtx, Converted, LoopInfo, Wrapped, flatten_first_two};
 use crate::{Error, Function, Graph, Result, ValueId};
@@ -49,6 +49,8 @@ pub(crate) enum SubsetForm {
         carries: Vec<bool>,
         /// Stacked captures.
         captures: Vec<bool>,
+        /// The loop's own iteration cap (kept by the rebuilt loop).
+        max_iterations: Option<IterationCap>,
     },
     /// A `cond` whose inputs are `[true, pred, args.., n, index]`.
     Cond {
@@ -180,7 +182,7 @@ pub(super) fn convert(ctx: &mut ConvertCtx<'_>, form: &SubsetForm) -> Result<Con
     let g = ctx.graph();
     let c = Combined::new(g, &outer, m.value, index.value)?;
     let outs = match form {
-        SubsetForm::While { cond, body, pass, carries, captures } => {
+        SubsetForm::While { cond, body, pass, carries, captures, max_iterations } => {
             let k = pass.len();
             let caps_in = &ins[at + 2..];
             if carries.len() != k || caps_in.len() != captures.len() {
@@ -190,7 +192,7 @@ pub(super) fn convert(ctx: &mut ConvertCtx<'_>, form: &SubsetForm) -> Result<Con
             let init = full_in.iter().zip(carries).map(|(w, &s)| c.lay_out(g, *w, s)).collect::<Result<Vec<_>>>()?;
             let caps = caps_in.iter().zip(captures).map(|(w, &s)| c.lay_out(g, *w, s)).collect::<Result<Vec<_>>>()?;
             let cap_vals: Vec<ValueId> = caps.iter().map(|w| w.value).collect();
-            let full = while_subset(g, &c.info, &options, cond, body, &init, &caps, &cap_vals, pass)?;
+            let full = while_subset(g, &c.info, &options, cond, body, &init, &caps, &cap_vals, pass, *max_iterations)?;
             // outputs [active, rows.., full..]: a finished loop has no active rows; carries
             // that are not stacked in the form's loop pass through unchanged
             let empty = g.constant(Tensor::vec1::<i64>(&[]));

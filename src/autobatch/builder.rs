@@ -40,7 +40,11 @@
 //! control flow (`if_else`, `if_then`, `while_loop`) compiles to basic blocks laid out in
 //! source order (branch bodies before their join, loop bodies between head and exit), which
 //! is the order the "lowest pc first" schedulers prefer. Every path of a function must end
-//! in [`FunctionBuilder::ret`]; code after a `ret` is an error.
+//! in [`FunctionBuilder::ret`]; code after a `ret` is an error. A capped loop
+//! ([`FunctionBuilder::while_loop_with`]) counts its trips in a per-thread variable and has
+//! the semantics of a capped graph `while` (`IterationCap`): the condition is evaluated
+//! before every trip, and when it still holds after the cap the thread leaves the loop
+//! (`OnLimit::Stop`) or the run fails with `Error::IterationLimit` (`OnLimit::Error`).
 
 use std::collections::HashSet;
 
@@ -51,6 +55,7 @@ use super::program::{
 };
 use crate::error::{Error, Result};
 use crate::ir::Function;
+use crate::ops::{IterationCap, OnLimit};
 use crate::tensor::Tensor;
 
 struct Decl {
@@ -394,22 +399,64 @@ impl FunctionBuilder<'_> {
         cond: impl FnOnce(&mut Self) -> Result<Var>,
         body: impl FnOnce(&mut Self) -> Result<()>,
     ) -> Result<()> {
+        self.while_loop_with(None, cond, body)
+    }
+
+    /// [`while_loop`](Self::while_loop) with an optional per-thread trip cap (see the module
+    /// docs). Layout: `i = 0; head: c = cond(); go = c && i < max; branch go → body, after;
+    /// body; i += 1; goto head; after: [OnLimit::Error: branch c → fail, exit; fail:
+    /// IterationLimit]; exit`.
+    pub fn while_loop_with(
+        &mut self,
+        cap: Option<IterationCap>,
+        cond: impl FnOnce(&mut Self) -> Result<Var>,
+        body: impl FnOnce(&mut Self) -> Result<()>,
+    ) -> Result<()> {
+        let trips = match cap {
+            Some(_) => Some(self.constant("trips", 0i64)?),
+            None => None,
+        };
         let pre = self.current()?;
         let head = self.new_block("loop_head");
         self.blocks[pre].term = Some(Terminator::Goto(BlockId(head)));
         self.cur = Some(head);
         let c = cond(self)?;
         self.check_vars(&[c])?;
+        let go = match (cap, trips) {
+            (Some(cap), Some(i)) => {
+                let max = i64::try_from(cap.max_iterations).unwrap_or(i64::MAX);
+                self.prim("under_cap", &[c, i], move |x| {
+                    let (c, i) = (x[0].array::<bool>()?, x[1].array::<i64>()?);
+                    Ok(ndarray::Zip::from(c).and(i).map_collect(|&c, &i| c && i < max).into())
+                })?
+            }
+            _ => c,
+        };
         let head_end = self.current()?;
         let b = self.new_block("loop_body");
         self.cur = Some(b);
         body(self)?;
-        if let Some(be) = self.cur {
+        if self.cur.is_some() {
+            if let Some(i) = trips {
+                self.prim_into("count_trip", &[i], &[i], |x| Ok(vec![(x[0].array::<i64>()? + 1).into()]))?;
+            }
+            let be = self.current()?;
             self.blocks[be].term = Some(Terminator::Goto(BlockId(head)));
         }
-        let exit = self.new_block("loop_exit");
-        self.blocks[head_end].term = Some(Terminator::Branch { cond: c, if_true: BlockId(b), if_false: BlockId(exit) });
-        self.cur = Some(exit);
+        let after = self.new_block("loop_after");
+        self.blocks[head_end].term =
+            Some(Terminator::Branch { cond: go, if_true: BlockId(b), if_false: BlockId(after) });
+        self.cur = Some(after);
+        if let Some(cap @ IterationCap { on_limit: OnLimit::Error, .. }) = cap {
+            let what = format!("autobatch while loop in function '{}'", self.name);
+            self.if_then(c, |f| {
+                // runs only when some thread got here (declared types: no probe run)
+                let fail = PrimOp::closure("iteration_limit", &[c], &[], move |_| {
+                    Err(Error::IterationLimit { what: what.clone(), limit: cap.max_iterations })
+                });
+                f.op(fail.with_types(vec![]))
+            })?;
+        }
         Ok(())
     }
 

@@ -12,11 +12,10 @@
 //! - `Cond` becomes `if_else` with both branch functions translated inline (their
 //!   parameters bound to the Cond's argument variables), each branch copying its results
 //!   into the Cond's output variables;
-//! - `Call` becomes a program call; `While` (without `max_iterations`) becomes `while_loop`
-//!   over fresh carry variables;
-//! - anything else (`For`, stateful ops, types that are not fully static, a `While` with
-//!   `max_iterations`) is an [`Error::Unsupported`] naming the construct, so the caller can
-//!   fall back.
+//! - `Call` becomes a program call; `While` becomes `while_loop_with` (its
+//!   `IterationCap`, if any, per thread) over fresh carry variables;
+//! - anything else (`For`, stateful ops, types that are not fully static) is an
+//!   [`Error::Unsupported`] naming the construct, so the caller can fall back.
 //!
 //! Variable types are the graph's per-thread value types (no batch axis).
 
@@ -31,6 +30,7 @@ use super::primop::PrimOp;
 use super::program::{FuncId, Program, Var, VarType};
 use super::vm::Vm;
 use crate::error::{Error, Result};
+use crate::exec::ExecCtx;
 use crate::ir::{Function, Graph, NodeId, ValueId};
 use crate::ops::{ControlOp, CustomOp, Op};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
@@ -328,9 +328,6 @@ fn emit_control(
             Ok(outs)
         }
         ControlOp::While { cond, body, num_carries, max_iterations } => {
-            if max_iterations.is_some() {
-                return Err(unsupported(format!("a while loop with max_iterations in function '{fname}'")));
-            }
             let k = *num_carries;
             let carries: Vec<Var> = (0..k).map(|_| fb.local(&format!("{fname}.carry"))).collect();
             if k > 0 {
@@ -338,7 +335,8 @@ fn emit_control(
             }
             let mut args = carries.clone();
             args.extend_from_slice(&ins[k..]);
-            fb.while_loop(
+            fb.while_loop_with(
+                *max_iterations,
                 |fb| {
                     let r = emit_function(cx, fb, fname, cond, &args, witness.clone())?;
                     r.first().copied().ok_or_else(|| Error::Verify(format!("{OP}: while cond has no result")))
@@ -414,5 +412,16 @@ impl CustomOp for AutobatchCall {
 
     fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         Ok(self.vm.run(inputs, &ExecConfig::default())?.outputs)
+    }
+
+    /// The session's call-depth limit (the VM counts depth as sessions do, but runs self
+    /// tail calls as jumps), deadline and cancel token.
+    fn eval_in(&self, inputs: &[Tensor], ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let mut config = ExecConfig { max_stack_depth: ctx.options().max_call_depth, ..ExecConfig::default() };
+        if let Some(i) = ctx.interrupt() {
+            config.deadline = i.deadline;
+            config.cancel.clone_from(&i.cancel);
+        }
+        Ok(self.vm.run(inputs, &config)?.outputs)
     }
 }

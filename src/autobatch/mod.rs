@@ -24,6 +24,16 @@
 //! are `[batch] + event shape`; every failure (bad program, type mismatch, stack overflow,
 //! a primop returning the wrong shape) is an `Err`, never a panic.
 //!
+//! Limits, identical in the three interpreters ([`ExecConfig`]): a self tail call is a
+//! jump in all three (it never deepens any stack); a call nested deeper than
+//! `max_stack_depth` is `Error::RecursionLimit` naming the callee; with `max_iterations`,
+//! a thread making more than that many backward jumps (loop trips, self tail calls) in
+//! one function activation is `Error::IterationLimit` naming the function; `deadline` and
+//! `cancel` are checked before every block execution. The stackless and reference
+//! interpreters recurse on the native stack: a level the thread's stack cannot hold is
+//! `Error::StackExhausted` (see `exec::limits`), never a stack overflow; the VM's stacks
+//! are heap tensors.
+//!
 //! Primops run in one of two modes per block execution ([`ExecConfig::gather_threshold`],
 //! default 0.75): *masked* (compute every row, then `where` into the registers) when at
 //! least that fraction of the batch is active, *gather/scatter* (compute only the active rows)
@@ -44,6 +54,7 @@ mod types;
 pub mod vm;
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 pub use builder::{FunctionBuilder, ProgramBuilder};
 pub use primop::{PrimFn, PrimKind, PrimOp};
@@ -53,6 +64,8 @@ pub use program::{
 };
 
 use crate::error::{Error, Result};
+use crate::exec::CancelToken;
+use crate::exec::limits::{Interrupt, StackGuard};
 use crate::tensor::Tensor;
 
 /// Which primop execution mode the interpreters use for partially active blocks.
@@ -71,9 +84,10 @@ pub enum ExecMode {
 pub struct ExecConfig {
     /// Maximum call depth (stackless and reference: nested interpretations; VM: the
     /// capacity of every per-thread stack). Exceeding it is `Error::RecursionLimit`.
-    /// Default 256. The stackless and reference interpreters recurse on the Rust stack
-    /// (a few KiB per level): limits in the thousands need a thread with a larger stack;
-    /// the VM's stacks are heap tensors grown on demand.
+    /// Default 256. Self tail calls run as jumps and do not count. The stackless and
+    /// reference interpreters recurse on the Rust stack (a few KiB per level): a depth the
+    /// thread's stack cannot hold is `Error::StackExhausted`; the VM's stacks are heap
+    /// tensors grown on demand.
     pub max_stack_depth: usize,
     /// Mode selection.
     pub mode: ExecMode,
@@ -84,11 +98,101 @@ pub struct ExecConfig {
     /// measured on W6 (scalar primops) and W7 (a heavy leaf), gather mode is as fast or
     /// faster up to ~75-80% active, and heavy primops favour it even more.
     pub gather_threshold: f64,
+    /// Per thread, at most this many backward jumps (loop trips and self tail calls) in one
+    /// function activation; one more is `Error::IterationLimit` naming the function.
+    /// Default `None`: no cap (a non-terminating program then stops only at its deadline
+    /// or cancellation).
+    pub max_iterations: Option<u64>,
+    /// Stop with `Error::DeadlineExceeded` once this instant has passed (checked before
+    /// every block execution).
+    pub deadline: Option<Instant>,
+    /// Stop with `Error::Cancelled` once this token is cancelled (checked likewise).
+    pub cancel: Option<CancelToken>,
 }
 
 impl Default for ExecConfig {
     fn default() -> Self {
-        ExecConfig { max_stack_depth: 256, mode: ExecMode::Auto, gather_threshold: 0.75 }
+        ExecConfig {
+            max_stack_depth: 256,
+            mode: ExecMode::Auto,
+            gather_threshold: 0.75,
+            max_iterations: None,
+            deadline: None,
+            cancel: None,
+        }
+    }
+}
+
+impl ExecConfig {
+    /// The run's interrupt check (deadline and token), if any.
+    pub(crate) fn interrupt(&self) -> Option<Interrupt> {
+        Interrupt::new(self.deadline, self.cancel.clone())
+    }
+}
+
+/// Per-thread backward-jump counts of one function activation ([`ExecConfig::max_iterations`]);
+/// `None` without a cap, so counting costs nothing then.
+pub(crate) struct Trips {
+    counts: Vec<u64>,
+    limit: u64,
+}
+
+impl Trips {
+    /// Counters for `width` threads, if `config` caps iterations.
+    pub(crate) fn new(config: &ExecConfig, width: usize) -> Option<Trips> {
+        config.max_iterations.map(|limit| Trips { counts: vec![0; width], limit })
+    }
+
+    /// The threads `threads()` jump from block `from` to block `to` (of one function, in
+    /// source or lowered numbering, which keep a function's block order): a backward jump
+    /// (`to <= from`) counts one trip each; `Err(IterationLimit)` past the cap. Without a
+    /// cap, neither closure runs.
+    pub(crate) fn jump<I: IntoIterator<Item = usize>>(
+        this: &mut Option<Trips>,
+        threads: impl FnOnce() -> I,
+        from: usize,
+        to: usize,
+        function: impl FnOnce() -> String,
+    ) -> Result<()> {
+        let Some(tr) = this.as_mut().filter(|_| to <= from) else { return Ok(()) };
+        let mut over = false;
+        for t in threads() {
+            if let Some(c) = tr.counts.get_mut(t) {
+                *c += 1;
+                over |= *c > tr.limit;
+            }
+        }
+        if over {
+            return Err(Error::IterationLimit {
+                what: format!("autobatch function '{}'", function()),
+                limit: tr.limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Thread `t`'s count, to save at a call; zeroed for the callee's activation.
+    pub(crate) fn enter(&mut self, t: usize) -> u64 {
+        std::mem::take(&mut self.counts[t])
+    }
+
+    /// Restore thread `t`'s count on return.
+    pub(crate) fn leave(&mut self, t: usize, saved: u64) {
+        self.counts[t] = saved;
+    }
+}
+
+/// Where an interpreter stopped: function `function`, block `block` (the VM's lowered block
+/// names already start with the function's).
+pub(crate) fn block_at(function: &str, block: &str) -> String {
+    if function.is_empty() { format!("at block '{block}'") } else { format!("at block '{function}.{block}'") }
+}
+
+/// The name of graph `gi` of `p` (0 = main, f + 1 = function f).
+pub(crate) fn graph_name(p: &Program, gi: usize) -> String {
+    match gi.checked_sub(1) {
+        Some(f) => p.functions.get(f).map(|f| f.name.clone()).unwrap_or_default(),
+        None => "main".to_string(),
     }
 }
 
@@ -132,7 +236,7 @@ pub struct Execution {
     pub stats: ExecStats,
 }
 
-/// Internal counters of one run (converted to [`ExecStats`] at the end).
+/// Internal counters of one run (converted to [`ExecStats`] at the end), and its limits.
 #[derive(Default)]
 pub(crate) struct RunCounters {
     pub(crate) prim_counts: Vec<u64>,
@@ -140,11 +244,20 @@ pub(crate) struct RunCounters {
     pub(crate) layouts: [u64; 3],
     pub(crate) max_depth: usize,
     pub(crate) plans_compiled: usize,
+    /// The run's deadline and cancel token.
+    pub(crate) interrupt: Option<Interrupt>,
+    /// The native-stack guard of recursive interpretations.
+    pub(crate) stack: StackGuard,
 }
 
 impl RunCounters {
-    pub(crate) fn new(n_names: usize) -> RunCounters {
-        RunCounters { prim_counts: vec![0; n_names], ..Default::default() }
+    pub(crate) fn new(n_names: usize, config: &ExecConfig) -> RunCounters {
+        RunCounters { prim_counts: vec![0; n_names], interrupt: config.interrupt(), ..Default::default() }
+    }
+
+    /// [`Interrupt::check`] before running a block (`at` says which).
+    pub(crate) fn check_interrupt(&self, at: impl FnOnce() -> String) -> Result<()> {
+        crate::exec::limits::check(self.interrupt.as_ref(), at)
     }
     pub(crate) fn count_layout(&mut self, l: &primop::Layout) {
         let i = match l {

@@ -5,11 +5,15 @@
 //! branches on the thread's own condition — and stacks the outputs. It shares nothing with
 //! the batched interpreters but [`PrimOp::run`](super::PrimOp::run) (no masks, layouts,
 //! allocation or stacks), which makes it their correctness oracle, and it is the
-//! "unbatched loop" baseline of the benchmarks. Calls deeper than `max_stack_depth` are
-//! `Error::RecursionLimit`.
+//! "unbatched loop" baseline of the benchmarks. Its limits are the batched interpreters'
+//! (see the crate-level `autobatch` docs): a self tail call is a jump (parallel copy into
+//! the parameters, back to the entry block); calls deeper than `max_stack_depth` are
+//! `Error::RecursionLimit`; backward jumps count against `max_iterations` per activation;
+//! the deadline and token are checked before every block.
 
 use super::program::{Instruction, Program, Terminator};
-use super::{ExecConfig, check_inputs, empty_outputs};
+use super::segment::self_tail_call;
+use super::{ExecConfig, RunCounters, Trips, block_at, check_inputs, empty_outputs, graph_name};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -18,7 +22,7 @@ pub fn execute(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     execute_with(program, inputs, &ExecConfig::default())
 }
 
-/// Run one batch member at a time (only `config.max_stack_depth` is used).
+/// Run one batch member at a time (the limits of `config`; its modes do not apply).
 pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -> Result<Vec<Tensor>> {
     super::lower::check_runnable(program, false)?;
     let batch = check_inputs(program, inputs)?;
@@ -26,9 +30,10 @@ pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -
         return empty_outputs(program);
     }
     let mut per_out: Vec<Vec<Tensor>> = vec![Vec::with_capacity(batch); program.vars_out.len()];
+    let mut run = RunCounters::new(0, config);
     for i in 0..batch {
         let row: Vec<Tensor> = inputs.iter().map(|t| t.slice_axis0(i, i + 1)).collect::<Result<_>>()?;
-        for (acc, t) in per_out.iter_mut().zip(execute_one(program, &row, config.max_stack_depth)?) {
+        for (acc, t) in per_out.iter_mut().zip(run_one(program, &row, config, &mut run)?) {
             acc.push(t.index_axis0(0)?);
         }
     }
@@ -44,11 +49,16 @@ pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -
 
 /// Run one thread: `inputs` are `[1] + event shape`; so are the outputs.
 pub fn execute_one(program: &Program, inputs: &[Tensor], max_depth: usize) -> Result<Vec<Tensor>> {
+    let config = ExecConfig { max_stack_depth: max_depth, ..ExecConfig::default() };
+    run_one(program, inputs, &config, &mut RunCounters::new(0, &config))
+}
+
+fn run_one(program: &Program, inputs: &[Tensor], config: &ExecConfig, run: &mut RunCounters) -> Result<Vec<Tensor>> {
     let mut env: Vec<Option<Tensor>> = vec![None; program.var_defs.len()];
     for (v, t) in program.vars_in.iter().zip(inputs) {
         env[v.0] = Some(t.clone());
     }
-    interpret(program, 0, &mut env, 0, max_depth)?;
+    interpret(program, 0, &mut env, 0, config, run)?;
     program
         .vars_out
         .iter()
@@ -66,17 +76,38 @@ fn read(p: &Program, env: &[Option<Tensor>], v: super::Var) -> Result<Tensor> {
     })
 }
 
-fn interpret(p: &Program, gi: usize, env: &mut [Option<Tensor>], depth: usize, max_depth: usize) -> Result<()> {
+fn interpret(
+    p: &Program,
+    gi: usize,
+    env: &mut [Option<Tensor>],
+    depth: usize,
+    config: &ExecConfig,
+    run: &mut RunCounters,
+) -> Result<()> {
     let g = if gi == 0 { &p.graph } else { &p.function(super::FuncId(gi - 1))?.graph };
-    if depth > max_depth {
+    if depth > config.max_stack_depth {
         let function = p.functions.get(gi.wrapping_sub(1)).map(|f| f.name.clone()).unwrap_or_default();
-        return Err(Error::RecursionLimit { function, limit: max_depth });
+        return Err(Error::RecursionLimit { function, limit: config.max_stack_depth });
     }
+    if depth > 0 {
+        run.stack.check(|| graph_name(p, gi), depth)?;
+    }
+    let mut trips = Trips::new(config, 1);
     let mut pc = 0;
     loop {
         let b = g.blocks.get(pc).ok_or_else(|| Error::InvalidArgument(format!("autobatch: no block {pc}")))?;
-        for op in &b.ops {
+        run.check_interrupt(|| block_at(&graph_name(p, gi), &b.name))?;
+        let tail = self_tail_call(p, gi, pc);
+        for (oi, op) in b.ops.iter().enumerate() {
             match op {
+                Instruction::Call(c) if Some(oi) == tail => {
+                    // a self tail call is a jump: parallel copy into the parameters
+                    let args = c.inputs.iter().map(|v| read(p, env, *v)).collect::<Result<Vec<_>>>()?;
+                    for (prm, a) in p.function(c.function)?.params.iter().zip(args) {
+                        env[prm.0] = Some(a);
+                    }
+                    break;
+                }
                 Instruction::Prim(o) => {
                     let ins = o.inputs.iter().map(|v| read(p, env, *v)).collect::<Result<Vec<_>>>()?;
                     let types = o.outputs.iter().map(|v| p.var_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
@@ -91,7 +122,7 @@ fn interpret(p: &Program, gi: usize, env: &mut [Option<Tensor>], depth: usize, m
                     for (prm, a) in f.params.iter().zip(args) {
                         callee[prm.0] = Some(a);
                     }
-                    interpret(p, c.function.0 + 1, &mut callee, depth + 1, max_depth)?;
+                    interpret(p, c.function.0 + 1, &mut callee, depth + 1, config, run)?;
                     for (o, r) in c.outputs.iter().zip(&f.results) {
                         env[o.0] = Some(read(p, &callee, *r)?);
                     }
@@ -101,7 +132,8 @@ fn interpret(p: &Program, gi: usize, env: &mut [Option<Tensor>], depth: usize, m
                 }
             }
         }
-        pc = match &b.terminator {
+        let next = match &b.terminator {
+            _ if tail.is_some() => 0,
             Terminator::Goto(t) => t.0,
             Terminator::Branch { cond, if_true, if_false } => {
                 let c = read(p, env, *cond)?;
@@ -113,5 +145,7 @@ fn interpret(p: &Program, gi: usize, env: &mut [Option<Tensor>], depth: usize, m
                 return Err(Error::InvalidArgument(format!("autobatch reference: lowered terminator {other:?}")));
             }
         };
+        Trips::jump(&mut trips, || [0], pc, next, || graph_name(p, gi))?;
+        pc = next;
     }
 }

@@ -23,7 +23,9 @@ use super::mask::{Mask, WaitQueue};
 use super::primop::{BlockRun, Layout, Locals};
 use super::program::{Program, Terminator, VariableAllocation};
 use super::segment::{PlanCache, Step};
-use super::{ExecConfig, Execution, RunCounters, check_inputs, collect_outputs, empty_outputs, rows};
+use super::{
+    ExecConfig, Execution, RunCounters, Trips, block_at, check_inputs, collect_outputs, empty_outputs, graph_name, rows,
+};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -48,7 +50,7 @@ impl Executor {
     fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
         let p = &self.program;
         let batch = check_inputs(p, inputs)?;
-        let mut counters = RunCounters::new(self.cache.names().len());
+        let mut counters = RunCounters::new(self.cache.names().len(), config);
         if batch == 0 {
             return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
         }
@@ -77,11 +79,20 @@ impl Executor {
             let function = p.functions.get(gi.wrapping_sub(1)).map(|f| f.name.clone()).unwrap_or_default();
             return Err(Error::RecursionLimit { function, limit: config.max_stack_depth });
         }
+        if depth > 0 {
+            counters.stack.check(|| graph_name(p, gi), depth)?;
+        }
         counters.max_depth = counters.max_depth.max(depth);
         let mut queue = WaitQueue::default();
         let mut locals = Locals::default();
+        let mut trips = Trips::new(config, mask.len());
         let (mut pc, mut active) = (0usize, mask);
         loop {
+            counters.check_interrupt(|| {
+                let g = p.graphs().nth(gi);
+                let block = g.and_then(|g| g.blocks.get(pc)).map_or(String::new(), |b| b.name.clone());
+                block_at(&graph_name(p, gi), &block)
+            })?;
             let plan = self.cache.get(p, gi, pc, &mut counters.plans_compiled)?;
             let mut run = BlockRun::new(p, &active, config, &mut locals);
             counters.count_layout(run.layout());
@@ -121,14 +132,20 @@ impl Executor {
                 }
             }
             let idx = run.finish(regs)?;
+            let function = || graph_name(p, gi);
             match &plan.terminator {
-                Terminator::Goto(t) => queue.enqueue(t.0, active),
+                Terminator::Goto(t) => {
+                    Trips::jump(&mut trips, || idx.iter().copied(), pc, t.0, function)?;
+                    queue.enqueue(t.0, active)
+                }
                 Terminator::Branch { cond, if_true, if_false } => {
                     let c = regs.get(cond.0).and_then(|c| c.as_ref()).ok_or_else(|| {
                         Error::InvalidArgument(format!("autobatch: branch condition '{}' is unset", p.var_name(*cond)))
                     })?;
                     let bools = rows::bools(c)?;
                     let (yes, no) = Mask::split(active.len(), &idx, &bools);
+                    Trips::jump(&mut trips, || yes.indices(), pc, if_true.0, function)?;
+                    Trips::jump(&mut trips, || no.indices(), pc, if_false.0, function)?;
                     queue.enqueue(if_true.0, yes);
                     queue.enqueue(if_false.0, no);
                 }

@@ -12,7 +12,11 @@
 //! stack pointers, `pop` does the reverse. A stack is `[depth, batch] + event shape`,
 //! allocated lazily and grown by doubling up to `max_stack_depth`; a push beyond it (or a
 //! `PushGoto` beyond it on the pc stack) is `Error::RecursionLimit` naming the function —
-//! never a panic or an out-of-bounds write. Per-thread correctness: every instruction
+//! never a panic or an out-of-bounds write. (A variable is saved at most once per frame
+//! and main saves nothing, so a variable stack never fills before the pc stack: a call one
+//! level too deep names the callee, as the other interpreters do.) With
+//! `max_iterations`, each thread's backward-jump count of the current activation is saved
+//! beside its return address at a call and restored at the return. Per-thread correctness: every instruction
 //! touches only the rows of the threads running it, and lowering keeps every call
 //! stack-neutral, so each thread sees exactly its sequential semantics.
 
@@ -21,7 +25,7 @@ use super::mask::{Mask, WaitQueue};
 use super::primop::{BlockRun, Locals};
 use super::program::{Program, Terminator, Var};
 use super::segment::{PlanCache, Step};
-use super::{ExecConfig, Execution, RunCounters, check_inputs, collect_outputs, empty_outputs, rows};
+use super::{ExecConfig, Execution, RunCounters, Trips, block_at, check_inputs, collect_outputs, empty_outputs, rows};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -41,6 +45,10 @@ struct State<'a> {
     stacks: Vec<Option<VarStack>>,
     ret: Vec<usize>,
     ret_sp: Vec<usize>,
+    /// Backward jumps of each thread's current activation (with `max_iterations`), and the
+    /// callers' counts, laid out like `ret`.
+    trips: Option<Trips>,
+    ret_trips: Vec<u64>,
 }
 
 impl State<'_> {
@@ -120,6 +128,12 @@ impl State<'_> {
                 self.ret.resize(new_depth * batch, 0);
             }
             self.ret[at] = return_to;
+            if let Some(tr) = self.trips.as_mut() {
+                if at >= self.ret_trips.len() {
+                    self.ret_trips.resize(self.ret.len(), 0);
+                }
+                self.ret_trips[at] = tr.enter(t);
+            }
             self.ret_sp[t] = sp + 1;
             deepest = deepest.max(sp + 1);
         }
@@ -134,6 +148,9 @@ impl State<'_> {
                 .ok_or_else(|| Error::InvalidArgument("autobatch vm: return with an empty pc stack".into()))?;
             self.ret_sp[t] = sp;
             let to = self.ret[sp * self.batch + t];
+            if let Some(tr) = self.trips.as_mut() {
+                tr.leave(t, self.ret_trips[sp * self.batch + t]);
+            }
             match groups.iter_mut().find(|(pc, _)| *pc == to) {
                 Some((_, m)) => m.set(t),
                 None => {
@@ -154,6 +171,8 @@ impl State<'_> {
 pub struct Vm {
     lowered: Program,
     entries: Vec<Option<String>>,
+    /// Per pc, the function whose code it is ("main" before the first function).
+    functions: Vec<String>,
     cache: PlanCache,
 }
 
@@ -163,7 +182,17 @@ impl Vm {
         let (lowered, entries) = lower_with_entries(program)?;
         check_runnable(&lowered, true)?;
         let cache = PlanCache::new(&lowered, false);
-        Ok(Vm { lowered, entries, cache })
+        let mut cur = "main".to_string();
+        let functions = entries
+            .iter()
+            .map(|e| {
+                if let Some(name) = e {
+                    cur.clone_from(name);
+                }
+                cur.clone()
+            })
+            .collect();
+        Ok(Vm { lowered, entries, functions, cache })
     }
 
     /// The lowered program this VM runs.
@@ -179,7 +208,7 @@ impl Vm {
     fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
         let p = &self.lowered;
         let batch = check_inputs(p, inputs)?;
-        let mut counters = RunCounters::new(self.cache.names().len());
+        let mut counters = RunCounters::new(self.cache.names().len(), config);
         if batch == 0 {
             return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
         }
@@ -192,6 +221,8 @@ impl Vm {
             stacks: (0..nv).map(|_| None).collect(),
             ret: vec![],
             ret_sp: vec![0; batch],
+            trips: Trips::new(config, batch),
+            ret_trips: vec![],
         };
         for (v, t) in p.vars_in.iter().zip(inputs) {
             st.regs[v.0] = Some(t.clone());
@@ -199,7 +230,9 @@ impl Vm {
         let mut queue = WaitQueue::default();
         let mut locals = Locals::default();
         queue.enqueue(0, Mask::all(batch));
+        let function = |pc: usize| self.functions.get(pc).cloned().unwrap_or_default();
         while let Some((pc, active)) = queue.pop_min() {
+            counters.check_interrupt(|| block_at("", p.graph.blocks.get(pc).map_or("", |b| b.name.as_str())))?;
             let plan = self.cache.get(p, 0, pc, &mut counters.plans_compiled)?;
             let mut run = BlockRun::new(p, &active, config, &mut locals);
             counters.count_layout(run.layout());
@@ -227,20 +260,24 @@ impl Vm {
             }
             let idx = run.finish(&mut st.regs)?;
             match &plan.terminator {
-                Terminator::Goto(t) => queue.enqueue(t.0, active),
+                Terminator::Goto(t) => {
+                    Trips::jump(&mut st.trips, || idx.iter().copied(), pc, t.0, || function(pc))?;
+                    queue.enqueue(t.0, active)
+                }
                 Terminator::Branch { cond, if_true, if_false } => {
                     let c = st.regs.get(cond.0).and_then(|c| c.as_ref()).ok_or_else(|| {
                         Error::InvalidArgument(format!("autobatch: branch condition '{}' is unset", p.var_name(*cond)))
                     })?;
                     let bools = rows::bools(c)?;
                     let (yes, no) = Mask::split(batch, &idx, &bools);
+                    Trips::jump(&mut st.trips, || yes.indices(), pc, if_true.0, || function(pc))?;
+                    Trips::jump(&mut st.trips, || no.indices(), pc, if_false.0, || function(pc))?;
                     queue.enqueue(if_true.0, yes);
                     queue.enqueue(if_false.0, no);
                 }
                 Terminator::Return => {}
                 Terminator::PushGoto { return_to, target } => {
-                    let callee = self.entries.get(target.0).cloned().flatten().unwrap_or_default();
-                    let d = st.push_return(&idx, return_to.0, &callee)?;
+                    let d = st.push_return(&idx, return_to.0, &self.callee(target.0))?;
                     counters.max_depth = counters.max_depth.max(d);
                     queue.enqueue(target.0, active);
                 }
@@ -249,6 +286,13 @@ impl Vm {
         }
         let outputs = collect_outputs(p, &st.regs)?;
         Ok(Execution { outputs, stats: counters.into_stats(self.cache.names()) })
+    }
+}
+
+impl Vm {
+    /// The name of the function whose entry block is at `pc`.
+    fn callee(&self, pc: usize) -> String {
+        self.entries.get(pc).cloned().flatten().unwrap_or_default()
     }
 }
 

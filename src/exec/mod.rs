@@ -10,6 +10,9 @@
 //! - every kernel output is checked against its inferred static type (dtype, rank, fixed
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
 //!   silently wrong answer;
+//! - a run with a deadline or a cancel token ([`RunOptions`]) checks them before every
+//!   step, at every loop iteration and every call (see `limits`); a `call` also checks the
+//!   native stack left, so deep recursion is an error, never a stack overflow;
 //! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
 //!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
 //!   results are bit-identical to the unfused plan;
@@ -17,6 +20,7 @@
 //!   at compile time (see `pretranspose`).
 
 mod fuse;
+pub mod limits;
 
 mod pool;
 mod pretranspose;
@@ -32,14 +36,24 @@ use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, Library, NodeId, ValueId};
 use crate::ops::Op;
 use crate::tensor::{Tensor, TensorType};
+pub use limits::{CancelToken, RunOptions};
 use pool::BufferPool;
 pub use profile::{Profile, ProfileEntry};
 
 /// Execution options.
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
-    /// Maximum nesting of `Call`s (recursion depth) before `Error::RecursionLimit`.
+    /// Maximum nesting of `Call`s (recursion depth) before `Error::RecursionLimit`. A depth
+    /// the thread's native stack cannot hold is `Error::StackExhausted` (see
+    /// `exec::limits`).
     pub max_call_depth: usize,
+    /// A cap on the trips of every `while` loop that has no
+    /// [`IterationCap`](crate::ops::IterationCap) of its own: a loop whose condition still
+    /// holds after this many trips is `Error::IterationLimit` (a "must terminate" safety
+    /// net; it counts every `while` node as it runs, loops that pfor or autodiff built
+    /// included, but not loops inside a recursive function pfor hands to the auto-batching
+    /// VM). `None` (the default): no cap.
+    pub max_while_iterations: Option<u64>,
     /// Check every kernel output against its static type.
     pub check_types: bool,
     /// Time every executed node (see [`Profile`]); on by default when the environment
@@ -74,6 +88,7 @@ impl Default for ExecOptions {
     fn default() -> Self {
         ExecOptions {
             max_call_depth: 200,
+            max_while_iterations: None,
             check_types: true,
             profile: profile::env_top().is_some(),
             recycle_buffers: true,
@@ -247,6 +262,7 @@ impl Plan {
             if matches!(step.op, Op::Input { .. }) {
                 continue; // fed
             }
+            limits::check(ctx.interrupt.as_ref(), || format!("before node {} ({})", step.node, step.op))?;
             let mut ins = Vec::with_capacity(step.inputs.len());
             for &(s, take) in &step.inputs {
                 let t = if take { slots[s].take() } else { slots[s].clone() };
@@ -325,6 +341,9 @@ pub struct ExecCtx<'a> {
     depth: usize,
     profile: Option<&'a mut Profile>,
     pool: Option<&'a mut BufferPool>,
+    /// The run's deadline and cancel token, if any.
+    interrupt: Option<limits::Interrupt>,
+    stack: limits::StackGuard,
 }
 
 impl ExecCtx<'_> {
@@ -349,11 +368,14 @@ impl ExecCtx<'_> {
         plan.run(init, self)
     }
 
-    /// Call a named library function, enforcing the recursion limit.
+    /// Call a named library function, enforcing the recursion limit, the native stack left
+    /// and the run's deadline and cancel token.
     pub fn call(&mut self, name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
         if self.depth >= self.options.max_call_depth {
             return Err(Error::RecursionLimit { function: name.to_string(), limit: self.options.max_call_depth });
         }
+        self.stack.check(|| name.to_string(), self.depth + 1)?;
+        self.check_interrupt(|| format!("calling function '{name}' at depth {}", self.depth + 1))?;
         let f = self.library.get(name)?;
         self.depth += 1;
         let r = self.run_function(&f, args);
@@ -382,6 +404,17 @@ impl ExecCtx<'_> {
         self.options
     }
 
+    /// The run's deadline and cancel token, if it has either.
+    pub(crate) fn interrupt(&self) -> Option<&limits::Interrupt> {
+        self.interrupt.as_ref()
+    }
+
+    /// `Err(Cancelled | DeadlineExceeded)` if the run was cancelled or is past its deadline
+    /// (`at` says where: called only then). One branch when the run has neither.
+    pub fn check_interrupt(&self, at: impl FnOnce() -> String) -> Result<()> {
+        limits::check(self.interrupt.as_ref(), at)
+    }
+
     /// Offer a tensor a kernel no longer needs (kept only if large and uniquely owned).
     pub(crate) fn recycle(&mut self, t: Tensor) {
         if let Some(pool) = self.pool.as_deref_mut() {
@@ -393,6 +426,22 @@ impl ExecCtx<'_> {
     /// overwrite every element), or `None`: then allocate as usual.
     pub(crate) fn recycled<T: crate::tensor::Element>(&mut self, len: usize) -> Option<Vec<T>> {
         self.pool.as_deref_mut()?.take(len)
+    }
+}
+
+impl<'a> ExecCtx<'a> {
+    /// A context outside any session: no profile, pool, deadline or token.
+    fn detached(vars: &'a mut HashMap<String, Tensor>, library: &'a Library, options: &'a ExecOptions) -> Self {
+        ExecCtx {
+            vars,
+            library,
+            options,
+            depth: 0,
+            profile: None,
+            pool: None,
+            interrupt: None,
+            stack: limits::StackGuard::default(),
+        }
     }
 }
 
@@ -438,6 +487,14 @@ impl Session {
 
     /// Run with feeds given by input value.
     pub fn run(&mut self, feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
+        self.run_with(feeds, &RunOptions::default())
+    }
+
+    /// [`run`](Self::run) with a deadline and/or a cancel token: the run stops with
+    /// `Error::DeadlineExceeded` / `Error::Cancelled` at the next check after either fires
+    /// (before a step, at a loop iteration or a call; see `exec::limits`). Variables written
+    /// before the stop keep their new values.
+    pub fn run_with(&mut self, feeds: &[(ValueId, Tensor)], run: &RunOptions) -> Result<Vec<Tensor>> {
         let mut init = Vec::with_capacity(feeds.len());
         for (v, t) in feeds {
             match self.plan.inputs.iter().find(|is| is.value == *v) {
@@ -469,8 +526,16 @@ impl Session {
         let hand_off = self.may_hand_off();
         let profile = self.options.profile.then_some(&mut self.profile);
         let pool = recycle.then_some(&mut self.pool);
-        let mut ctx =
-            ExecCtx { vars: &mut self.vars, library: &self.library, options: &self.options, depth: 0, profile, pool };
+        let mut ctx = ExecCtx {
+            vars: &mut self.vars,
+            library: &self.library,
+            options: &self.options,
+            depth: 0,
+            profile,
+            pool,
+            interrupt: run.interrupt(),
+            stack: limits::StackGuard::default(),
+        };
         let t0 = Instant::now();
         let r = if hand_off {
             workers::run(plan.parallel_kernels, || plan.run(init, &mut ctx))
@@ -568,8 +633,7 @@ pub(crate) fn eval_detached(op: &Op, inputs: Vec<Tensor>) -> Result<Vec<Tensor>>
     let mut vars = HashMap::new();
     let library = Library::default();
     let options = ExecOptions::default();
-    let mut ctx =
-        ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0, profile: None, pool: None };
+    let mut ctx = ExecCtx::detached(&mut vars, &library, &options);
     op.eval(inputs, &mut ctx)
 }
 
@@ -579,7 +643,6 @@ pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let mut vars = HashMap::new();
     let library = f.graph.library().clone();
     let options = ExecOptions::default();
-    let mut ctx =
-        ExecCtx { vars: &mut vars, library: &library, options: &options, depth: 0, profile: None, pool: None };
+    let mut ctx = ExecCtx::detached(&mut vars, &library, &options);
     ctx.run_function(f, args)
 }

@@ -8,7 +8,12 @@
 //!   dtype and rank (differing fixed dims become dynamic);
 //! - `While`: inputs are `num_carries` carries followed by captures; `cond(carries,
 //!   captures) -> bool scalar`, `body(carries, captures) -> carries'` with each carry's
-//!   type preserved; outputs are the final carries;
+//!   type preserved; outputs are the final carries. The condition is evaluated before
+//!   every trip, also once the optional [`IterationCap`] is reached: if it still holds
+//!   then, the loop stops there ([`OnLimit::Stop`], TF's `maximum_iterations`) or fails
+//!   with `Error::IterationLimit` ([`OnLimit::Error`]); loops without a cap take
+//!   `ExecOptions::max_while_iterations` (an error) if set. Every trip checks the run's
+//!   deadline and cancel token;
 //! - `Call`: a named function of the [`Library`](crate::ir::Library); type-checked against
 //!   its declaration, so recursion works; depth is bounded by `ExecOptions::max_call_depth`;
 //! - `For`: input 0 is the trip count `n` (i64 scalar), inputs 1.. are captures; the body
@@ -23,6 +28,37 @@ use crate::exec::ExecCtx;
 use crate::ir::{Function, FunctionSignature, Graph, ValueId};
 use crate::ops::{Op, expect_dtype};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
+
+/// What a capped `while` loop does when its condition still holds after the cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum OnLimit {
+    /// Stop with the current carries (TF's `maximum_iterations`).
+    #[default]
+    Stop,
+    /// Fail with `Error::IterationLimit` (for loops that must terminate).
+    Error,
+}
+
+/// A cap on the trips of a `while` loop (see [`Graph::while_loop_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IterationCap {
+    /// At most this many trips.
+    pub max_iterations: u64,
+    /// What happens when the condition still holds after them.
+    pub on_limit: OnLimit,
+}
+
+impl IterationCap {
+    /// At most `n` trips, then stop with the current carries.
+    pub fn stop(n: u64) -> IterationCap {
+        IterationCap { max_iterations: n, on_limit: OnLimit::Stop }
+    }
+
+    /// At most `n` trips; `Error::IterationLimit` if the condition still holds after them.
+    pub fn error(n: u64) -> IterationCap {
+        IterationCap { max_iterations: n, on_limit: OnLimit::Error }
+    }
+}
 
 /// Control-flow ops.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,8 +78,8 @@ pub enum ControlOp {
         body: Arc<Function>,
         /// Number of loop-carried values (the remaining inputs are captures).
         num_carries: usize,
-        /// Optional bound on the trip count (an error when exceeded).
-        max_iterations: Option<u64>,
+        /// Optional cap on the trip count (see [`IterationCap`]).
+        max_iterations: Option<IterationCap>,
     },
     /// Call a named library function.
     Call {
@@ -216,8 +252,10 @@ impl ControlOp {
                 let k = *num_carries;
                 let mut carries = inputs;
                 let captures = carries.split_off(k);
+                let cap = max_iterations.or_else(|| ctx.options().max_while_iterations.map(IterationCap::error));
                 let mut trips = 0u64;
                 loop {
+                    ctx.check_interrupt(|| format!("at trip {trips} of a while loop"))?;
                     let mut args = carries.clone();
                     args.extend(captures.iter().cloned());
                     let c = ctx.run_function(cond, args)?;
@@ -225,10 +263,15 @@ impl ControlOp {
                     if !go.transpose()?.unwrap_or(false) {
                         break;
                     }
-                    if let Some(m) = max_iterations
-                        && trips >= *m
+                    if let Some(c) = cap
+                        && trips >= c.max_iterations
                     {
-                        return Err(Error::Numerical { op: op.into(), msg: format!("exceeded max_iterations = {m}") });
+                        match c.on_limit {
+                            OnLimit::Stop => break,
+                            OnLimit::Error => {
+                                return Err(Error::IterationLimit { what: op.into(), limit: c.max_iterations });
+                            }
+                        }
                     }
                     let mut args = carries;
                     args.extend(captures.iter().cloned());
@@ -248,6 +291,7 @@ impl ControlOp {
                 let rtypes = body.result_types();
                 let mut rows: Vec<Vec<Tensor>> = vec![Vec::with_capacity(n as usize); rtypes.len()];
                 for i in 0..n {
+                    ctx.check_interrupt(|| format!("at iteration {i} of a for loop"))?;
                     let mut args = vec![Tensor::scalar(i)];
                     args.extend(captures.iter().cloned());
                     let outs = ctx.run_function(body, args)?;
@@ -276,12 +320,14 @@ impl fmt::Display for ControlOp {
             ControlOp::Cond { then, else_ } => {
                 write!(f, "cond{{then={} nodes, else={} nodes}}", then.graph.num_nodes(), else_.graph.num_nodes())
             }
-            ControlOp::While { cond, body, num_carries, .. } => write!(
-                f,
-                "while{{carries={num_carries}, cond={} nodes, body={} nodes}}",
-                cond.graph.num_nodes(),
-                body.graph.num_nodes()
-            ),
+            ControlOp::While { cond, body, num_carries, max_iterations } => {
+                write!(f, "while{{carries={num_carries}, ")?;
+                if let Some(c) = max_iterations {
+                    let on = if c.on_limit == OnLimit::Stop { "stop" } else { "error" };
+                    write!(f, "max_iterations={} ({on}), ", c.max_iterations)?;
+                }
+                write!(f, "cond={} nodes, body={} nodes}}", cond.graph.num_nodes(), body.graph.num_nodes())
+            }
             ControlOp::Call { function, .. } => write!(f, "call{{{function}}}"),
             ControlOp::For { body, static_n } => match static_n {
                 Some(n) => write!(f, "for{{n={n}, body={} nodes}}", body.graph.num_nodes()),
@@ -317,12 +363,40 @@ impl Graph {
         cond: impl FnOnce(&mut Graph, &[ValueId]) -> Result<ValueId>,
         body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
     ) -> Result<Vec<ValueId>> {
+        self.build_while(carries, captures, None, cond, body)
+    }
+
+    /// [`while_loop`](Self::while_loop) with at most `cap.max_iterations` trips: when the
+    /// condition still holds after them, the loop stops with the current carries
+    /// ([`IterationCap::stop`], TF's `maximum_iterations`) or fails with
+    /// `Error::IterationLimit` ([`IterationCap::error`]). The cap holds everywhere the loop
+    /// goes: pfor (the vectorized loop stops each iteration exactly where its own loop
+    /// would, with the same error), derivatives and the auto-batching hand-off.
+    pub fn while_loop_with(
+        &mut self,
+        carries: &[ValueId],
+        captures: &[ValueId],
+        cap: IterationCap,
+        cond: impl FnOnce(&mut Graph, &[ValueId]) -> Result<ValueId>,
+        body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<Vec<ValueId>> {
+        self.build_while(carries, captures, Some(cap), cond, body)
+    }
+
+    fn build_while(
+        &mut self,
+        carries: &[ValueId],
+        captures: &[ValueId],
+        max_iterations: Option<IterationCap>,
+        cond: impl FnOnce(&mut Graph, &[ValueId]) -> Result<ValueId>,
+        body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    ) -> Result<Vec<ValueId>> {
         let mut inputs = carries.to_vec();
         inputs.extend_from_slice(captures);
         let types = inputs.iter().map(|a| self.value_type(*a).cloned()).collect::<Result<Vec<_>>>()?;
         let cond = Arc::new(Function::build(self, &types, |g, p| Ok(vec![cond(g, p)?]))?);
         let body = Arc::new(Function::build(self, &types, body)?);
-        let op = ControlOp::While { cond, body, num_carries: carries.len(), max_iterations: None };
+        let op = ControlOp::While { cond, body, num_carries: carries.len(), max_iterations };
         self.add_op_multi(Op::Control(op), &inputs)
     }
 

@@ -41,7 +41,7 @@ use crate::exec::ExecCtx;
 use crate::tensor::{Tensor, TensorType};
 
 pub use binary::BinaryKind;
-pub use control::{ControlKind, ControlOp};
+pub use control::{ControlKind, ControlOp, IterationCap, OnLimit};
 pub use conv::{Conv2dParams, ConvKind, ConvOp, Padding};
 pub use elementwise::{ElementwiseKind, ElementwiseOp};
 pub use indexing::{IndexKind, IndexOp};
@@ -63,6 +63,13 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>>;
     /// Compute the outputs.
     fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
+    /// [`eval`](Self::eval) inside a session run: `ctx` has the run's options and its
+    /// deadline and cancel token ([`ExecCtx::check_interrupt`]), which an op that loops or
+    /// recurses should honour. Defaults to `eval`.
+    fn eval_in(&self, inputs: &[Tensor], ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let _ = ctx;
+        self.eval(inputs)
+    }
     /// Whether the op has side effects or randomness (pfor never reuses it unconverted).
     fn is_stateful(&self) -> bool {
         false
@@ -316,7 +323,7 @@ impl Op {
             Op::Random(o) => o.eval(inputs),
             Op::State(o) => o.eval(inputs, ctx),
             Op::Control(o) => o.eval(inputs, ctx),
-            Op::Custom(c) => c.eval(&inputs),
+            Op::Custom(c) => c.eval_in(&inputs, ctx),
         }
     }
 

@@ -8,5 +8,5 @@ mod equivalence;
 mod errors;
 mod handoff;
 mod lowering;
-mod programs;
+pub mod programs;
 mod values;

@@ -171,13 +171,19 @@ pub fn sum_to() -> Program {
 
 /// Collatz step count with a while loop: per-thread trip counts.
 pub fn collatz() -> Program {
+    collatz_capped(None)
+}
+
+/// [`collatz`] with the loop under `cap`.
+pub fn collatz_capped(cap: Option<IterationCap>) -> Program {
     let mut pb = ProgramBuilder::new();
     let f = pb
         .function("collatz", &["x"], &["steps"], |f| {
             let x = f.param(0)?;
             let steps = f.result(0)?;
             f.constant_into(steps, 0i64)?;
-            f.while_loop(
+            f.while_loop_with(
+                cap,
                 |f| f.prim("not_one", &[x], test_i64(|x| x > 1)),
                 |f| {
                     f.prim_into("collatz_step", &[x, steps], &[x, steps], |t| {

@@ -21,6 +21,8 @@ enum Trip {
 enum Construct {
     Cond,
     While,
+    /// The same `while` under `IterationCap::stop(2)` (the rebuilt loop keeps the cap).
+    CappedWhile,
 }
 
 const MODES: [ControlFlowMode; 3] = [ControlFlowMode::Subset, ControlFlowMode::Mask, ControlFlowMode::Auto];
@@ -29,25 +31,26 @@ const MODES: [ControlFlowMode; 3] = [ControlFlowMode::Subset, ControlFlowMode::M
 /// `s`, `c`, `f`), or `t < 2 ? t·f + y : (t - f)·y` (both branches use every argument).
 fn construct(g: &mut Graph, what: Construct, t: ValueId, f: ValueId, y: ValueId) -> Result<Vec<ValueId>> {
     match what {
-        Construct::While => {
+        Construct::While | Construct::CappedWhile => {
             let c0 = g.constant(Tensor::scalar(0i64));
             let s0 = g.constant(Tensor::scalar(0.0f64));
             let quarter = g.constant(Tensor::scalar(0.25f64));
-            g.while_loop(
-                &[c0, s0, f],
-                &[t, y, quarter],
-                |g, a| g.less(a[0], a[3]),
-                |g, a| {
-                    let one = g.constant(Tensor::scalar(1i64));
-                    let c = g.add(a[0], one)?;
-                    let cf = g.cast(c, DType::F64)?;
-                    let d = g.mul(cf, a[2])?;
-                    let h = g.mul_scalar(a[4], 0.5)?;
-                    let d = g.add(d, h)?;
-                    let d = g.add(d, a[5])?;
-                    Ok(vec![c, g.add(a[1], d)?, a[2]])
-                },
-            )
+            let cond = |g: &mut Graph, a: &[ValueId]| g.less(a[0], a[3]);
+            let body = |g: &mut Graph, a: &[ValueId]| -> Result<Vec<ValueId>> {
+                let one = g.constant(Tensor::scalar(1i64));
+                let c = g.add(a[0], one)?;
+                let cf = g.cast(c, DType::F64)?;
+                let d = g.mul(cf, a[2])?;
+                let h = g.mul_scalar(a[4], 0.5)?;
+                let d = g.add(d, h)?;
+                let d = g.add(d, a[5])?;
+                Ok(vec![c, g.add(a[1], d)?, a[2]])
+            };
+            if what == Construct::CappedWhile {
+                g.while_loop_with(&[c0, s0, f], &[t, y, quarter], IterationCap::stop(2), cond, body)
+            } else {
+                g.while_loop(&[c0, s0, f], &[t, y, quarter], cond, body)
+            }
         }
         Construct::Cond => {
             let two = g.constant(Tensor::scalar(2i64));
@@ -158,6 +161,11 @@ fn check_matrix(what: Construct) {
 #[test]
 fn while_in_two_pfor_levels_with_trip_counts_from_outer_inner_and_both_indices() {
     check_matrix(Construct::While);
+}
+
+#[test]
+fn capped_while_in_two_pfor_levels_stops_every_pair_at_the_cap() {
+    check_matrix(Construct::CappedWhile);
 }
 
 #[test]

@@ -63,10 +63,10 @@ use super::{float_results_with_cotangent, floats, inline, jvp_function, vjp_func
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Result;
 use crate::ir::{Function, Graph, ValueId};
-use crate::ops::{ControlOp, Op};
+use crate::ops::{ControlOp, IterationCap, Op};
 use crate::tensor::{DType, Tensor, TensorType};
 
-fn while_op(cond: Function, body: Function, num_carries: usize, max_iterations: Option<u64>) -> Op {
+fn while_op(cond: Function, body: Function, num_carries: usize, max_iterations: Option<IterationCap>) -> Op {
     Op::Control(ControlOp::While { cond: Arc::new(cond), body: Arc::new(body), num_carries, max_iterations })
 }
 
@@ -112,7 +112,7 @@ fn count_trips(
     cond: &Function,
     body: &Function,
     k: usize,
-    max_iterations: Option<u64>,
+    max_iterations: Option<IterationCap>,
     carries: &[ValueId],
     captures: &[ValueId],
 ) -> Result<ValueId> {
@@ -223,7 +223,7 @@ pub fn while_vjp(
     cond: &Arc<Function>,
     body: &Arc<Function>,
     k: usize,
-    max_iterations: Option<u64>,
+    max_iterations: Option<IterationCap>,
     cx: &mut VjpCtx<'_>,
 ) -> Result<Vec<Option<ValueId>>> {
     let n_in = cx.inputs.len();
@@ -316,7 +316,7 @@ pub fn while_jvp(
     cond: &Arc<Function>,
     body: &Arc<Function>,
     k: usize,
-    max_iterations: Option<u64>,
+    max_iterations: Option<IterationCap>,
     cx: &mut JvpCtx<'_>,
 ) -> Result<Vec<Option<ValueId>>> {
     let ptypes = body.param_types();
