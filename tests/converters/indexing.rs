@@ -29,7 +29,7 @@ fn gather_with_the_loop_index_and_batch_dims() {
 fn gather_at_the_loop_index_is_free() {
     // gather(x, i, 0) with invariant x of first dim n is x itself: no gather in the plan.
     let mut g = Graph::new();
-    let a = g.constant(Tensor::randn(&[5, 3], 0));
+    let a = g.constant(Tensor::randn(&[5, 3], 0).unwrap());
     let out = pfor::vectorize::pfor_with(&mut g, 5, &pfor::vectorize::PforOptions::strict(), |g, i| {
         Ok(vec![g.gather(a, i, 0)?])
     })

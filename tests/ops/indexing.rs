@@ -225,7 +225,7 @@ fn unsorted_segment_ops_rows_and_i64() {
 #[test]
 fn dynamic_update_slice_values() {
     let y = apply3(
-        Tensor::zeros(DType::F32, &[3, 4]),
+        Tensor::zeros(DType::F32, &[3, 4]).unwrap(),
         f32t(&[2, 2], &[1., 2., 3., 4.]),
         i64t(&[2], &[1, 2]),
         |g, o, u, s| g.dynamic_update_slice(o, u, s),
