@@ -33,8 +33,8 @@ fn resolve_shape(shape: &[i64], input: &TensorType) -> Option<Vec<i64>> {
     if !shape.contains(&-1) {
         return Some(shape.to_vec());
     }
-    let total = input.shape.num_elements()? as i64;
-    let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+    let total = i64::try_from(input.shape.num_elements()?).ok()?;
+    let known = shape.iter().filter(|&&d| d != -1).try_fold(1i64, |a, &d| a.checked_mul(d))?;
     if known == 0 {
         return None;
     }

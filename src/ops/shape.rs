@@ -471,7 +471,8 @@ impl ShapeOp {
                     return out(Shape::fixed(&resolve_reshape(op, spec, n, &x.shape)?));
                 }
                 let (infer_at, known) = parse_spec(op, spec)?;
-                let fixed: usize = x.shape.dims().iter().filter_map(Dim::value).product();
+                let fixed_dims: Vec<usize> = x.shape.dims().iter().filter_map(Dim::value).collect();
+                let fixed = count(op, &fixed_dims)?;
                 let dynamic: Vec<&Dim> = x.shape.dims().iter().filter(|d| !d.is_fixed()).collect();
                 let mut dims: Vec<Dim> = spec.iter().map(|&d| Dim::Fixed(d.max(0) as usize)).collect();
                 match infer_at {

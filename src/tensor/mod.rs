@@ -4,6 +4,9 @@
 //! values are never copied); a kernel that owns the only reference to a buffer may write
 //! into it in place (`ArcArray` copies on write otherwise). All dtype dispatch goes through
 //! the [`dispatch!`](crate::dispatch) family of macros — kernels do not `match` on dtype.
+//! Constructors that take a shape check its element count and allocate fallibly
+//! (`kernels::alloc`): an overflowing shape or a refused allocation is an `Err`, never a
+//! panic or an abort.
 
 mod approx_cmp;
 mod dispatch;

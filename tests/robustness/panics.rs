@@ -66,6 +66,21 @@ fn shape_inference_rejects_overflowing_results() {
     let y = g.input("y", DType::F32, [Dim::fixed(1 << 40), Dim::fixed(1 << 40)]);
     let e = g.reshape(y, &[-1]).unwrap_err();
     assert!(is_overflow(&e), "{e}");
+    // With a dynamic dim too: the fixed dims' product is checked.
+    let z = g.input("z", DType::F32, [Dim::unknown(), Dim::fixed(1 << 40), Dim::fixed(1 << 40)]);
+    let e = g.reshape(z, &[-1]).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+}
+
+#[test]
+fn derivative_apis_reject_overflowing_static_shapes() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [1 << 40, 1 << 40]);
+    let y = g.sin(x).unwrap();
+    let e = pfor::api::jacobian(&mut g, y, x).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+    let e = pfor::api::jacobian_fwd(&mut g, y, x).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
 }
 
 #[test]
