@@ -186,7 +186,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 let t = ctx.output_type(0).clone();
                 let mut shape = vec![0];
                 shape.extend(od.iter().map(|&d| d as usize));
-                return done1(ctx.graph().constant(crate::Tensor::zeros(t.dtype, &shape)));
+                return done1(ctx.graph().constant(crate::Tensor::zeros(t.dtype, &shape)?));
             }
             let x = ctx.stacked(0)?;
             let dy = ctx.stacked(1)?;

@@ -189,7 +189,7 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
     let ids = ctx.stacked(1)?;
     let r = ctx.graph().value_type(ids)?.rank();
     let g = ctx.graph();
-    let pos = g.constant(Tensor::arange(n));
+    let pos = g.constant(Tensor::arange(n)?);
     let mut shape = vec![n as i64];
     shape.extend(std::iter::repeat_n(1, r - 1));
     let pos = g.reshape(pos, &shape)?;

@@ -64,11 +64,11 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let bt = ctx.expand_for_broadcast(2, rank)?;
             let d = ctx.input_type(1).clone();
             let g = ctx.graph();
-            let ones = g.ones(d.dtype, &d.shape.as_fixed().unwrap_or_default());
-            let zeros = g.zeros(d.dtype, &d.shape.as_fixed().unwrap_or_default());
-            if d.shape.as_fixed().is_none() {
+            let Some(fixed) = d.shape.as_fixed() else {
                 return ConvertCtx::unhandled("layer_norm with stacked parameters of dynamic size");
-            }
+            };
+            let ones = g.ones(d.dtype, &fixed)?;
+            let zeros = g.zeros(d.dtype, &fixed)?;
             let n = g.layer_norm(x, ones, zeros, epsilon)?;
             let y = g.mul(n, gm)?;
             done1(g.add(y, bt)?)

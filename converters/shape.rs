@@ -33,8 +33,8 @@ fn resolve_shape(shape: &[i64], input: &TensorType) -> Option<Vec<i64>> {
     if !shape.contains(&-1) {
         return Some(shape.to_vec());
     }
-    let total = input.shape.num_elements()? as i64;
-    let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+    let total = i64::try_from(input.shape.num_elements()?).ok()?;
+    let known = shape.iter().filter(|&&d| d != -1).try_fold(1i64, |a, &d| a.checked_mul(d))?;
     if known == 0 {
         return None;
     }
@@ -181,7 +181,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let t = ctx.input_type(0).clone();
             let v = if matches!(op, ShapeOp::ZerosLike) { 0.0 } else { 1.0 };
             match t.shape.as_fixed() {
-                Some(d) => done1(ctx.graph().constant(Tensor::full(t.dtype, &d, v)), false),
+                Some(d) => done1(ctx.graph().constant(Tensor::full(t.dtype, &d, v)?), false),
                 None => {
                     let x = ctx.input(0).value;
                     done1(ctx.add(Op::Shape(op), &[x])?, x_st)
@@ -223,6 +223,14 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         ShapeOp::OneHot { depth, axis, on, off, dtype } => {
             let x = ctx.stacked(0)?;
             done1(ctx.add(Op::Shape(ShapeOp::OneHot { depth, axis: shift(axis), on, off, dtype }), &[x])?, true)
+        }
+        ShapeOp::MatchShape { x_lead, like_lead } => {
+            let (x, like) = (ctx.input(0), ctx.input(1));
+            let op = ShapeOp::MatchShape {
+                x_lead: x_lead + x.stacked as usize,
+                like_lead: like_lead + like.stacked as usize,
+            };
+            done1(ctx.add(Op::Shape(op), &[x.value, like.value])?, x.stacked)
         }
         ShapeOp::Range => ConvertCtx::unhandled("range with loop-variant bounds has a per-iteration length"),
         ShapeOp::Stack { axis } => {

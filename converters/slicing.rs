@@ -33,7 +33,7 @@ fn dynamic_slice_gather(ctx: &mut ConvertCtx<'_>, sizes: &[usize]) -> Result<Con
     for (d, &s) in sizes.iter().enumerate() {
         let col = column(ctx, begin, r, d)?; // [n, 1]
         let g = ctx.graph();
-        let iota = g.constant(Tensor::arange(s));
+        let iota = g.constant(Tensor::arange(s)?);
         let idx = g.add(col, iota)?; // [n, s]
         x = if x_stacked {
             g.gather_batched(x, idx, d as i64 + 1, 1)?
@@ -64,7 +64,7 @@ fn roll_gather(ctx: &mut ConvertCtx<'_>, axes: &[i64]) -> Result<Converted> {
         let g = ctx.graph();
         let sh =
             if shift_rank == 0 { g.reshape(shift_v, &[-1, 1])? } else { g.slice(shift_v, &[0, j as i64], &[-1, 1])? };
-        let iota = g.constant(Tensor::arange(dim));
+        let iota = g.constant(Tensor::arange(dim)?);
         let d = g.constant(Tensor::scalar(dim as i64));
         let back = g.sub(iota, sh)?; // [n, dim]
         let idx = g.floor_mod(back, d)?;

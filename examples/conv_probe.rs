@@ -16,8 +16,8 @@ fn main() -> Result<()> {
     let pool = a.iter().any(|s| s == "pool");
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, h, w, c]);
-    let f = g.constant(Tensor::randn(&[k, k, c, o], 1));
-    let b = g.constant(Tensor::randn(&[o], 2));
+    let f = g.constant(Tensor::randn(&[k, k, c, o], 1)?);
+    let b = g.constant(Tensor::randn(&[o], 2)?);
     let p = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
     let y = g.conv2d(x, f, p)?;
     let y = g.bias_add(y, b)?;
@@ -25,7 +25,7 @@ fn main() -> Result<()> {
     if pool {
         y = g.max_pool(y, [2, 2], [2, 2], Padding::Valid)?;
     }
-    let feeds = vec![(x, Tensor::randn(&[n, h, w, c], 3))];
+    let feeds = vec![(x, Tensor::randn(&[n, h, w, c], 3)?)];
     let mut s = Session::new(&g, &[y])?;
     s.run(&feeds)?;
     let mut best = f64::INFINITY;

@@ -27,9 +27,9 @@ fn cell(m: usize) -> Result<Case> {
     let tc = g.tanh(c2)?;
     let h2 = g.mul(o, tc)?;
     let feeds = vec![
-        (zin, Tensor::randn(&[m, 4 * hid], 1)),
-        (c, Tensor::randn(&[m, hid], 2)),
-        (b, Tensor::randn(&[4 * hid], 3)),
+        (zin, Tensor::randn(&[m, 4 * hid], 1)?),
+        (c, Tensor::randn(&[m, hid], 2)?),
+        (b, Tensor::randn(&[4 * hid], 3)?),
     ];
     Ok((g, vec![h2, c2], feeds))
 }

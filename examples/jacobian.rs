@@ -69,16 +69,16 @@ fn main() -> Result<()> {
     };
     let mode = flag("--mode");
     let reps: usize = flag("--reps").and_then(|r| r.parse().ok()).unwrap_or(50);
-    let x_val = Tensor::randn(&[STEPS, IN], 1);
+    let x_val = Tensor::randn(&[STEPS, IN], 1)?;
     println!("{:>5} {:>14} {:>14} {:>8} {:>12}", "out", "pfor rows/s", "loop rows/s", "speedup", "max |diff|");
     for out in outs {
         let mut g = Graph::new();
         let x = g.input("x", DType::F32, [STEPS, IN]);
         let s = 1.0 / ((IN + HIDDEN) as f32).sqrt();
-        let w = g.constant(Tensor::from_array(Tensor::randn(&[IN + HIDDEN, 4 * HIDDEN], 2).to_array::<f32>()? * s));
-        let b = g.constant(Tensor::zeros(DType::F32, &[4 * HIDDEN]));
-        let wo = g.constant(Tensor::from_array(Tensor::randn(&[HIDDEN, out], 3).to_array::<f32>()? * 0.0625));
-        let mut h = g.constant(Tensor::zeros(DType::F32, &[1, HIDDEN]));
+        let w = g.constant(Tensor::from_array(Tensor::randn(&[IN + HIDDEN, 4 * HIDDEN], 2)?.to_array::<f32>()? * s));
+        let b = g.constant(Tensor::zeros(DType::F32, &[4 * HIDDEN])?);
+        let wo = g.constant(Tensor::from_array(Tensor::randn(&[HIDDEN, out], 3)?.to_array::<f32>()? * 0.0625));
+        let mut h = g.constant(Tensor::zeros(DType::F32, &[1, HIDDEN])?);
         let mut c = h;
         for xt in g.unstack(x, 0)? {
             let xt = g.expand_dims(xt, 0)?;

@@ -40,7 +40,7 @@ fn main() -> Result<()> {
     let mut params = Vec::new();
     for (k, s) in shapes.iter().enumerate() {
         let fan_in: usize = if s.len() > 1 { s[..s.len() - 1].iter().product() } else { 100 };
-        let t = Tensor::randn(s, 10 + k as u64).to_array::<f32>()? * (1.0 / (fan_in as f32).sqrt());
+        let t = Tensor::randn(s, 10 + k as u64)?.to_array::<f32>()? * (1.0 / (fan_in as f32).sqrt());
         params.push(g.constant(Tensor::from_array(t)));
     }
     let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| -> Result<ValueId> {
@@ -54,7 +54,7 @@ fn main() -> Result<()> {
     let fast = per_example_gradients_with(&mut g, &PforOptions::strict(), loss, &[x, y], &params)?;
     println!("vectorized per-example gradient graph: {} nodes (no loop, no fallback)", g.num_nodes() - before);
     let slow = per_example_gradients_loop(&mut g, loss, &[x, y], &params)?;
-    let feeds = [(x, Tensor::randn(&[n, 28, 28, 1], 1)), (y, Tensor::rand_uniform(DType::I64, &[n], 0.0, 10.0, 2))];
+    let feeds = [(x, Tensor::randn(&[n, 28, 28, 1], 1)?), (y, Tensor::rand_uniform(DType::I64, &[n], 0.0, 10.0, 2)?)];
 
     let time = |outs: &[ValueId]| -> Result<(Vec<Tensor>, f64)> {
         let mut s = Session::new(&g, outs)?;

@@ -11,7 +11,7 @@ fn main() -> Result<()> {
     // --- 1. Sum and difference of rows (paper §4) -------------------------------------
     let n = 4;
     let mut g = Graph::new();
-    let a = g.constant(Tensor::randn(&[n, 3], 0)); // loop-invariant
+    let a = g.constant(Tensor::randn(&[n, 3], 0)?); // loop-invariant
     let b = g.input("b", DType::F32, [Dim::fixed(n), Dim::fixed(3)]);
     let out = pfor_with(&mut g, n, &PforOptions::strict(), |g, i| {
         let ai = g.gather(a, i, 0)?;
@@ -19,7 +19,7 @@ fn main() -> Result<()> {
         Ok(vec![g.add(ai, bi)?, g.sub(ai, bi)?])
     })?;
     println!("== graph (body traced once for ONE row, then converted) ==\n{g}");
-    let b_val = Tensor::randn(&[n, 3], 1);
+    let b_val = Tensor::randn(&[n, 3], 1)?;
     let mut sess = Session::new(&g, &out)?;
     let r = sess.run(&[(b, b_val)])?;
     println!("sum  = {}\ndiff = {}\n", r[0], r[1]);
@@ -46,7 +46,7 @@ fn main() -> Result<()> {
     };
     let vectorized = pfor_with(&mut g, batch, &PforOptions::strict(), mlp)?;
     let looped = for_loop(&mut g, batch, mlp)?;
-    let x_val = Tensor::randn(&[batch, d_in], 6);
+    let x_val = Tensor::randn(&[batch, d_in], 6)?;
     let mut fast = Session::new(&g, &vectorized)?;
     let mut slow = Session::new(&g, &looped)?;
     let feeds = [(x, x_val)];
@@ -65,7 +65,7 @@ fn main() -> Result<()> {
 /// Normal weights scaled by 1/sqrt(fan-in).
 fn scaled(shape: &[usize], seed: u64) -> Result<Tensor> {
     let fan_in = shape[0] as f32;
-    Ok(Tensor::from_array(Tensor::randn(shape, seed).to_array::<f32>()? / fan_in.sqrt()))
+    Ok(Tensor::from_array(Tensor::randn(shape, seed)?.to_array::<f32>()? / fan_in.sqrt()))
 }
 
 /// Best of 5 runs (after a warm-up).

@@ -29,7 +29,7 @@ fn w2(n: usize, opts: &PforOptions) -> Result<Built> {
     let x = g.input("x", DType::F32, [n, 28, 28, 1]);
     let p = mnist_params(&mut g);
     let outs = pfor_with(&mut g, n, opts, |g, i| mnist_example(g, &p, x, i))?;
-    Ok(Built { g, outs, feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3))] })
+    Ok(Built { g, outs, feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3)?)] })
 }
 
 /// The W5 graph of `benches/workloads/grad.rs` (LSTM unrolled 10 steps, in 128, state 256).
@@ -121,7 +121,7 @@ fn report(name: &str, build: &dyn Fn(&PforOptions) -> Result<Built>, reps: usize
 fn synthetic(nodes: usize, simplify: bool) -> Result<f64> {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [64, 32]);
-    let w = g.constant(Tensor::randn(&[32, 32], 1));
+    let w = g.constant(Tensor::randn(&[32, 32], 1)?);
     let t0 = Instant::now();
     pfor_with(&mut g, 64, &PforOptions::strict().with_simplify(simplify), |g, i| {
         let mut h = g.gather(x, i, 0)?;

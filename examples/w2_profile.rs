@@ -81,7 +81,7 @@ fn prefix(n: usize, k: usize) -> Result<Workload> {
     }
     Ok(Workload {
         session: Session::new(&g, &[h])?,
-        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3))],
+        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3)?)],
         units: n as f64,
     })
 }

@@ -217,6 +217,22 @@ pub enum Error {
     /// A bad argument to a public function.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A tensor too large to allocate: over the session's budget
+    /// ([`ExecOptions::max_tensor_bytes`](crate::ExecOptions::max_tensor_bytes)), or refused
+    /// by the allocator. Raised before anything of that size is written; inside a run it is
+    /// wrapped in [`Error::AtNode`] naming the node.
+    #[error("{op}: out of memory: a tensor of {bytes} bytes {}", match limit {
+        Some(l) => format!("exceeds the budget of {l} bytes"),
+        None => "could not be allocated".to_string(),
+    })]
+    OutOfMemory {
+        /// Op (or constructor) that needed the memory.
+        op: String,
+        /// Bytes requested.
+        bytes: usize,
+        /// The budget it exceeds; `None` when the allocator refused.
+        limit: Option<usize>,
+    },
 }
 
 impl Error {

@@ -57,7 +57,7 @@ pub fn fib_ref(n: i64) -> i64 {
 
 /// A batch of n ~ U{3..12} (seeded by the batch size) and its total number of fib calls.
 pub fn fib_inputs(batch: usize) -> (Tensor, u64) {
-    let t = Tensor::rand_uniform(DType::I64, &[batch], 3.0, 13.0, batch as u64);
+    let t = Tensor::rand_uniform(DType::I64, &[batch], 3.0, 13.0, batch as u64).expect("a benchmark input shape");
     let calls = t.to_vec::<i64>().expect("i64").iter().map(|&n| fib_calls(n)).sum();
     (t, calls)
 }
@@ -162,9 +162,9 @@ pub fn nuts_program(dim: usize) -> Result<Program> {
 
 /// A batch of depths ~ U{1..6} with random states, and its total number of leaf steps.
 pub fn nuts_inputs(batch: usize, dim: usize) -> (Vec<Tensor>, u64) {
-    let d = Tensor::rand_uniform(DType::I64, &[batch], 1.0, 7.0, 1000 + batch as u64);
+    let d = Tensor::rand_uniform(DType::I64, &[batch], 1.0, 7.0, 1000 + batch as u64).expect("a benchmark input shape");
     let steps = d.to_vec::<i64>().expect("i64").iter().map(|&d| 1u64 << d).sum();
-    let q = Tensor::randn(&[batch, dim], 1);
-    let p = Tensor::randn(&[batch, dim], 2);
+    let q = Tensor::randn(&[batch, dim], 1).expect("a benchmark input shape");
+    let p = Tensor::randn(&[batch, dim], 2).expect("a benchmark input shape");
     (vec![d, q, p], steps)
 }

@@ -39,10 +39,10 @@ pub fn w4(n: usize, mode: Mode) -> Result<Workload> {
             }
         }
     };
-    let labels = Tensor::rand_uniform(DType::I64, &[n], 0.0, 10.0, 41);
+    let labels = Tensor::rand_uniform(DType::I64, &[n], 0.0, 10.0, 41)?;
     Ok(Workload {
         session: Session::new(&g, &out)?,
-        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 40)), (y, labels)],
+        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 40)?), (y, labels)],
         units: n as f64,
     })
 }
@@ -70,10 +70,10 @@ pub fn w5_forward(g: &mut Graph, out: usize) -> Result<(ValueId, ValueId)> {
     let (t, d, h) = (W5_STEPS, W5_IN, W5_HIDDEN);
     let x = g.input("x", DType::F32, [t, d]);
     let scale = 1.0 / ((d + h) as f32).sqrt();
-    let w = g.constant(Tensor::from_array(Tensor::randn(&[d + h, 4 * h], 51).to_array::<f32>()? * scale));
-    let b = g.constant(Tensor::from_array(Tensor::randn(&[4 * h], 52).to_array::<f32>()? * scale));
-    let wo = g.constant(Tensor::from_array(Tensor::randn(&[h, out], 53).to_array::<f32>()? * (1.0 / 16.0)));
-    let mut hs = g.constant(Tensor::zeros(DType::F32, &[1, h]));
+    let w = g.constant(Tensor::from_array(Tensor::randn(&[d + h, 4 * h], 51)?.to_array::<f32>()? * scale));
+    let b = g.constant(Tensor::from_array(Tensor::randn(&[4 * h], 52)?.to_array::<f32>()? * scale));
+    let wo = g.constant(Tensor::from_array(Tensor::randn(&[h, out], 53)?.to_array::<f32>()? * (1.0 / 16.0)));
+    let mut hs = g.constant(Tensor::zeros(DType::F32, &[1, h])?);
     let mut cs = hs;
     for xt in g.unstack(x, 0)? {
         let xt = g.reshape(xt, &[1, d as i64])?;
@@ -85,5 +85,5 @@ pub fn w5_forward(g: &mut Graph, out: usize) -> Result<(ValueId, ValueId)> {
 
 /// The W5 input sequence fed to [`w5_forward`]'s `x`.
 pub fn w5_input() -> Tensor {
-    Tensor::randn(&[W5_STEPS, W5_IN], 55)
+    Tensor::randn(&[W5_STEPS, W5_IN], 55).expect("a small fixed shape")
 }

@@ -71,7 +71,7 @@ pub fn w1(n: usize, mode: Mode) -> Result<Workload> {
     let d = 768;
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, d]);
-    let w = g.constant(Tensor::randn(&[d, d], 1));
+    let w = g.constant(Tensor::randn(&[d, d], 1)?);
     let out = match mode {
         Mode::Hand => vec![g.matmul(x, w)?],
         m => per_example(&mut g, n, m, |g, i| {
@@ -82,7 +82,7 @@ pub fn w1(n: usize, mode: Mode) -> Result<Workload> {
     };
     Ok(Workload {
         session: Session::new(&g, &out)?,
-        feeds: vec![(x, Tensor::randn(&[n, d], 2))],
+        feeds: vec![(x, Tensor::randn(&[n, d], 2)?)],
         units: 2.0 * (n * d * d) as f64,
     })
 }
@@ -102,7 +102,8 @@ pub fn mnist_params(g: &mut Graph) -> MnistParams {
         .enumerate()
         .map(|(k, s)| {
             let fan_in: usize = if s.len() > 1 { s[..s.len() - 1].iter().product() } else { 100 };
-            let t = Tensor::randn(s, 10 + k as u64).to_array::<f32>().expect("f32") * (1.0 / (fan_in as f32).sqrt());
+            let t = Tensor::randn(s, 10 + k as u64).expect("a small fixed shape").to_array::<f32>().expect("f32")
+                * (1.0 / (fan_in as f32).sqrt());
             g.constant(Tensor::from_array(t))
         })
         .collect();
@@ -148,7 +149,7 @@ pub fn w2(n: usize, mode: Mode) -> Result<Workload> {
     };
     Ok(Workload {
         session: Session::new(&g, &out)?,
-        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3))],
+        feeds: vec![(x, Tensor::randn(&[n, 28, 28, 1], 3)?)],
         units: n as f64,
     })
 }
@@ -240,8 +241,8 @@ pub fn lstm_graph(
         let xi = g.gather(x, i, 0)?;
         let li = g.gather(lens, i, 0)?;
         let t0 = g.constant(Tensor::scalar(0i64));
-        let h0 = g.constant(Tensor::zeros(dtype, &[1, hid]));
-        let c0 = g.constant(Tensor::zeros(dtype, &[1, hid]));
+        let h0 = g.constant(Tensor::zeros(dtype, &[1, hid])?);
+        let c0 = g.constant(Tensor::zeros(dtype, &[1, hid])?);
         let out = g.while_loop(&[t0, h0, c0], &[li, xi, w, b], |g, a| g.less(a[0], a[3]), step)?;
         Ok(vec![g.reshape(out[1], &[hid as i64])?])
     };
@@ -253,8 +254,8 @@ pub fn lstm_graph(
         W3Mode::Loop => for_loop(g, n, body)?,
         W3Mode::Padded => {
             let t0 = g.constant(Tensor::scalar(0i64));
-            let h0 = g.constant(Tensor::zeros(dtype, &[n, hid]));
-            let c0 = g.constant(Tensor::zeros(dtype, &[n, hid]));
+            let h0 = g.constant(Tensor::zeros(dtype, &[n, hid])?);
+            let c0 = g.constant(Tensor::zeros(dtype, &[n, hid])?);
             let max_len = g.reduce_max(lens, &[0], false)?;
             let out = g.while_loop(
                 &[t0, h0, c0],
@@ -287,16 +288,16 @@ pub fn w3(n: usize, mode: W3Mode) -> Result<Workload> {
     let x = g.input("x", DType::F32, [n, t, d]);
     let lens = g.input("lens", DType::I64, [n]);
     let scale = 1.0 / ((d + h) as f32).sqrt();
-    let wt = Tensor::randn(&[d + h, 4 * h], 31).to_array::<f32>()? * scale;
+    let wt = Tensor::randn(&[d + h, 4 * h], 31)?.to_array::<f32>()? * scale;
     let w = g.constant(Tensor::from_array(wt));
-    let bt = Tensor::randn(&[4 * h], 32).to_array::<f32>()? * scale;
+    let bt = Tensor::randn(&[4 * h], 32)?.to_array::<f32>()? * scale;
     let b = g.constant(Tensor::from_array(bt));
     let out = lstm_graph(&mut g, n, mode, x, lens, (w, b), (d, h))?;
-    let len_t = Tensor::rand_uniform(DType::I64, &[n], 1.0, (t + 1) as f64, 33);
+    let len_t = Tensor::rand_uniform(DType::I64, &[n], 1.0, (t + 1) as f64, 33)?;
     let units = len_t.to_vec::<i64>()?.iter().sum::<i64>() as f64;
     Ok(Workload {
         session: Session::new(&g, &[out])?,
-        feeds: vec![(x, Tensor::randn(&[n, t, d], 34)), (lens, len_t)],
+        feeds: vec![(x, Tensor::randn(&[n, t, d], 34)?), (lens, len_t)],
         units,
     })
 }

@@ -10,7 +10,7 @@ use pfor::vectorize::{PforOptions, pfor_with};
 pub fn convert_body(nodes: usize, simplify: bool) -> Result<usize> {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [64, 32]);
-    let w = g.constant(Tensor::randn(&[32, 32], 1));
+    let w = g.constant(Tensor::randn(&[32, 32], 1)?);
     let before = g.num_nodes();
     pfor_with(&mut g, 64, &PforOptions::strict().with_simplify(simplify), |g, i| {
         let mut h = g.gather(x, i, 0)?;

@@ -24,16 +24,21 @@
 use crate::autodiff::{gradients, jvp};
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
+use crate::kernels::alloc::checked_len;
 use crate::reference::{LoopLen, for_loop};
 use crate::tensor::{DType, Dim, Shape};
 use crate::vectorize::{PforOptions, pfor_with};
 
 use super::map::{map_fn, vectorized_map_with};
 
+/// The static shape of `v` (its element count checked, so products of it cannot overflow).
 fn fixed_shape(g: &Graph, v: ValueId, what: &str, f: &str) -> Result<Vec<usize>> {
     let s = g.shape(v)?;
-    s.as_fixed()
-        .ok_or_else(|| Error::InvalidArgument(format!("{f}: {what} {v} has shape {s}; a static shape is needed")))
+    let dims = s
+        .as_fixed()
+        .ok_or_else(|| Error::InvalidArgument(format!("{f}: {what} {v} has shape {s}; a static shape is needed")))?;
+    checked_len(f, &dims)?;
+    Ok(dims)
 }
 
 fn float_dtype(g: &Graph, v: ValueId, what: &str, f: &str) -> Result<DType> {
@@ -150,7 +155,7 @@ fn batch_jacobian_impl(g: &mut Graph, y: ValueId, x: ValueId, rows: Rows<'_>) ->
         })
     };
     let (ym, xk) = (tail(&sy, "y")?, tail(&sx, "x")?);
-    let m: usize = ym.iter().product();
+    let m = checked_len(F, &ym)?;
     let out = run_rows(g, m, rows, |g, j| {
         // One-hot over the non-batch elements of y, the same for every example.
         let mut one = vec![1usize];

@@ -321,7 +321,7 @@ pub(crate) fn check_inputs(p: &Program, inputs: &[Tensor]) -> Result<usize> {
 
 /// Outputs for an empty batch.
 pub(crate) fn empty_outputs(p: &Program) -> Result<Vec<Tensor>> {
-    p.vars_out.iter().map(|v| Ok(rows::zeros(p.var_type(*v)?, 0))).collect()
+    p.vars_out.iter().map(|v| rows::zeros(p.var_type(*v)?, 0)).collect()
 }
 
 /// Read the program outputs from a register file.

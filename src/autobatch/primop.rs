@@ -139,7 +139,7 @@ impl PrimOp {
                 if self.inputs.is_empty() {
                     return Err(self.err("a closure needs at least one input (the batch size); use a constant"));
                 }
-                let probes: Vec<Tensor> = in_types.iter().map(|t| rows::zeros(t, 0)).collect();
+                let probes: Vec<Tensor> = in_types.iter().map(|t| rows::zeros(t, 0)).collect::<Result<_>>()?;
                 let outs = self
                     .call(probes)
                     .map_err(|e| self.err(format!("type inference (run on an empty batch) failed: {e}")))?;
@@ -391,7 +391,7 @@ impl<'a> BlockRun<'a> {
         })?;
         let mut d = match regs[dst.0].take() {
             Some(r) => r,
-            None => rows::zeros(self.prog.var_type(dst)?, self.mask.len()),
+            None => rows::zeros(self.prog.var_type(dst)?, self.mask.len())?,
         };
         rows::copy_rows(&mut d, &s, &self.idx)?;
         regs[dst.0] = Some(d);
@@ -406,7 +406,7 @@ impl<'a> BlockRun<'a> {
         }
         let reg = match regs[v].take() {
             Some(r) => r,
-            None => rows::zeros(self.prog.var_type(Var(v))?, batch),
+            None => rows::zeros(self.prog.var_type(Var(v))?, batch)?,
         };
         let mut reg = reg;
         match &self.layout {

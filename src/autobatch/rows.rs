@@ -38,7 +38,7 @@ fn row_len(shape: &[usize]) -> usize {
 }
 
 /// Zeros of `[batch] + ty.shape`.
-pub(crate) fn zeros(ty: &VarType, batch: usize) -> Tensor {
+pub(crate) fn zeros(ty: &VarType, batch: usize) -> Result<Tensor> {
     Tensor::zeros(ty.dtype, &ty.batched_shape(batch))
 }
 
@@ -224,7 +224,7 @@ pub(crate) fn stack_pop(reg: &mut Tensor, store: &Tensor, moves: &[(usize, usize
 pub(crate) fn stack_grow(store: &Tensor, ty: &VarType, batch: usize, new_depth: usize) -> Result<Tensor> {
     let mut shape = vec![new_depth];
     shape.extend(ty.batched_shape(batch));
-    let mut out = Tensor::zeros(ty.dtype, &shape);
+    let mut out = Tensor::full_for("autobatch vm: stack growth", ty.dtype, &shape, 0.0)?;
     crate::dispatch!(&mut out, o => {
         let src = store.array()?;
         let src = as_slice(src);

@@ -12,9 +12,10 @@
 //! stack pointers, `pop` does the reverse. A stack is `[depth, batch] + event shape`,
 //! allocated lazily and grown by doubling up to `max_stack_depth`; a push beyond it (or a
 //! `PushGoto` beyond it on the pc stack) is `Error::RecursionLimit` naming the function —
-//! never a panic or an out-of-bounds write. (A variable is saved at most once per frame
-//! and main saves nothing, so a variable stack never fills before the pc stack: a call one
-//! level too deep names the callee, as the other interpreters do.) With
+//! never a panic or an out-of-bounds write. Every stack is allocated fallibly: a batch too
+//! large for memory is `Error::OutOfMemory`, never an abort. (A variable is saved at most
+//! once per frame and main saves nothing, so a variable stack never fills before the pc
+//! stack: a call one level too deep names the callee, as the other interpreters do.) With
 //! `max_iterations`, each thread's backward-jump count of the current activation is saved
 //! beside its return address at a call and restored at the return. Per-thread correctness: every instruction
 //! touches only the rows of the threads running it, and lowering keeps every call
@@ -65,11 +66,10 @@ impl State<'_> {
             ))
         })?;
         let batch = self.batch;
-        let st = self.stacks[v.0].get_or_insert_with(|| VarStack {
-            store: Tensor::zeros(ty.dtype, &[0]),
-            depth: 0,
-            sp: vec![0; batch],
-        });
+        let st = match &mut self.stacks[v.0] {
+            Some(st) => st,
+            empty => empty.insert(VarStack { store: Tensor::zeros(ty.dtype, &[0])?, depth: 0, sp: vec![0; batch] }),
+        };
         let need = idx.iter().map(|&t| st.sp[t] + 1).max().unwrap_or(0);
         if need > self.max_depth {
             let name = self.prog.var_name(v);
@@ -83,7 +83,7 @@ impl State<'_> {
             st.store = if st.depth == 0 {
                 let mut shape = vec![new_depth];
                 shape.extend(ty.batched_shape(batch));
-                Tensor::zeros(ty.dtype, &shape)
+                Tensor::full_for("autobatch vm: stack", ty.dtype, &shape, 0.0)?
             } else {
                 rows::stack_grow(&st.store, &ty, batch, new_depth)?
             };
@@ -125,7 +125,11 @@ impl State<'_> {
             let at = sp * batch + t;
             if at >= self.ret.len() {
                 let new_depth = ((self.ret.len() / batch.max(1)) * 2).max(sp + 1).max(4).min(self.max_depth);
-                self.ret.resize(new_depth * batch, 0);
+                let len = crate::kernels::alloc::checked_len("autobatch vm: pc stack", &[new_depth, batch])?;
+                let mut grown = crate::kernels::alloc::try_vec("autobatch vm: pc stack", len)?;
+                grown.extend_from_slice(&self.ret);
+                grown.resize(len, 0);
+                self.ret = grown;
             }
             self.ret[at] = return_to;
             if let Some(tr) = self.trips.as_mut() {

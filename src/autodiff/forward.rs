@@ -8,12 +8,27 @@ use hashbrown::{HashMap, HashSet};
 
 use super::JvpCtx;
 use super::rules;
+use super::util::checked_like;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, NodeId, ValueId};
 
 /// Directional derivatives `d ys[k] / d xs · tangents` as new nodes of `g` (zeros for a
 /// `y` that does not depend on any `x`).
+/// Each tangent must have its x's type: dtype, rank and fixed dims when the graph is built,
+/// dynamic dims when it runs.
 pub fn jvp(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], tangents: &[ValueId]) -> Result<Vec<ValueId>> {
+    jvp_seeded(g, ys, xs, tangents, true)
+}
+
+/// [`jvp`]; `check_tangents = false` trusts that each tangent has its x's shape (tangents
+/// built by the derivative rules themselves) and adds no run-time check.
+pub(crate) fn jvp_seeded(
+    g: &mut Graph,
+    ys: &[ValueId],
+    xs: &[ValueId],
+    tangents: &[ValueId],
+    check_tangents: bool,
+) -> Result<Vec<ValueId>> {
     if xs.len() != tangents.len() {
         return Err(Error::InvalidArgument(format!("jvp: {} tangents for {} xs", tangents.len(), xs.len())));
     }
@@ -22,17 +37,18 @@ pub fn jvp(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], tangents: &[ValueId]) 
     }
     let mut tan: HashMap<ValueId, ValueId> = HashMap::new();
     for (k, (x, t)) in xs.iter().zip(tangents).enumerate() {
-        let (tx, tt) = (g.value_type(*x)?.clone(), g.value_type(*t)?.clone());
+        let tx = g.value_type(*x)?.clone();
         if !tx.dtype.is_float() {
             return Err(Error::InvalidArgument(format!(
                 "jvp: xs[{k}] has dtype {}; only floats have tangents",
                 tx.dtype
             )));
         }
-        if tx.dtype != tt.dtype || tx.rank() != tt.rank() {
-            return Err(Error::InvalidArgument(format!("jvp: tangents[{k}] has type {tt}, but xs[{k}] has type {tx}")));
-        }
-        tan.insert(*x, *t);
+        let t = match check_tangents {
+            true => checked_like(g, *t, *x, "jvp", [&format!("tangents[{k}]"), &format!("xs[{k}]")])?,
+            false => *t,
+        };
+        tan.insert(*x, t);
     }
     let anc: HashSet<NodeId> = g.ancestors(ys)?.into_iter().collect();
     for n in g.topo_order()? {

@@ -10,6 +10,7 @@ use hashbrown::{HashMap, HashSet};
 
 use super::VjpCtx;
 use super::rules;
+use super::util::checked_like;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, NodeId, ValueId};
 
@@ -17,7 +18,8 @@ use crate::ir::{Graph, NodeId, ValueId};
 /// (each `y` is then usually a scalar loss). A `x` that no `y` depends on gets zeros.
 ///
 /// Errors name the node and op of any op without a gradient rule, and reject non-float
-/// `xs` and `grad_ys` whose types differ from their `ys`.
+/// `xs` and `grad_ys` whose types differ from their `ys`: dtype, rank and fixed dims when
+/// the graph is built, dynamic dims when it runs.
 pub fn gradients(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], grad_ys: Option<&[ValueId]>) -> Result<Vec<ValueId>> {
     let out = gradients_with(g, ys, xs, grad_ys)?;
     out.into_iter()
@@ -35,6 +37,18 @@ pub fn gradients_with(
     ys: &[ValueId],
     xs: &[ValueId],
     grad_ys: Option<&[ValueId]>,
+) -> Result<Vec<Option<ValueId>>> {
+    gradients_seeded(g, ys, xs, grad_ys, true)
+}
+
+/// [`gradients_with`]; `check_seeds = false` trusts that each `grad_ys[k]` has the shape of
+/// `ys[k]` (seeds built by the derivative rules themselves) and adds no run-time check.
+pub(crate) fn gradients_seeded(
+    g: &mut Graph,
+    ys: &[ValueId],
+    xs: &[ValueId],
+    grad_ys: Option<&[ValueId]>,
+    check_seeds: bool,
 ) -> Result<Vec<Option<ValueId>>> {
     for v in ys.iter().chain(xs) {
         g.check_value(*v)?;
@@ -83,15 +97,10 @@ pub fn gradients_with(
             continue;
         }
         let seed = match grad_ys {
-            Some(gy) => {
-                let (ty, tg) = (g.value_type(*y)?.clone(), g.value_type(gy[k])?.clone());
-                if ty.dtype != tg.dtype || ty.rank() != tg.rank() {
-                    return Err(Error::InvalidArgument(format!(
-                        "gradients: grad_ys[{k}] has type {tg}, but ys[{k}] has type {ty}"
-                    )));
-                }
-                gy[k]
+            Some(gy) if check_seeds => {
+                checked_like(g, gy[k], *y, "gradients", [&format!("grad_ys[{k}]"), &format!("ys[{k}]")])?
             }
+            Some(gy) => gy[k],
             None => g.ones_like(*y)?,
         };
         pending.entry(*y).or_default().push(seed);

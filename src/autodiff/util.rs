@@ -33,6 +33,24 @@ pub fn sum_to(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
     Ok(d)
 }
 
+/// `v` (a seed or tangent the caller gave for `like`), checked to have `like`'s type: the
+/// dtype, the rank and every fixed dim now, and — where a dim is not provably equal (a
+/// dynamic dim that is not the same named one on both sides) — the whole shape at run
+/// time through `match_shape`. `what` names both in the error (e.g. `"grad_ys[0]", "ys[0]"`).
+pub fn checked_like(g: &mut Graph, v: ValueId, like: ValueId, f: &str, what: [&str; 2]) -> Result<ValueId> {
+    let (tv, tl) = (g.value_type(v)?.clone(), g.value_type(like)?.clone());
+    let [vn, ln] = what;
+    if tv.dtype != tl.dtype || !tv.shape.compatible(&tl.shape) {
+        return Err(crate::Error::InvalidArgument(format!("{f}: {vn} has type {tv}, but {ln} has type {tl}")));
+    }
+    let proven = tv.shape.dims().iter().zip(tl.shape.dims()).all(|(a, b)| match (a, b) {
+        (Dim::Fixed(_), Dim::Fixed(_)) => true, // compatible: equal
+        (Dim::Dynamic(Some(a)), Dim::Dynamic(Some(b))) => a == b,
+        _ => false,
+    });
+    if proven { Ok(v) } else { g.match_shape(v, like) }
+}
+
 /// `a + b` where either may be absent (zero).
 pub fn add_opt(g: &mut Graph, a: Option<ValueId>, b: Option<ValueId>) -> Result<Option<ValueId>> {
     Ok(match (a, b) {

@@ -13,12 +13,17 @@
 //! - a run with a deadline or a cancel token ([`RunOptions`]) checks them before every
 //!   step, at every loop iteration and every call (see `limits`); a `call` also checks the
 //!   native stack left, so deep recursion is an error, never a stack overflow;
+//! - feeds are checked at the edge (dtype, declared shape, named dims agreeing across the
+//!   inputs of one run) and, with [`ExecOptions::max_tensor_bytes`], every tensor of a run
+//!   against the budget — each step's outputs before its kernel allocates them where their
+//!   sizes are known (see `checks`);
 //! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
 //!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
 //!   results are bit-identical to the unfused plan;
 //! - a `matmul` whose right operand is a constant reads a row-major copy of it, made once
 //!   at compile time (see `pretranspose`).
 
+mod checks;
 mod fuse;
 pub mod limits;
 
@@ -79,6 +84,17 @@ pub struct ExecOptions {
     /// a direct sum's, see `ops::conv`). On by default unless the environment variable
     /// `PFOR_NO_WINOGRAD` is set; off, those convs run as im2col + GEMM.
     pub winograd: bool,
+    /// Memory budget: the largest tensor, in bytes, a run may hold — feeds, constants,
+    /// variables and kernel outputs. A step whose output would exceed it fails with
+    /// [`Error::OutOfMemory`] naming the node, checked before its kernel allocates wherever
+    /// the output's size follows from the shapes (always for fixed static shapes; for dynamic
+    /// ones through shape inference on the concrete inputs, or inside kernels that size
+    /// their output from data), and after the kernel otherwise. `None` (the default): no
+    /// budget; an allocation the system refuses is still an `OutOfMemory` error for every
+    /// output of a fixed size and every data-sized one, not an abort. Linux overcommits
+    /// memory, so an allocation that succeeds may still exhaust it when written: the budget
+    /// is the reliable guard.
+    pub max_tensor_bytes: Option<usize>,
 }
 
 /// Runs shorter than this stay on the caller's thread (see [`ExecOptions::on_workers`]).
@@ -95,6 +111,7 @@ impl Default for ExecOptions {
             fuse: fuse_by_default(),
             on_workers: std::env::var_os("PFOR_ON_CALLER").is_none(),
             winograd: crate::ops::conv::winograd_by_default(),
+            max_tensor_bytes: None,
         }
     }
 }
@@ -136,6 +153,10 @@ pub struct Plan {
     fetch_slots: Vec<usize>,
     /// All Input nodes of the graph (for feed validation), by value.
     graph_inputs: HashSet<ValueId>,
+    /// Named dynamic dims of `inputs` (one size per name across the feeds of a run).
+    named_dims: Vec<checks::NamedDim>,
+    /// Per step: the size of its largest output by the static types.
+    out_sizes: Vec<checks::OutSize>,
     /// Parallel kernels a run may issue (0, 1, or 2 = several; see `exec::workers`).
     parallel_kernels: usize,
 }
@@ -227,13 +248,41 @@ impl Plan {
         }
         let parallel_kernels = estimate_parallel(&steps, n_slots, g.library());
         Ok(Plan {
+            out_sizes: steps.iter().map(|st| checks::OutSize::of(&st.out_types)).collect(),
             steps,
             n_slots,
+            named_dims: checks::named_dims(&inputs),
             inputs,
             fetch_slots,
             graph_inputs: g.inputs().into_iter().collect(),
             parallel_kernels,
         })
+    }
+
+    /// The slots of a run's feeds, checked (see `checks`): every feed is for an input of the
+    /// graph and matches its type and the budget, every needed input is fed, and named dims
+    /// agree.
+    fn bind_feeds(&self, feeds: &[(ValueId, Tensor)], limit: Option<usize>) -> Result<Vec<(usize, Tensor)>> {
+        let mut fed: Vec<Option<&Tensor>> = vec![None; self.inputs.len()];
+        for (v, t) in feeds {
+            match self.inputs.iter().position(|is| is.value == *v) {
+                Some(i) => {
+                    checks::check_feed(&self.inputs[i], t, limit)?;
+                    fed[i] = Some(t);
+                }
+                None if self.graph_inputs.contains(v) => {} // an input these fetches do not need
+                None => return Err(Error::UnknownFeed { value: v.to_string() }),
+            }
+        }
+        checks::check_named_dims(&self.named_dims, &self.inputs, &fed)?;
+        self.inputs
+            .iter()
+            .zip(fed)
+            .map(|(is, t)| match t {
+                Some(t) => Ok((is.slot, t.clone())),
+                None => Err(Error::MissingFeed { name: is.name.clone(), value: is.value.to_string() }),
+            })
+            .collect()
     }
 
     /// Whether a run of this plan from the current thread would be handed to a pfor worker
@@ -254,6 +303,8 @@ impl Plan {
     }
 
     fn run(&self, slots_init: Vec<(usize, Tensor)>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let limit = ctx.options.max_tensor_bytes;
+        let _budget = crate::kernels::alloc::budget_scope(limit);
         let mut slots: Vec<Option<Tensor>> = vec![None; self.n_slots];
         for (s, t) in slots_init {
             slots[s] = Some(t);
@@ -268,6 +319,7 @@ impl Plan {
                 let t = if take { slots[s].take() } else { slots[s].clone() };
                 ins.push(t.ok_or_else(|| Error::Verify(format!("{}: input slot {s} empty", step.node)))?);
             }
+            checks::before_step(step, self.out_sizes[si], &ins, limit)?;
             let timing = ctx.profile.is_some().then(|| {
                 let shapes: Vec<Vec<usize>> = ins.iter().map(|t| t.shape().to_vec()).collect();
                 (shapes, Instant::now())
@@ -276,6 +328,9 @@ impl Plan {
                 Some(fused) => fused.eval(ins, ctx)?,
                 None => step.op.eval(ins, ctx).map_err(|e| e.at_node(step.node, step.op.to_string()))?,
             };
+            if let Some(l) = limit {
+                checks::after_step(step, &outs, l)?;
+            }
             if let (Some((shapes, t0)), Some(p)) = (timing, ctx.profile.as_deref_mut()) {
                 let key = (self as *const Plan as usize, si);
                 let label = || match &step.fused {
@@ -495,29 +550,7 @@ impl Session {
     /// (before a step, at a loop iteration or a call; see `exec::limits`). Variables written
     /// before the stop keep their new values.
     pub fn run_with(&mut self, feeds: &[(ValueId, Tensor)], run: &RunOptions) -> Result<Vec<Tensor>> {
-        let mut init = Vec::with_capacity(feeds.len());
-        for (v, t) in feeds {
-            match self.plan.inputs.iter().find(|is| is.value == *v) {
-                Some(is) => {
-                    if t.dtype() != is.ty.dtype || !is.ty.shape.matches(t.shape()) {
-                        return Err(Error::FeedType {
-                            name: is.name.clone(),
-                            expected: Box::new(is.ty.clone()),
-                            got_dtype: t.dtype(),
-                            got_shape: t.shape().to_vec(),
-                        });
-                    }
-                    init.push((is.slot, t.clone()));
-                }
-                None if self.plan.graph_inputs.contains(v) => {} // an input these fetches do not need
-                None => return Err(Error::UnknownFeed { value: v.to_string() }),
-            }
-        }
-        for is in &self.plan.inputs {
-            if !init.iter().any(|(s, _)| *s == is.slot) {
-                return Err(Error::MissingFeed { name: is.name.clone(), value: is.value.to_string() });
-            }
-        }
+        let init = self.plan.bind_feeds(feeds, self.options.max_tensor_bytes)?;
         let plan = self.plan.clone();
         let recycle = self.options.recycle_buffers;
         for t in std::mem::take(&mut self.last_outputs) {

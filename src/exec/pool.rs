@@ -30,16 +30,8 @@ pub(crate) struct BufferPool {
     bufs: Vec<Tensor>,
 }
 
-fn bytes(t: &Tensor) -> usize {
-    crate::dispatch!(t, a => a.len() * elem_size(a))
-}
-
-fn elem_size<T, D>(_: &ndarray::ArcArray<T, D>) -> usize {
-    std::mem::size_of::<T>()
-}
-
 fn recyclable(t: &Tensor) -> bool {
-    crate::dispatch!(t, a => a.is_unique() && a.is_standard_layout()) && bytes(t) >= MIN_BYTES
+    crate::dispatch!(t, a => a.is_unique() && a.is_standard_layout()) && t.nbytes() >= MIN_BYTES
 }
 
 impl BufferPool {
@@ -49,7 +41,7 @@ impl BufferPool {
             self.bufs.push(t);
             if self.bufs.len() > MAX_BUFFERS {
                 // evict the smallest: page faults cost in proportion to size
-                if let Some((i, _)) = self.bufs.iter().enumerate().min_by_key(|(_, t)| bytes(t)) {
+                if let Some((i, _)) = self.bufs.iter().enumerate().min_by_key(|(_, t)| t.nbytes()) {
                     self.bufs.swap_remove(i);
                 }
             }

@@ -21,13 +21,24 @@ use crate::error::{Error, Result};
 use crate::tensor::{Tensor, TensorType};
 
 /// A sub-graph with ordered parameters and results.
+///
+/// Built only by [`Function::build`] or [`Function::from_parts`], which validate every
+/// handle; the fields are read through accessors, so a function cannot be changed after
+/// validation (or after its plan was compiled):
+///
+/// ```compile_fail
+/// # use pfor::prelude::*;
+/// let g = Graph::new();
+/// let mut f = Function::build(&g, &[], |_, _| Ok(vec![])).unwrap();
+/// f.results.push(f.params[0]); // private: use Function::results()
+/// ```
 pub struct Function {
     /// The body.
-    pub graph: Graph,
+    pub(crate) graph: Graph,
     /// Parameter values (Input nodes of `graph`), in order.
-    pub params: Vec<ValueId>,
+    pub(crate) params: Vec<ValueId>,
     /// Result values, in order.
-    pub results: Vec<ValueId>,
+    pub(crate) results: Vec<ValueId>,
     /// Compiled execution plan, built on first run.
     pub(crate) plan: OnceLock<Arc<crate::exec::Plan>>,
     /// What generated this function, when a pass recorded it (see `Function::origin`).
@@ -109,6 +120,21 @@ impl Function {
     /// The origin record of type `T`, if one was attached ([`Function::with_origin`]).
     pub(crate) fn origin<T: Any>(&self) -> Option<&T> {
         self.origin.as_deref()?.downcast_ref::<T>()
+    }
+
+    /// The body.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Parameter values (Input nodes of [`Function::graph`]), in order.
+    pub fn params(&self) -> &[ValueId] {
+        &self.params
+    }
+
+    /// Result values, in order.
+    pub fn results(&self) -> &[ValueId] {
+        &self.results
     }
 
     /// Parameter types.

@@ -129,7 +129,7 @@ impl Graph {
 
     /// A scalar constant of `dtype`.
     pub fn scalar(&mut self, dtype: DType, v: f64) -> ValueId {
-        self.constant(Tensor::full(dtype, &[], v))
+        self.constant(Tensor::scalar_of(dtype, v))
     }
 
     /// Add a node, running shape inference. Errors name the op and the node.

@@ -498,6 +498,9 @@ impl ConvOp {
             format!("inputs {}", shapes.join(", "))
         };
         let fixed = Dim::Fixed;
+        let mul = |a: &Dim, b: &Dim| {
+            a.mul(b).ok_or_else(|| Error::shape(op, format!("{}: channels {a} x {b} overflow", ctx())))
+        };
         // Output [N, OH, OW] of a window over input dims `x` with window dims `k`.
         let spatial = |x: &[Dim], k: [&Dim; 2]| -> Result<[Dim; 2]> {
             Ok([
@@ -522,13 +525,13 @@ impl ConvOp {
                 let w = rank4(op, "filter", "KH,KW,C,O", &inputs[1])?;
                 chan_mismatch(&x[3], &w[2], "input channels vs filter in-channels")?;
                 let [oh, ow] = spatial(x, [&w[0], &w[1]])?;
-                let oc = if self.kind() == ConvKind::Conv2D { w[3].clone() } else { x[3].mul(&w[3]) };
+                let oc = if self.kind() == ConvKind::Conv2D { w[3].clone() } else { mul(&x[3], &w[3])? };
                 vec![x[0].clone(), oh, ow, oc]
             }
             ConvOp::Conv2DBackpropInput { input_hw, .. } | ConvOp::DepthwiseConv2DBackpropInput { input_hw, .. } => {
                 let w = rank4(op, "filter", "KH,KW,C,O", &inputs[0])?;
                 let dy = rank4(op, "out_backprop", "N,OH,OW,O", &inputs[1])?;
-                let oc = if self.kind() == ConvKind::Conv2DBackpropInput { w[3].clone() } else { w[2].mul(&w[3]) };
+                let oc = if self.kind() == ConvKind::Conv2DBackpropInput { w[3].clone() } else { mul(&w[2], &w[3])? };
                 chan_mismatch(&dy[3], &oc, "out_backprop channels vs filter out-channels")?;
                 let x = [dy[0].clone(), fixed(input_hw[0]), fixed(input_hw[1]), w[2].clone()];
                 check_dy(dy, spatial(&x, [&w[0], &w[1]])?)?;
@@ -592,7 +595,7 @@ impl ConvOp {
                         Some(c) => fixed(c.checked_mul(taps).ok_or_else(|| {
                             Error::shape(op, format!("{}: {taps} taps x {c} channels overflow", ctx()))
                         })?),
-                        None => x[3].mul(&fixed(taps)),
+                        None => mul(&x[3], &fixed(taps))?,
                     };
                 vec![x[0].clone(), oh, ow, kc]
             }

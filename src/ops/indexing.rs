@@ -36,6 +36,7 @@ use ndarray::{ArcArray, IxDyn, Slice};
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
+use crate::kernels::alloc::{checked_len, try_filled, try_vec};
 use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 use crate::{dispatch, dispatch_numeric};
@@ -226,7 +227,7 @@ impl IndexOp {
                 let idx = contiguous(i.array::<i64>()?);
                 let offs = nd_offsets(op, &idx, n, &shape[..k])?;
                 dispatch_numeric!(u.dtype(), T => {
-                    let mut out = vec![<T as Num>::ZERO; shape.iter().product()];
+                    let mut out = try_filled(op, checked_len(op, shape)?, <T as Num>::ZERO)?;
                     scatter_rows(&mut out, &contiguous(u.array::<T>()?), &offs, add_row);
                     Tensor::from_vec(shape, out)?
                 }, _ => return Err(Error::dtype(op, NUMERIC, u.dtype())))
@@ -552,7 +553,7 @@ fn gather_kernel<T: Element>(
     }
     let nidx = idx.len().checked_div(batch).unwrap_or(0);
     let src = contiguous(a);
-    let mut out = Vec::with_capacity(out_shape.iter().product());
+    let mut out = try_vec(op, checked_len(op, out_shape)?)?;
     for bi in 0..batch {
         let ib = &idx[bi * nidx..(bi + 1) * nidx];
         for o in 0..outer {

@@ -26,6 +26,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
+use crate::kernels::alloc::{Zeroable, checked_len, try_zeroed};
 use crate::kernels::gemm::{GemmElem, PAR_FLOPS, atb_batched, gemm};
 use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
@@ -254,7 +255,7 @@ impl<'a, T: GemmElem> Operand<'a, T> {
 }
 
 /// The batched product of `op(a)` and `op(b)` (a rank-2 pair is a batch of one).
-fn batched_product<T: GemmElem>(
+fn batched_product<T: GemmElem + Zeroable>(
     op: &str,
     a: &ArcArray<T, IxDyn>,
     adj_a: bool,
@@ -271,10 +272,10 @@ fn batched_product<T: GemmElem>(
     }
     let out_batch = broadcast_shapes(op, &sa[..ra - 2], &sb[..rb - 2])
         .map_err(|_| Error::shape(op, format!("batch dims of {sa:?} and {sb:?} do not broadcast")))?;
-    let batch: usize = out_batch.iter().product();
     let mut out_shape = out_batch.clone();
     out_shape.extend([m, n]);
-    let len = batch * m * n;
+    let len = checked_len(op, &out_shape)?;
+    let batch = checked_len(op, &out_batch)?;
     // A recycled buffer has stale content: every path below overwrites all of it.
     let mut out = match ctx.and_then(|c| c.recycled::<T>(len)) {
         Some(mut v) if k == 0 => {
@@ -282,7 +283,7 @@ fn batched_product<T: GemmElem>(
             v
         }
         Some(v) => v,
-        None => vec![T::default(); len],
+        None => try_zeroed(op, len)?,
     };
     if !out.is_empty() && k > 0 {
         let lhs = Operand::new(a, adj_a, &out_batch);

@@ -27,6 +27,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
+use crate::kernels::alloc::{checked_len, try_vec};
 use crate::ops::unary::PAR_THRESHOLD;
 use crate::ops::util::zip2;
 use crate::ops::{Op, broadcast_static, expect_arity, expect_dtype, expect_float};
@@ -249,25 +250,25 @@ impl RandomOp {
                 let (low, high) = (*low, *high);
                 crate::dispatch_float!(*dtype, T => {
                     let (lo, cap) = (T::from_f64(low), below::<T>(high));
-                    let n = shape.iter().product();
-                    let data = generate(&keys, n, |k, c| {
+                    let n = checked_len(op, shape)?;
+                    let data = generate(op, &keys, n, |k, c| {
                         let v = T::from_f64(low + (high - low) * counter_uniform(k, c));
                         if v > cap { cap } else if v < lo { lo } else { v }
-                    });
+                    })?;
                     Tensor::from_vec(&out_shape(shape), data)?
                 }, _ => return Err(Error::dtype(op, "a float type (f32 or f64)", *dtype)))
             }
             RandomOp::RandomNormal { shape, dtype, mean, stddev } => {
                 let (mean, stddev) = (*mean, *stddev);
                 crate::dispatch_float!(*dtype, T => {
-                    let n = shape.iter().product();
-                    let data = generate(&keys, n, |k, c| T::from_f64(mean + stddev * counter_normal(k, c)));
+                    let n = checked_len(op, shape)?;
+                    let data = generate(op, &keys, n, |k, c| T::from_f64(mean + stddev * counter_normal(k, c)))?;
                     Tensor::from_vec(&out_shape(shape), data)?
                 }, _ => return Err(Error::dtype(op, "a float type (f32 or f64)", *dtype)))
             }
             RandomOp::RandomBernoulli { shape } => {
                 let p = second.ok_or_else(need)?.scalar_f64()?;
-                let data = generate(&keys, shape.iter().product(), |k, c| counter_uniform(k, c) < p);
+                let data = generate(op, &keys, checked_len(op, shape)?, |k, c| counter_uniform(k, c) < p)?;
                 Tensor::from_vec(&out_shape(shape), data)?
             }
             RandomOp::RandomCategorical { num_samples } => {
@@ -333,18 +334,18 @@ fn below<T: Element + NextDown>(high: f64) -> T {
 /// Chunk size of the parallel generator loops.
 const CHUNK: usize = 1 << 14;
 
-/// Fill `keys.len() * n` outputs: element `i` is `f(keys[i / n], i % n)`.
-fn generate<T: Send>(keys: &[u64], n: usize, f: impl Fn(u64, u64) -> T + Sync + Send) -> Vec<T> {
-    let total = keys.len() * n;
-    let gen_chunk = |start: usize, len: usize| (start..start + len).map(|i| f(keys[i / n], (i % n) as u64));
+/// Fill `keys.len() * n` outputs: element `i` is `f(keys[i / n], i % n)` (allocated
+/// fallibly: an `Err` naming `op`, never an abort).
+fn generate<T: Send>(op: &str, keys: &[u64], n: usize, f: impl Fn(u64, u64) -> T + Sync + Send) -> Result<Vec<T>> {
+    let total = checked_len(op, &[keys.len(), n])?;
+    let mut out = try_vec(op, total)?;
+    let at = |i: usize| f(keys[i / n], (i % n) as u64);
     if total >= PAR_THRESHOLD {
-        (0..total.div_ceil(CHUNK))
-            .into_par_iter()
-            .flat_map_iter(|ci| gen_chunk(ci * CHUNK, CHUNK.min(total - ci * CHUNK)))
-            .collect()
+        out.par_extend((0..total).into_par_iter().with_min_len(CHUNK).map(at));
     } else {
-        gen_chunk(0, total).collect()
+        out.extend((0..total).map(at));
     }
+    Ok(out)
 }
 
 /// Dropout in place: row `i / n` of the key-prefix rows uses stream `keys[i / n]`, counter `i % n`.
@@ -377,7 +378,7 @@ fn categorical<T: Element + NdFloat>(
     out_shape: &[usize],
 ) -> Result<Tensor> {
     let c = logits.shape().last().copied().unwrap_or(0);
-    let mut out = Vec::with_capacity(keys.len() * num_samples);
+    let mut out = try_vec(op, checked_len(op, out_shape)?)?;
     if num_samples > 0 && !keys.is_empty() {
         if c == 0 {
             return Err(Error::shape(op, "cannot sample from 0 categories"));

@@ -13,6 +13,9 @@
 //!   checked at build time and every dynamic one at run time (`Error::Shape`);
 //! - the `*_dyn` variants read a shape from an i64 1-D tensor whose length is a fixed static
 //!   dim; their output dims are dynamic (except where the input fixes them);
+//! - `match_shape(x, like)` is `x`, after an `Error::Shape` unless x's shape past its first
+//!   `x_lead` dims equals like's past its first `like_lead` (fixed dims at build time, all at
+//!   run time): the guard of seeds and tangents whose dims are only known at run time;
 //! - `one_hot` follows TensorFlow: out-of-range indices (negative included) give an
 //!   all-`off` row; `range` has `ceil((limit-start)/delta)` elements (at least 0) and errors
 //!   on `delta == 0` or a non-finite count;
@@ -31,6 +34,7 @@ use ndarray::{ArcArray, ArrayView, Axis, IxDyn};
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
+use crate::kernels::alloc::{checked_len as count, try_filled, try_vec};
 use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
@@ -118,6 +122,14 @@ pub enum ShapeOp {
         /// Position of the new axis (`[-rank-1, rank]`).
         axis: i64,
     },
+    /// Input `x`, unchanged, checked to have the shape of input `like` (past `x_lead` and
+    /// `like_lead` leading dims respectively, which pfor adds for the loop axis).
+    MatchShape {
+        /// Leading dims of `x` not compared.
+        x_lead: usize,
+        /// Leading dims of `like` not compared.
+        like_lead: usize,
+    },
     /// Split along a fixed axis of size `num` into `num` outputs (the axis removed).
     Unstack {
         /// The axis (`[-rank, rank)`).
@@ -152,6 +164,7 @@ shape_kinds! {
     ZerosLike => "zeros_like", OnesLike => "ones_like", ShapeOf => "shape_of", Size => "size",
     Rank => "rank", Identity => "identity", StopGradient => "stop_gradient", OneHot => "one_hot",
     Range => "range", LoopMax => "loop_max", Stack => "stack", Unstack => "unstack",
+    MatchShape => "match_shape",
 }
 
 // ---------------------------------------------------------------------------------------
@@ -194,8 +207,11 @@ fn resolve_reshape(op: &str, spec: &[i64], n: usize, from: &dyn fmt::Display) ->
 }
 
 /// Element count of a static shape (dynamic if any dim is, unless a fixed dim is 0).
-fn num_elements(s: &Shape) -> Dim {
-    s.dims().iter().fold(Dim::Fixed(1), |acc, d| acc.mul(d))
+fn num_elements(op: &str, s: &Shape) -> Result<Dim> {
+    s.dims()
+        .iter()
+        .try_fold(Dim::Fixed(1), |acc, d| acc.mul(d))
+        .ok_or_else(|| Error::shape(op, format!("shape {s} has too many elements (the count overflows)")))
 }
 
 /// Normalize an axis for an op that inserts one axis into a rank-`rank` tensor.
@@ -248,27 +264,9 @@ fn expect_scalar(op: &str, t: &TensorType) -> Result<()> {
     Ok(())
 }
 
-/// Checked element count of a concrete shape.
-fn count(op: &str, shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |a, &d| a.checked_mul(d))
-        .ok_or_else(|| Error::shape(op, format!("shape {shape:?} has too many elements")))
-}
-
-/// A vector with room for `n` elements, or an error instead of an allocation abort.
-fn try_vec<T>(op: &str, n: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| Error::shape(op, format!("cannot allocate {n} elements")))?;
-    Ok(v)
-}
-
 /// A standard-layout array of `shape` filled with `v`.
 fn filled<T: Element>(op: &str, shape: &[usize], v: T) -> Result<Tensor> {
-    let n = count(op, shape)?;
-    let mut data = try_vec(op, n)?;
-    data.resize(n, v);
-    Tensor::from_vec(shape, data)
+    Tensor::from_vec(shape, try_filled(op, count(op, shape)?, v)?)
 }
 
 /// Copy a view (any strides, broadcast included) into a standard-layout tensor of `shape`
@@ -453,7 +451,7 @@ impl ShapeOp {
         use ShapeOp as O;
         let op = self.kind().name();
         let arity = match self {
-            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn => 2,
+            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn | O::MatchShape { .. } => 2,
             O::Range => 3,
             O::Stack { .. } => {
                 if inputs.is_empty() {
@@ -468,12 +466,13 @@ impl ShapeOp {
         let out = |shape: Shape| Ok(vec![TensorType { dtype: x.dtype, shape }]);
         match self {
             O::Reshape { shape: spec } => {
-                let n = num_elements(&x.shape);
+                let n = num_elements(op, &x.shape)?;
                 if let Dim::Fixed(n) = n {
                     return out(Shape::fixed(&resolve_reshape(op, spec, n, &x.shape)?));
                 }
                 let (infer_at, known) = parse_spec(op, spec)?;
-                let fixed: usize = x.shape.dims().iter().filter_map(Dim::value).product();
+                let fixed_dims: Vec<usize> = x.shape.dims().iter().filter_map(Dim::value).collect();
+                let fixed = count(op, &fixed_dims)?;
                 let dynamic: Vec<&Dim> = x.shape.dims().iter().filter(|d| !d.is_fixed()).collect();
                 let mut dims: Vec<Dim> = spec.iter().map(|&d| Dim::Fixed(d.max(0) as usize)).collect();
                 match infer_at {
@@ -536,7 +535,9 @@ impl ShapeOp {
                 if multiples.len() != x.rank() {
                     return Err(Error::shape(op, format!("{} multiples for shape {}", multiples.len(), x.shape)));
                 }
-                out(Shape::from_dims(x.shape.dims().iter().zip(multiples).map(|(d, &m)| d.mul(&Dim::Fixed(m)))))
+                let dims: Option<Vec<Dim>> =
+                    x.shape.dims().iter().zip(multiples).map(|(d, &m)| d.mul(&Dim::Fixed(m))).collect();
+                out(Shape::from_dims(dims.ok_or_else(|| Error::shape(op, "tiled shape overflows"))?))
             }
             O::Fill { shape } => {
                 expect_scalar(op, x)?;
@@ -548,6 +549,18 @@ impl ShapeOp {
                 Ok(vec![TensorType::new(inputs[1].dtype, vec![Dim::unknown(); k])])
             }
             O::ZerosLike | O::OnesLike | O::Identity | O::StopGradient => Ok(vec![x.clone()]),
+            O::MatchShape { x_lead, like_lead } => {
+                let like = &inputs[1];
+                let (xs, ls) = (x.shape.dims(), like.shape.dims());
+                let dims: Option<Vec<Dim>> =
+                    (*x_lead <= xs.len() && *like_lead <= ls.len() && xs.len() - x_lead == ls.len() - like_lead)
+                        .then(|| xs[*x_lead..].iter().zip(&ls[*like_lead..]).map(|(a, b)| a.unify(b)).collect())
+                        .flatten();
+                let Some(dims) = dims else {
+                    return Err(Error::shape(op, format!("{} does not match {}", x.shape, like.shape)));
+                };
+                out(Shape::from_dims(xs[..*x_lead].iter().cloned().chain(dims)))
+            }
             O::ShapeOf => Ok(vec![TensorType::new(DType::I64, [x.rank()])]),
             O::Size | O::Rank => Ok(vec![TensorType::scalar(DType::I64)]),
             O::LoopMax => {
@@ -617,10 +630,17 @@ impl ShapeOp {
         let op = self.kind().name();
         let one = |t: Result<Tensor>| t.map(|t| vec![t]);
         match self {
-            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn => {
+            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn | O::MatchShape { .. } => {
                 expect_arity(op, &inputs, 2)?;
                 let (a, b) = (&inputs[0], &inputs[1]);
                 match self {
+                    O::MatchShape { x_lead, like_lead } => {
+                        let (xs, ls) = (a.shape(), b.shape());
+                        match (xs.get(*x_lead..), ls.get(*like_lead..)) {
+                            (Some(p), Some(q)) if p == q => Ok(vec![a.clone()]),
+                            _ => Err(Error::shape(op, format!("{xs:?} does not match {ls:?}"))),
+                        }
+                    }
                     O::ReshapeDyn => {
                         let spec = b.to_vec::<i64>()?;
                         one(a.reshape(&resolve_reshape(op, &spec, a.len(), &format!("{:?}", a.shape()))?))
@@ -716,7 +736,7 @@ impl ShapeOp {
                     crate::dispatch!(&x, a => (0..*num).map(|i| Element::wrap(a.clone().index_axis_move(Axis(ax), i))).collect()),
                 );
             }
-            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn | O::Range | O::Stack { .. } => {
+            O::ReshapeDyn | O::BroadcastToDyn | O::FillDyn | O::Range | O::Stack { .. } | O::MatchShape { .. } => {
                 return Err(Error::arity(op, "more than 1", 1));
             }
         };
@@ -739,6 +759,7 @@ impl fmt::Display for ShapeOp {
                 write!(f, "{name}{{depth={depth}, axis={axis}, on={on}, off={off}, dtype={dtype}}}")
             }
             O::Unstack { axis, num } => write!(f, "{name}{{axis={axis}, num={num}}}"),
+            O::MatchShape { x_lead, like_lead } => write!(f, "{name}{{x_lead={x_lead}, like_lead={like_lead}}}"),
             _ => f.write_str(name),
         }
     }

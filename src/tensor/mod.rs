@@ -4,6 +4,9 @@
 //! values are never copied); a kernel that owns the only reference to a buffer may write
 //! into it in place (`ArcArray` copies on write otherwise). All dtype dispatch goes through
 //! the [`dispatch!`](crate::dispatch) family of macros — kernels do not `match` on dtype.
+//! Constructors that take a shape check its element count and allocate fallibly
+//! (`kernels::alloc`): an overflowing shape or a refused allocation is an `Err`, never a
+//! panic or an abort.
 
 mod approx_cmp;
 mod dispatch;
@@ -20,6 +23,7 @@ use std::fmt;
 use ndarray::{ArcArray, ArrayD, IxDyn};
 
 use crate::error::{Error, Result};
+use crate::kernels::alloc::{checked_len, try_filled, try_vec, try_zeroed};
 
 /// Element types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -42,6 +46,14 @@ impl DType {
     /// True for F32/F64/I64.
     pub fn is_numeric(self) -> bool {
         !matches!(self, DType::Bool)
+    }
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            DType::F32 => 4,
+            DType::F64 | DType::I64 => 8,
+            DType::Bool => 1,
+        }
     }
     /// Lower-case name.
     pub fn name(self) -> &'static str {
@@ -129,7 +141,7 @@ impl Tensor {
     }
     /// Build from a flat vector and a shape.
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = checked_len("Tensor::from_vec", shape)?;
         if n != data.len() {
             return Err(Error::InvalidArgument(format!(
                 "Tensor::from_vec: shape {shape:?} needs {n} elements, got {}",
@@ -144,44 +156,59 @@ impl Tensor {
     pub fn scalar<T: Element>(v: T) -> Tensor {
         T::wrap(ArrayD::from_elem(IxDyn(&[]), v).into_shared())
     }
+    /// A rank-0 tensor of `dtype` holding `v` (cast).
+    pub fn scalar_of(dtype: DType, v: f64) -> Tensor {
+        crate::dispatch_dtype!(dtype, T => Tensor::scalar(T::from_f64(v)))
+    }
     /// A rank-1 tensor.
     pub fn vec1<T: Element>(v: &[T]) -> Tensor {
         T::wrap(ArrayD::from_shape_vec(IxDyn(&[v.len()]), v.to_vec()).expect("1-d shape").into_shared())
     }
-    /// A tensor filled with `v` (cast to `dtype`).
-    pub fn full(dtype: DType, shape: &[usize], v: f64) -> Tensor {
-        crate::dispatch_dtype!(dtype, T => T::wrap(ArrayD::from_elem(IxDyn(shape), T::from_f64(v)).into_shared()))
+    /// A tensor filled with `v` (cast to `dtype`). An `Err` when the element count overflows
+    /// or the memory cannot be allocated ([`Error::OutOfMemory`]), never a panic or abort;
+    /// so for every constructor below that takes a shape.
+    pub fn full(dtype: DType, shape: &[usize], v: f64) -> Result<Tensor> {
+        Tensor::full_for("Tensor::full", dtype, shape, v)
+    }
+    /// [`Tensor::full`], errors naming `op` (zeros come zeroed from the allocator).
+    pub(crate) fn full_for(op: &str, dtype: DType, shape: &[usize], v: f64) -> Result<Tensor> {
+        let n = checked_len(op, shape)?;
+        crate::dispatch_dtype!(dtype, T => {
+            let data = if v.to_bits() == 0 { try_zeroed::<T>(op, n)? } else { try_filled(op, n, T::from_f64(v))? };
+            Tensor::from_vec(shape, data)
+        })
     }
     /// Zeros.
-    pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
+    pub fn zeros(dtype: DType, shape: &[usize]) -> Result<Tensor> {
         Tensor::full(dtype, shape, 0.0)
     }
     /// Ones.
-    pub fn ones(dtype: DType, shape: &[usize]) -> Tensor {
+    pub fn ones(dtype: DType, shape: &[usize]) -> Result<Tensor> {
         Tensor::full(dtype, shape, 1.0)
     }
     /// `[0, 1, ..., n-1]` as i64.
-    pub fn arange(n: usize) -> Tensor {
-        Tensor::vec1(&(0..n as i64).collect::<Vec<_>>())
+    pub fn arange(n: usize) -> Result<Tensor> {
+        Tensor::generated("Tensor::arange", &[n], |c| c as i64)
     }
     /// Standard normal f32 values from a seed (counter-based, reproducible).
-    pub fn randn(shape: &[usize], seed: u64) -> Tensor {
-        let n: usize = shape.iter().product();
-        let data: Vec<f32> = (0..n as u64).map(|c| counter_normal(seed, c) as f32).collect();
-        Tensor::from_vec(shape, data).expect("shape matches")
+    pub fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
+        Tensor::generated("Tensor::randn", shape, |c| counter_normal(seed, c) as f32)
     }
     /// Standard normal f64 values from a seed.
-    pub fn randn_f64(shape: &[usize], seed: u64) -> Tensor {
-        let n: usize = shape.iter().product();
-        let data: Vec<f64> = (0..n as u64).map(|c| counter_normal(seed, c)).collect();
-        Tensor::from_vec(shape, data).expect("shape matches")
+    pub fn randn_f64(shape: &[usize], seed: u64) -> Result<Tensor> {
+        Tensor::generated("Tensor::randn_f64", shape, |c| counter_normal(seed, c))
     }
     /// Uniform `[lo, hi)` values of `dtype` (floats, or integers truncated) from a seed.
-    pub fn rand_uniform(dtype: DType, shape: &[usize], lo: f64, hi: f64, seed: u64) -> Tensor {
-        let n: usize = shape.iter().product();
-        let data: Vec<f64> = (0..n as u64).map(|c| lo + (hi - lo) * counter_uniform(seed, c)).collect();
-        let t = Tensor::from_vec(shape, data).expect("shape matches");
-        t.cast(dtype)
+    pub fn rand_uniform(dtype: DType, shape: &[usize], lo: f64, hi: f64, seed: u64) -> Result<Tensor> {
+        let t = Tensor::generated("Tensor::rand_uniform", shape, |c| lo + (hi - lo) * counter_uniform(seed, c))?;
+        Ok(t.cast(dtype))
+    }
+    /// A tensor of `shape` whose element `c` (row-major) is `f(c)`, allocated fallibly.
+    fn generated<T: Element>(op: &str, shape: &[usize], f: impl Fn(u64) -> T) -> Result<Tensor> {
+        let n = checked_len(op, shape)?;
+        let mut data = try_vec(op, n)?;
+        data.extend((0..n as u64).map(f));
+        Tensor::from_vec(shape, data)
     }
     /// The dtype.
     pub fn dtype(&self) -> DType {
@@ -203,6 +230,10 @@ impl Tensor {
     /// Number of elements.
     pub fn len(&self) -> usize {
         self.shape().iter().product()
+    }
+    /// Bytes of its elements (a view reports the size of its own elements).
+    pub fn nbytes(&self) -> usize {
+        self.len() * self.dtype().size()
     }
     /// True if the tensor has no elements.
     pub fn is_empty(&self) -> bool {
@@ -273,7 +304,7 @@ impl Tensor {
     }
     /// Reshape (row-major); errors if the element count differs.
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
-        let n: usize = shape.iter().product();
+        let n = checked_len("reshape", shape)?;
         if n != self.len() {
             return Err(Error::Shape {
                 op: "reshape".into(),
@@ -282,7 +313,8 @@ impl Tensor {
         }
         Ok(crate::dispatch!(self, a => {
             let std = if a.is_standard_layout() { a.clone() } else { layout::standard_array(&a.view()).into_shared() };
-            wrap_same(a, std.into_shape_with_order(IxDyn(shape)).expect("element count checked"))
+            let r = std.into_shape_with_order(IxDyn(shape));
+            wrap_same(a, r.map_err(|e| Error::shape("reshape", format!("{:?} to {shape:?}: {e}", a.shape())))?)
         }))
     }
     /// Stack tensors of one dtype and shape along a new axis 0.
@@ -297,8 +329,9 @@ impl Tensor {
                 });
             }
         }
+        let n = checked_len("stack", &shape)?;
         crate::dispatch_dtype!(dtype, T => {
-            let mut data: Vec<T> = Vec::with_capacity(shape.iter().product());
+            let mut data: Vec<T> = try_vec("stack", n)?;
             for p in parts {
                 layout::extend_standard(&p.array::<T>()?.view(), &mut data);
             }

@@ -2,7 +2,9 @@
 //!
 //! Invariant: a `Shape` always has a known rank; each dim is either a fixed size or
 //! dynamic (known only at run time, optionally named so that two dims with the same
-//! symbol are known equal). Shape inference never loses rank information.
+//! symbol are known equal: a session checks that the feeds of one run agree on every
+//! named dim). Shape inference never loses rank information. Size arithmetic on dims is
+//! checked: a product that overflows is `None`, never a wrapped value or a panic.
 
 use std::fmt;
 use std::sync::Arc;
@@ -61,14 +63,15 @@ impl Dim {
             }
         }
     }
-    /// Product of two dims (dynamic if either is).
-    pub fn mul(&self, other: &Dim) -> Dim {
-        match (self, other) {
-            (Dim::Fixed(a), Dim::Fixed(b)) => Dim::Fixed(a * b),
+    /// Product of two dims (dynamic if either is); `None` when the product of two fixed
+    /// dims overflows `usize`.
+    pub fn mul(&self, other: &Dim) -> Option<Dim> {
+        Some(match (self, other) {
+            (Dim::Fixed(a), Dim::Fixed(b)) => Dim::Fixed(a.checked_mul(*b)?),
             (Dim::Fixed(0), _) | (_, Dim::Fixed(0)) => Dim::Fixed(0),
             (Dim::Fixed(1), d) | (d, Dim::Fixed(1)) => d.clone(),
             _ => Dim::Dynamic(None),
-        }
+        })
     }
 }
 
@@ -121,9 +124,10 @@ impl Shape {
     pub fn as_fixed(&self) -> Option<Vec<usize>> {
         self.0.iter().map(Dim::value).collect()
     }
-    /// Number of elements if fully fixed.
+    /// Number of elements if fully fixed; `None` if a dim is dynamic or the count overflows
+    /// `usize` (no tensor of such a shape can exist).
     pub fn num_elements(&self) -> Option<usize> {
-        self.as_fixed().map(|v| v.iter().product())
+        self.0.iter().try_fold(1usize, |n, d| n.checked_mul(d.value()?))
     }
     /// True if every dim is fixed.
     pub fn is_fixed(&self) -> bool {

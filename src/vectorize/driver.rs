@@ -94,7 +94,7 @@ pub fn pfor_with_report(
 
 fn full_loop(g: &mut Graph, n_static: Option<usize>, n_val: ValueId) -> Result<LoopInfo> {
     let index = match n_static {
-        Some(k) => g.constant(Tensor::arange(k)),
+        Some(k) => g.constant(Tensor::arange(k)?),
         None => {
             let zero = i64_scalar(g, 0);
             let one = i64_scalar(g, 1);
@@ -132,7 +132,7 @@ fn convert_chunked(
     // One chunk: indices k*c + [0, c).
     let k = g.input("__pfor_chunk", DType::I64, Shape::scalar());
     let base = g.mul(k, c_val)?;
-    let iota = g.constant(Tensor::arange(c));
+    let iota = g.constant(Tensor::arange(c)?);
     let index = g.add(base, iota)?;
     let info = LoopInfo { n_static: Some(c), n: c_val, index, index_is_iota: false };
     let w = convert_body_report(g, i, body_start, &info, options, outs, report)?;

@@ -69,7 +69,7 @@ proptest! {
     fn nuts_like_tree_agrees(depths in prop::collection::vec(0i64..5, 1..10), seed in 0u64..1000) {
         let dim = 3;
         let b = depths.len();
-        let inputs = [i64t(&[b], &depths), Tensor::randn_f64(&[b, dim], seed), Tensor::randn_f64(&[b, dim], seed + 1)];
+        let inputs = [i64t(&[b], &depths), Tensor::randn_f64(&[b, dim], seed).unwrap(), Tensor::randn_f64(&[b, dim], seed + 1).unwrap()];
         agree(&nuts(dim, 0.05), &inputs)?;
     }
 
@@ -87,6 +87,6 @@ proptest! {
     #[test]
     fn descend_agrees(ns in prop::collection::vec(0i64..8, 1..12), seed in 0u64..1000) {
         let b = ns.len();
-        agree(&descend(), &[i64t(&[b], &ns), Tensor::randn_f64(&[b], seed)])?;
+        agree(&descend(), &[i64t(&[b], &ns), Tensor::randn_f64(&[b], seed).unwrap()])?;
     }
 }

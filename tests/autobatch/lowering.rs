@@ -103,7 +103,7 @@ fn graph_function_primops() {
     .unwrap();
     let p = pb.build(f, &[VarType::new(DType::F64, &[3]), VarType::scalar(DType::I64)]).unwrap();
     assert_eq!(p.var_type(p.var("s").unwrap()).unwrap(), &VarType::scalar(DType::F64));
-    let x = Tensor::randn_f64(&[4, 3], 7);
+    let x = Tensor::randn_f64(&[4, 3], 7).unwrap();
     let ns = i64t(&[4], &[0, 1, 2, 5]);
     let xs = x.to_vec::<f64>().unwrap();
     let want: Vec<f64> = (0..4)

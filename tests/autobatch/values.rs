@@ -93,8 +93,8 @@ fn nuts_like_tree_matches_reference() {
     let dim = 5;
     let p = nuts(dim, 0.1);
     let depths = i64t(&[4], &[0, 1, 3, 2]);
-    let q = Tensor::randn_f64(&[4, dim], 1);
-    let pm = Tensor::randn_f64(&[4, dim], 2);
+    let q = Tensor::randn_f64(&[4, dim], 1).unwrap();
+    let pm = Tensor::randn_f64(&[4, dim], 2).unwrap();
     let out = run_all(&p, &[depths, q.clone(), pm.clone()]);
     // Depth 0 = one leapfrog step, by hand.
     let a = a_matrix(dim);

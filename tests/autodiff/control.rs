@@ -208,14 +208,14 @@ fn all_nodes(g: &Graph, out: &mut Vec<(Graph, NodeId)>) {
             use pfor::ops::ControlOp;
             match c {
                 ControlOp::Cond { then, else_ } => {
-                    all_nodes(&then.graph, out);
-                    all_nodes(&else_.graph, out);
+                    all_nodes(then.graph(), out);
+                    all_nodes(else_.graph(), out);
                 }
                 ControlOp::While { cond, body, .. } => {
-                    all_nodes(&cond.graph, out);
-                    all_nodes(&body.graph, out);
+                    all_nodes(cond.graph(), out);
+                    all_nodes(body.graph(), out);
                 }
-                ControlOp::For { body, .. } => all_nodes(&body.graph, out),
+                ControlOp::For { body, .. } => all_nodes(body.graph(), out),
                 ControlOp::Call { .. } => {}
             }
         }
@@ -239,7 +239,7 @@ fn while_gradient_records_each_step_in_place() {
     let mut recorders = 0;
     for id in g.node_ids() {
         let Op::Control(ControlOp::While { body, num_carries, .. }) = &g.node(id).unwrap().op else { continue };
-        let bg = &body.graph;
+        let bg = body.graph();
         let dus: Vec<NodeId> = bg
             .node_ids()
             .into_iter()
@@ -251,11 +251,11 @@ fn while_gradient_records_each_step_in_place() {
         recorders += 1;
         for d in dus {
             let buf = bg.node(d).unwrap().inputs[0];
-            assert!(body.params[..*num_carries].contains(&buf), "the written buffer is a carry");
+            assert!(body.params()[..*num_carries].contains(&buf), "the written buffer is a carry");
             assert_eq!(bg.consumers(buf.node), vec![d], "the buffer's only consumer is its update");
             let out = ValueId { node: d, slot: 0 };
-            let pos = body.params.iter().position(|p| *p == buf).unwrap();
-            assert_eq!(body.results[pos], out, "the updated buffer is carried to the next step");
+            let pos = body.params().iter().position(|p| *p == buf).unwrap();
+            assert_eq!(body.results()[pos], out, "the updated buffer is carried to the next step");
         }
         // Nothing in the body grows with T: no concatenation, no scatter of a whole buffer.
         for m in bg.node_ids() {
@@ -448,8 +448,8 @@ fn lstm(g: &mut Graph, x: ValueId, lens: &[i64], p: [ValueId; 3]) -> Result<Valu
         let xb = g.gather(x, bb, 0)?;
         let l = g.constant(Tensor::scalar(len));
         let t0 = g.constant(Tensor::scalar(0i64));
-        let h0 = g.zeros(DType::F64, &[HID]);
-        let c0 = g.zeros(DType::F64, &[HID]);
+        let h0 = g.zeros(DType::F64, &[HID]).unwrap();
+        let c0 = g.zeros(DType::F64, &[HID]).unwrap();
         let out = g.while_loop(
             &[t0, h0, c0],
             &[l, xb, p[0], p[1], p[2]],

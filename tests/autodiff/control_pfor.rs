@@ -76,8 +76,8 @@ fn threshold_loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<Valu
 /// LSTM run to the example's own length; `Σ h² + Σ c`.
 fn lstm_loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
     let t0 = g.constant(Tensor::scalar(0i64));
-    let h0 = g.zeros(DType::F64, &[HID]);
-    let c0 = g.zeros(DType::F64, &[HID]);
+    let h0 = g.zeros(DType::F64, &[HID]).unwrap();
+    let c0 = g.zeros(DType::F64, &[HID]).unwrap();
     let out = g.while_loop(
         &[t0, h0, c0],
         &[rows[1], rows[0], p[0], p[1], p[2]],

@@ -12,7 +12,7 @@ fn gradient_of_an_unconnected_input_is_zero_or_none() {
     let l = g.sum_all(x).unwrap();
     assert_eq!(gradients_with(&mut g, &[l], &[z], None).unwrap(), vec![None]);
     let d = gradients(&mut g, &[l], &[z], None).unwrap();
-    let feeds = [(x, Tensor::zeros(DType::F64, &[2])), (z, Tensor::zeros(DType::F64, &[3]))];
+    let feeds = [(x, Tensor::zeros(DType::F64, &[2]).unwrap()), (z, Tensor::zeros(DType::F64, &[3]).unwrap())];
     assert_eq!(run_once(&g, &d, &feeds).unwrap()[0].to_f64_vec(), vec![0.0; 3]);
 }
 
@@ -65,7 +65,7 @@ fn integer_xs_and_bad_tangents_are_clear_errors() {
     let l = g.sum_all(x).unwrap();
     let e = gradients(&mut g, &[l], &[i], None).unwrap_err().to_string();
     assert!(e.contains("only float"), "{e}");
-    let t = g.constant(Tensor::zeros(DType::F32, &[2]));
+    let t = g.constant(Tensor::zeros(DType::F32, &[2]).unwrap());
     let e = jvp(&mut g, &[l], &[x], &[t]).unwrap_err().to_string();
     assert!(e.contains("tangents[0]"), "{e}");
 }

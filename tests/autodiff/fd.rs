@@ -58,11 +58,11 @@ impl FdCase {
 
 /// Normal f64 values.
 pub fn randn(shape: &[usize], seed: u64) -> Tensor {
-    Tensor::randn_f64(shape, seed)
+    Tensor::randn_f64(shape, seed).unwrap()
 }
 /// Uniform f64 values in [lo, hi).
 pub fn unif(shape: &[usize], lo: f64, hi: f64, seed: u64) -> Tensor {
-    Tensor::rand_uniform(DType::F64, shape, lo, hi, seed)
+    Tensor::rand_uniform(DType::F64, shape, lo, hi, seed).unwrap()
 }
 
 /// The op kinds a case's graph uses (for the coverage test).

@@ -53,6 +53,7 @@ pub fn cases() -> Vec<FdCase> {
         })
         .second(),
         case("identity", vec![x23()], |g, x| sq(g, |g| g.identity(x[0]))).second(),
+        case("match_shape", vec![x23(), randn(&[2, 3], 32)], |g, x| sq(g, |g| g.match_shape(x[0], x[1]))).second(),
         case("stack axis 0", vec![x23(), randn(&[2, 3], 11), randn(&[2, 3], 12)], |g, x| {
             sq(g, |g| g.stack(&[x[0], x[1], x[2]], 0))
         })

@@ -97,7 +97,7 @@ fn while_reading_its_own_sequence_row_per_step() {
         let tail = g.slice(xi, &[1], &[-1])?;
         let seq = g.reshape(tail, &[4, 2])?;
         let t0 = scalar_i(g, 0);
-        let h0 = g.constant(Tensor::zeros(DType::F64, &[2]));
+        let h0 = g.constant(Tensor::zeros(DType::F64, &[2]).unwrap());
         let out = g.while_loop(
             &[t0, h0],
             &[len, seq],

@@ -95,7 +95,7 @@ fn check_two_levels(what: Construct, trip: Trip, mode: ControlFlowMode, v: Varia
     let xi = g.constant(i64t(&[m], &[1, 3, 0, 2]));
     let x = g.constant(i64t(&[n, m], &[1, 0, 3, 2, 0, 0, 1, 4, 2, 2, 0, 1]));
     let f = g.constant(f64t(&[n], &[0.5, 1.5, -1.0]));
-    let y = g.constant(Tensor::randn_f64(&[n, m], 5));
+    let y = g.constant(Tensor::randn_f64(&[n, m], 5).unwrap());
     let n_in = g.input("n", DType::I64, Shape::scalar());
     let m_in = g.input("m", DType::I64, Shape::scalar());
     let mut opts = PforOptions::strict().with_control_flow(mode);
@@ -182,7 +182,7 @@ fn while_and_cond_in_three_pfor_levels() {
             let mut g = Graph::new();
             let tc = g.constant(t.clone());
             let f = g.constant(f64t(&[2], &[0.5, -2.0]));
-            let y = g.constant(Tensor::randn_f64(&[2, 3, 2], 8));
+            let y = g.constant(Tensor::randn_f64(&[2, 3, 2], 8).unwrap());
             let opts = PforOptions::strict().with_control_flow(mode);
             let body = |g: &mut Graph, a: ValueId, vectorized: bool| -> Result<Vec<ValueId>> {
                 let (ta, ya, fa) = (g.gather(tc, a, 0)?, g.gather(y, a, 0)?, g.gather(f, a, 0)?);

@@ -17,7 +17,7 @@ fn kinds_in(g: &Graph, outs: &[ValueId]) -> Vec<OpKind> {
 #[test]
 fn paper_section4_example_has_no_loop_and_no_gather() {
     let mut g = Graph::new();
-    let a = g.constant(Tensor::randn(&[10, 20], 0));
+    let a = g.constant(Tensor::randn(&[10, 20], 0).unwrap());
     let b = g.input("b", DType::F32, [Dim::fixed(10), Dim::fixed(20)]);
     let out = pfor_with(&mut g, 10, &PforOptions::strict(), |g, i| {
         let ai = g.gather(a, i, 0)?;
@@ -28,9 +28,9 @@ fn paper_section4_example_has_no_loop_and_no_gather() {
     let kinds = kinds_in(&g, &out);
     assert!(!kinds.contains(&OpKind::Index(IndexKind::Gather)), "{g}");
     assert!(!kinds.iter().any(|k| matches!(k, OpKind::Control(_))), "{g}");
-    let bv = Tensor::randn(&[10, 20], 1);
+    let bv = Tensor::randn(&[10, 20], 1).unwrap();
     let r = run_once(&g, &out, &[(b, bv.clone())]).unwrap();
-    let (av, bv) = (Tensor::randn(&[10, 20], 0).to_array::<f32>().unwrap(), bv.to_array::<f32>().unwrap());
+    let (av, bv) = (Tensor::randn(&[10, 20], 0).unwrap().to_array::<f32>().unwrap(), bv.to_array::<f32>().unwrap());
     assert_eq!(r[0], Tensor::from_array(&av + &bv));
     assert_eq!(r[1], Tensor::from_array(&av - &bv));
 }
@@ -108,7 +108,7 @@ fn body_rows(g: &mut Graph, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
 
 #[test]
 fn chunking_with_remainder_static_and_dynamic() {
-    let xv = Tensor::randn_f64(&[7, 3], 5);
+    let xv = Tensor::randn_f64(&[7, 3], 5).unwrap();
     for chunk in [1, 2, 3, 7, 10] {
         let mut g = Graph::new();
         let x = g.constant(xv.clone());
@@ -134,7 +134,7 @@ fn chunking_with_remainder_static_and_dynamic() {
 
 #[test]
 fn nested_pfor_matches_nested_loops() {
-    let xv = Tensor::randn_f64(&[4, 3], 9);
+    let xv = Tensor::randn_f64(&[4, 3], 9).unwrap();
     let mut g = Graph::new();
     let x = g.constant(xv);
     let opts = PforOptions::strict();
@@ -166,7 +166,7 @@ fn nested_pfor_matches_nested_loops() {
 #[test]
 fn zero_iterations_and_invariant_outputs() {
     let mut g = Graph::new();
-    let x = g.constant(Tensor::randn_f64(&[0, 3], 1));
+    let x = g.constant(Tensor::randn_f64(&[0, 3], 1).unwrap());
     let c = g.constant(f64t(&[2], &[1.0, 2.0]));
     let out = pfor_with(&mut g, 0, &PforOptions::strict(), |g, i| {
         let xi = g.gather(x, i, 0)?;
@@ -196,8 +196,8 @@ fn bad_loop_lengths_are_errors() {
 #[test]
 fn vectorized_map_and_map_fn_agree_with_broadcast_elems() {
     let mut g = Graph::new();
-    let a = g.constant(Tensor::randn_f64(&[5, 3], 1));
-    let b = g.constant(Tensor::randn_f64(&[1, 3], 2)); // first dim 1 broadcasts
+    let a = g.constant(Tensor::randn_f64(&[5, 3], 1).unwrap());
+    let b = g.constant(Tensor::randn_f64(&[1, 3], 2).unwrap()); // first dim 1 broadcasts
     let f = |g: &mut Graph, xs: &[ValueId]| -> Result<Vec<ValueId>> {
         let s = g.mul(xs[0], xs[1])?;
         Ok(vec![g.reduce_sum(s, &[0], false)?])
@@ -207,7 +207,7 @@ fn vectorized_map_and_map_fn_agree_with_broadcast_elems() {
     let r = eval(&g, &[v[0], m[0]]);
     assert_eq!(r[0].shape(), &[5]);
     assert_close(&r[0], &r[1], 1e-12);
-    let c = g.constant(Tensor::randn_f64(&[4, 3], 3));
+    let c = g.constant(Tensor::randn_f64(&[4, 3], 3).unwrap());
     assert!(vectorized_map(&mut g, f, &[a, c]).is_err());
 }
 

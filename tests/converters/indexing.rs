@@ -30,7 +30,7 @@ fn gather_with_the_loop_index_and_batch_dims() {
 fn gather_at_the_loop_index_is_free() {
     // gather(x, i, 0) with invariant x of first dim n is x itself: no gather in the plan.
     let mut g = Graph::new();
-    let a = g.constant(Tensor::randn(&[5, 3], 0));
+    let a = g.constant(Tensor::randn(&[5, 3], 0).unwrap());
     let out = pfor::vectorize::pfor_with(&mut g, 5, &pfor::vectorize::PforOptions::strict(), |g, i| {
         Ok(vec![g.gather(a, i, 0)?])
     })
@@ -162,7 +162,7 @@ fn scatter_with_invariant_dynamic_indices_and_stacked_updates() {
     let mut g = Graph::new();
     let ix = g.input("ix", DType::I64, [Dim::unknown(), Dim::fixed(1)]);
     let u = g.input("u", DType::F64, [Dim::fixed(3), Dim::unknown()]);
-    let x = g.constant(Tensor::randn_f64(&[3, 4], 2));
+    let x = g.constant(Tensor::randn_f64(&[3, 4], 2).unwrap());
     let feeds = [(ix, i64t(&[2, 1], &[3, 0])), (u, f64t(&[3, 2], &[1., 2., 3., 4., 5., 6.]))];
     agree(3, &feeds, &mut g, &|g, i| {
         let (xi, ui) = (g.gather(x, i, 0)?, g.gather(u, i, 0)?);

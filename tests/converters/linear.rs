@@ -45,7 +45,7 @@ fn batch_matmul_with_broadcast_batch_dims() {
 fn an_invariant_weight_is_never_tiled() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [64, 768]);
-    let w = g.constant(Tensor::randn(&[768, 768], 1));
+    let w = g.constant(Tensor::randn(&[768, 768], 1).unwrap());
     let out = pfor_with(&mut g, 64, &PforOptions::strict(), |g, i| {
         let xi = g.gather(x, i, 0)?;
         let xi = g.reshape(xi, &[1, 768])?;
@@ -64,12 +64,16 @@ fn an_invariant_weight_is_never_tiled() {
     }
     assert!(!kinds.contains(&OpKind::Linear(LinearKind::BatchMatMul)));
     // and it computes the right thing
-    let xv = Tensor::randn(&[64, 768], 2);
+    let xv = Tensor::randn(&[64, 768], 2).unwrap();
     let r = run_once(&g, &out, &[(x, xv.clone())]).unwrap();
-    let want =
-        xv.to_array::<f32>().unwrap().into_dimensionality::<ndarray::Ix2>().unwrap().dot(
-            &Tensor::randn(&[768, 768], 1).to_array::<f32>().unwrap().into_dimensionality::<ndarray::Ix2>().unwrap(),
-        );
+    let want = xv.to_array::<f32>().unwrap().into_dimensionality::<ndarray::Ix2>().unwrap().dot(
+        &Tensor::randn(&[768, 768], 1)
+            .unwrap()
+            .to_array::<f32>()
+            .unwrap()
+            .into_dimensionality::<ndarray::Ix2>()
+            .unwrap(),
+    );
     let got = r[0].reshape(&[64, 768]).unwrap();
     pfor::tensor::assert_close(&got, &Tensor::from_array(want), 1e-3, 1e-3).unwrap();
 }

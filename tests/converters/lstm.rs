@@ -42,8 +42,8 @@ fn lstm(g: &mut Graph, n: usize, mode: Mode, x: ValueId, lens: ValueId, w: Value
         let xi = g.gather(x, i, 0)?;
         let li = g.gather(lens, i, 0)?;
         let t0 = g.constant(Tensor::scalar(0i64));
-        let h0 = g.constant(Tensor::zeros(DType::F64, &[1, HID]));
-        let c0 = g.constant(Tensor::zeros(DType::F64, &[1, HID]));
+        let h0 = g.constant(Tensor::zeros(DType::F64, &[1, HID]).unwrap());
+        let c0 = g.constant(Tensor::zeros(DType::F64, &[1, HID]).unwrap());
         let out = g.while_loop(
             &[t0, h0, c0],
             &[li, xi, w, b],
@@ -66,8 +66,8 @@ fn lstm(g: &mut Graph, n: usize, mode: Mode, x: ValueId, lens: ValueId, w: Value
         Mode::Loop => for_loop(g, n, body)?,
         Mode::Padded => {
             let t0 = g.constant(Tensor::scalar(0i64));
-            let h0 = g.constant(Tensor::zeros(DType::F64, &[n, HID]));
-            let c0 = g.constant(Tensor::zeros(DType::F64, &[n, HID]));
+            let h0 = g.constant(Tensor::zeros(DType::F64, &[n, HID]).unwrap());
+            let c0 = g.constant(Tensor::zeros(DType::F64, &[n, HID]).unwrap());
             let max_len = g.reduce_max(lens, &[0], false)?;
             let out = g.while_loop(
                 &[t0, h0, c0],
@@ -123,10 +123,10 @@ fn oracle(x: &Tensor, lens: &[i64], w: &Tensor, b: &Tensor) -> Tensor {
 fn lstm_variable_length_all_modes_match_loop_and_ndarray_oracle() {
     let lens_v = [3i64, 1, 7, 2, 5];
     let n = lens_v.len();
-    let xt = Tensor::randn_f64(&[n, MAX_LEN, IN], 7);
+    let xt = Tensor::randn_f64(&[n, MAX_LEN, IN], 7).unwrap();
     let scale = 1.0 / ((IN + HID) as f64).sqrt();
-    let wt = Tensor::from_array(Tensor::randn_f64(&[IN + HID, 4 * HID], 8).to_array::<f64>().unwrap() * scale);
-    let bt = Tensor::from_array(Tensor::randn_f64(&[4 * HID], 9).to_array::<f64>().unwrap() * scale);
+    let wt = Tensor::from_array(Tensor::randn_f64(&[IN + HID, 4 * HID], 8).unwrap().to_array::<f64>().unwrap() * scale);
+    let bt = Tensor::from_array(Tensor::randn_f64(&[4 * HID], 9).unwrap().to_array::<f64>().unwrap() * scale);
     let want = oracle(&xt, &lens_v, &wt, &bt);
 
     let mut g = Graph::new();

@@ -62,15 +62,15 @@ impl Spec {
         }
         shape.extend_from_slice(&self.shape);
         match self.values {
-            Gen::Normal => Tensor::randn_f64(&shape, seed).cast(self.dtype),
-            Gen::Uniform(lo, hi) => Tensor::rand_uniform(DType::F64, &shape, lo, hi, seed).cast(self.dtype),
+            Gen::Normal => Tensor::randn_f64(&shape, seed).unwrap().cast(self.dtype),
+            Gen::Uniform(lo, hi) => Tensor::rand_uniform(DType::F64, &shape, lo, hi, seed).unwrap().cast(self.dtype),
             Gen::Int(lo, hi) => {
-                let u = Tensor::rand_uniform(DType::F64, &shape, 0.0, 1.0, seed).to_f64_vec();
+                let u = Tensor::rand_uniform(DType::F64, &shape, 0.0, 1.0, seed).unwrap().to_f64_vec();
                 let v: Vec<i64> = u.iter().map(|x| lo + ((hi - lo) as f64 * x).floor() as i64).collect();
                 Tensor::from_vec(&shape, v).expect("shape")
             }
             Gen::Bool => {
-                let u = Tensor::rand_uniform(DType::F64, &shape, 0.0, 1.0, seed).to_f64_vec();
+                let u = Tensor::rand_uniform(DType::F64, &shape, 0.0, 1.0, seed).unwrap().to_f64_vec();
                 Tensor::from_vec(&shape, u.iter().map(|x| *x < 0.5).collect::<Vec<bool>>()).expect("shape")
             }
         }

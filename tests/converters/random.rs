@@ -18,7 +18,7 @@ fn run_both(policy: Randomness, n: usize, vec_body: KeyBody, loop_body: KeyBody)
 }
 
 fn generators(g: &mut Graph, key: ValueId) -> Result<Vec<ValueId>> {
-    let x = g.constant(Tensor::ones(DType::F64, &[3, 4]));
+    let x = g.constant(Tensor::ones(DType::F64, &[3, 4]).unwrap());
     let logits = g.constant(f64t(&[3], &[0.0, 1.0, 2.0]));
     let p = g.scalar(DType::F64, 0.3);
     Ok(vec![

@@ -22,6 +22,14 @@ fn reshape_transpose_expand_squeeze() {
 }
 
 #[test]
+fn match_shape_with_each_side_stacked_or_not() {
+    assert_oracle(&[Spec::f64(&[2, 3]), Spec::f64(&[2, 3])], &|g: &mut Graph, x: &[ValueId]| {
+        let c = g.zeros(DType::F64, &[2, 3])?;
+        Ok(vec![g.match_shape(x[0], x[1])?, g.match_shape(x[0], c)?, g.match_shape(c, x[1])?])
+    });
+}
+
+#[test]
 fn broadcast_tile_fill_and_invariant_shape_queries() {
     assert_oracle(&[Spec::f64(&[3, 1]), Spec::f64(&[])], &|g: &mut Graph, x: &[ValueId]| {
         let s = g.shape_of(x[0])?;

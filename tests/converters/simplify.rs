@@ -27,7 +27,7 @@ fn golden(
         .iter()
         .zip(inputs)
         .enumerate()
-        .map(|(k, (&x, (_, dt, shape)))| (x, Tensor::randn_f64(shape, 100 + k as u64).cast(*dt)))
+        .map(|(k, (&x, (_, dt, shape)))| (x, Tensor::randn_f64(shape, 100 + k as u64).unwrap().cast(*dt)))
         .collect();
     let outs = build(&mut g, &xs).unwrap();
     let before = run_once(&g, &outs, &feeds).unwrap();
@@ -199,14 +199,14 @@ fn pure_ops_of_constants_fold_into_one_constant() {
         let e = g.one_hot(rows, 4, -1, 1.0, 0.0, DType::F32)?;
         let e = g.reshape(e, &[4, 1, 4])?;
         let e = g.reshape(e, &[4, 4])?;
-        let w = g.constant(Tensor::randn(&[4, 6], 5));
+        let w = g.constant(Tensor::randn(&[4, 6], 5).unwrap());
         let seed = g.matmul(e, w)?;
         Ok(vec![g.mul(seed, x[0])?, seed])
     });
     assert_eq!(ks, vec![OpKind::Input, OpKind::Const, OpKind::Binary(pfor::ops::BinaryKind::Mul)], "{g}");
     assert!(rep.constants_folded >= 2, "{rep:?}");
     // the folded seed holds the rows of w picked by the one-hot rows
-    let w = Tensor::randn(&[4, 6], 5).to_vec::<f32>().unwrap();
+    let w = Tensor::randn(&[4, 6], 5).unwrap().to_vec::<f32>().unwrap();
     let Op::Const { value } = &g.node(rep.outputs[1].node).unwrap().op else { panic!("not folded\n{g}") };
     let got = value.to_vec::<f32>().unwrap();
     for (r, &src) in [2usize, 0, 3, 1].iter().enumerate() {
@@ -249,7 +249,7 @@ fn dead_nodes_go_but_inputs_random_and_stateful_ops_stay() {
     let dead2 = g.neg(dead).unwrap();
     let key = g.constant(Tensor::from_vec(&[], vec![7i64]).unwrap());
     let draw = g.random_normal(key, &[3], DType::F32, 0.0, 1.0).unwrap();
-    let _ = g.variable("v", Tensor::zeros(DType::F32, &[3])).unwrap();
+    let _ = g.variable("v", Tensor::zeros(DType::F32, &[3]).unwrap()).unwrap();
     let write = g.assign("v", x).unwrap();
     let out = g.tanh(x).unwrap();
     let rep = simplify(&mut g, &[out]).unwrap();
@@ -289,7 +289,7 @@ fn simplify_since_touches_only_newer_nodes() {
     let new2 = g.reshape(new1, &[2, 6]).unwrap();
     let new_dead = g.exp(new2).unwrap();
     let out = g.tanh(new2).unwrap();
-    let feeds = [(x, Tensor::randn(&[2, 6], 1))];
+    let feeds = [(x, Tensor::randn(&[2, 6], 1).unwrap())];
     let before = run_once(&g, &[out, old2], &feeds).unwrap();
     let rep = simplify_since(&mut g, &[out], mark).unwrap();
     g.verify().unwrap();
@@ -318,7 +318,7 @@ fn simplify_rejects_unknown_outputs() {
 #[test]
 fn program_order_of_effects_survives_id_reuse_after_removals() {
     let mut g = Graph::new();
-    let _ = g.variable("v", Tensor::zeros(DType::F64, &[])).unwrap();
+    let _ = g.variable("v", Tensor::zeros(DType::F64, &[]).unwrap()).unwrap();
     let dead: Vec<ValueId> = (0..4).map(|k| g.scalar(DType::F64, k as f64)).collect();
     let one = g.scalar(DType::F64, 1.0);
     let w1 = g.assign("v", one).unwrap();
@@ -353,7 +353,7 @@ fn chain_body(g: &mut Graph, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
 #[test]
 fn pfor_output_with_a_reshape_chain_has_fewer_nodes_and_the_same_values() {
     let n = 5;
-    let xv = Tensor::randn(&[n, 4, 6], 9);
+    let xv = Tensor::randn(&[n, 4, 6], 9).unwrap();
     let build = |simplify: bool| {
         let mut g = Graph::new();
         let x = g.input("x", DType::F32, [n, 4, 6]);
@@ -409,7 +409,7 @@ fn pfor_keeps_random_draws_and_their_values_with_simplify_on() {
 #[test]
 fn nested_pfor_and_chunked_pfor_stay_correct_with_simplify() {
     let (n, m) = (3, 4);
-    let xv = Tensor::randn(&[n, m, 4, 6], 3);
+    let xv = Tensor::randn(&[n, m, 4, 6], 3).unwrap();
     let run = |simplify: bool, chunk: Option<usize>| {
         let mut g = Graph::new();
         let x = g.input("x", DType::F32, [n, m, 4, 6]);
@@ -436,7 +436,7 @@ const SPLIT: OpKind = OpKind::Slicing(pfor::ops::SlicingKind::Split);
 fn a_matmul_read_through_one_split_piece_computes_only_those_columns() {
     // constant b: folded into a narrower constant
     let (g, rep, ks) = golden(&[("a", DType::F32, &[5, 7])], |g, x| {
-        let b = g.constant(Tensor::randn(&[7, 9], 3));
+        let b = g.constant(Tensor::randn(&[7, 9], 3).unwrap());
         let m = g.matmul(x[0], b)?;
         let m = g.reshape(m, &[5, 1, 9])?;
         let parts = g.split(m, 2, &[2, 3, 4])?;

@@ -21,8 +21,8 @@ fn bits(t: &Tensor) -> (Vec<usize>, Vec<u64>) {
 
 fn rand(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
     match dtype {
-        DType::F64 => Tensor::randn_f64(shape, seed),
-        _ => Tensor::randn(shape, seed),
+        DType::F64 => Tensor::randn_f64(shape, seed).unwrap(),
+        _ => Tensor::randn(shape, seed).unwrap(),
     }
 }
 
@@ -210,8 +210,8 @@ fn fused_conv_pool_chains_are_bit_identical_to_unfused() {
 fn small_chain() -> (Graph, ValueId, ValueId, ValueId, ValueId) {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [2, 6, 5, 3]);
-    let w = g.constant(Tensor::randn(&[3, 3, 3, 4], 7));
-    let b = g.constant(Tensor::randn(&[4], 8));
+    let w = g.constant(Tensor::randn(&[3, 3, 3, 4], 7).unwrap());
+    let b = g.constant(Tensor::randn(&[4], 8).unwrap());
     let c = g.conv2d(x, w, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
     let y = g.bias_add(c, b).unwrap();
     let r = g.relu(y).unwrap();
@@ -221,7 +221,7 @@ fn small_chain() -> (Graph, ValueId, ValueId, ValueId, ValueId) {
 #[test]
 fn fetched_or_shared_intermediates_are_not_fused_away() {
     let (mut g, x, c, y, r) = small_chain();
-    let xv = Tensor::randn(&[2, 6, 5, 3], 9);
+    let xv = Tensor::randn(&[2, 6, 5, 3], 9).unwrap();
     let feeds = [(x, xv.clone())];
     let reference = Session::with_options(&g, &[c, y, r], unfused()).unwrap().run(&feeds).unwrap();
     // Fully fusable: 4 steps (input, 2 consts, fused) instead of 6.
@@ -261,11 +261,11 @@ fn fused_chain_with_a_bad_bias_reports_the_unfused_error() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [1, 4, 4, 2]);
     let b = g.input("b", DType::F32, [Dim::dynamic("o")]);
-    let w = g.constant(Tensor::randn(&[3, 3, 2, 3], 1));
+    let w = g.constant(Tensor::randn(&[3, 3, 2, 3], 1).unwrap());
     let c = g.conv2d(x, w, Conv2dParams::default()).unwrap();
     let y = g.bias_add(c, b).unwrap();
     let r = g.relu(y).unwrap();
-    let feeds = [(x, Tensor::randn(&[1, 4, 4, 2], 2)), (b, Tensor::randn(&[4], 3))];
+    let feeds = [(x, Tensor::randn(&[1, 4, 4, 2], 2).unwrap()), (b, Tensor::randn(&[4], 3).unwrap())];
     let mut fused = Session::new(&g, &[r]).unwrap();
     assert!(fused.num_steps() < Session::with_options(&g, &[r], unfused()).unwrap().num_steps());
     let got = fused.run(&feeds).unwrap_err();
@@ -280,7 +280,7 @@ fn fusion_inside_functions_matches() {
     // Function bodies compile their own (fused) plans; a loop of conv layers agrees with
     // the unfused top-level evaluation of the same layer.
     let (g, x, _c, _y, r) = small_chain();
-    let xv = Tensor::randn(&[2, 6, 5, 3], 4);
+    let xv = Tensor::randn(&[2, 6, 5, 3], 4).unwrap();
     let f = pfor::ir::Function::from_parts(g.clone(), vec![x], vec![r]).unwrap();
     let got = pfor::run_function(&f, vec![xv.clone()]).unwrap();
     let want = Session::with_options(&g, &[r], unfused()).unwrap().run(&[(x, xv)]).unwrap();

@@ -62,11 +62,15 @@ fn lstm_cell_fuses_into_one_step_and_matches() {
     // m·h from tiny (sequential walk) to large (parallel tasks); h below and above one piece
     for (m, h) in [(1, 3), (5, 64), (64, 256), (300, 256), (3, 1500), (0, 8)] {
         let (g, [z, c, b], h2, c2) = lstm_cell(m, h);
-        let mut zv = Tensor::randn(&[m, 4 * h], 1).to_array::<f32>().unwrap() * 3.0;
+        let mut zv = Tensor::randn(&[m, 4 * h], 1).unwrap().to_array::<f32>().unwrap() * 3.0;
         if let Some(v) = zv.as_slice_mut().unwrap().get_mut(m * h / 2) {
             *v = f32::NAN;
         }
-        let feeds = [(z, Tensor::from_array(zv)), (c, Tensor::randn(&[m, h], 2)), (b, Tensor::randn(&[4 * h], 3))];
+        let feeds = [
+            (z, Tensor::from_array(zv)),
+            (c, Tensor::randn(&[m, h], 2).unwrap()),
+            (b, Tensor::randn(&[4 * h], 3).unwrap()),
+        ];
         let (f, p) = same_both_ways(&g, &[h2, c2], &feeds);
         // the bias moves through the split into the group (which then reads `z` and the
         // bias pieces): bias_add + split + nine ops → split z, split b, one fused step
@@ -94,7 +98,7 @@ fn fused_ops(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Vec
 #[test]
 fn bias_moves_through_a_split_only_when_nothing_else_needs_it() {
     let (m, h) = (6, 40);
-    let feeds = |z, b| [(z, Tensor::randn(&[m, 4 * h], 1)), (b, Tensor::randn(&[4 * h], 2))];
+    let feeds = |z, b| [(z, Tensor::randn(&[m, 4 * h], 1).unwrap()), (b, Tensor::randn(&[4 * h], 2).unwrap())];
     // the sum y = bias_add(z, b) read by the split and by `extra`, or fetched, or split
     // along axis 0, or the pieces read only by non-elementwise ops: the bias_add stays
     for case in 0..4 {
@@ -157,10 +161,10 @@ fn broadcast_operand_layouts_match() {
         let y = g.div(s, e).unwrap();
         let y = g.squared_difference(y, x).unwrap();
         let feeds = [
-            (x, Tensor::randn(&[rows, len], 4)),
-            (row, Tensor::randn(&[len], 5)),
-            (row2, Tensor::randn(&[1, len], 6)),
-            (col, Tensor::randn(&[rows, 1], 7)),
+            (x, Tensor::randn(&[rows, len], 4).unwrap()),
+            (row, Tensor::randn(&[len], 5).unwrap()),
+            (row2, Tensor::randn(&[1, len], 6).unwrap()),
+            (col, Tensor::randn(&[rows, 1], 7).unwrap()),
         ];
         let (f, p) = same_both_ways(&g, &[y], &feeds);
         assert_eq!(p - f, 6, "rows={rows} len={len}");
@@ -178,7 +182,7 @@ fn transposed_and_sliced_operands_match() {
     let a = g.mul(xt, halves[1]).unwrap();
     let a = g.tanh(a).unwrap();
     let y = g.add(a, halves[0]).unwrap();
-    let feeds = [(x, Tensor::randn(&[40, 24], 8)), (w, Tensor::randn(&[24, 80], 9))];
+    let feeds = [(x, Tensor::randn(&[40, 24], 8).unwrap()), (w, Tensor::randn(&[24, 80], 9).unwrap())];
     let (f, p) = same_both_ways(&g, &[y], &feeds);
     assert_eq!(p - f, 2);
 }
@@ -190,7 +194,11 @@ fn fetched_and_outside_read_members_are_produced() {
     // reader runs between them, so they cannot share one step
     let s = g.reduce_sum(c2, &[1], true).unwrap();
     let y = g.mul(h2, s).unwrap();
-    let feeds = [(z, Tensor::randn(&[6, 64], 1)), (c, Tensor::randn(&[6, 16], 2)), (b, Tensor::randn(&[64], 3))];
+    let feeds = [
+        (z, Tensor::randn(&[6, 64], 1).unwrap()),
+        (c, Tensor::randn(&[6, 16], 2).unwrap()),
+        (b, Tensor::randn(&[64], 3).unwrap()),
+    ];
     let (f, p) = same_both_ways(&g, &[y, c2, h2], &feeds);
     assert!(f < p);
     same_both_ways(&g, &[y], &feeds);
@@ -208,7 +216,7 @@ fn concat_of_member_results_is_written_in_place() {
         let d = g.mul(c, a).unwrap();
         let e = g.tanh(b).unwrap();
         let cat = g.concat(&[d, e], 2).unwrap();
-        let feeds = [(x, Tensor::randn(&[m, 1, h], 10)), (y, Tensor::randn(&[1, h], 11))];
+        let feeds = [(x, Tensor::randn(&[m, 1, h], 10).unwrap()), (y, Tensor::randn(&[1, h], 11).unwrap())];
         // the concat is absorbed: 5 members + concat = 1 step
         let (f, p) = same_both_ways(&g, &[cat], &feeds);
         assert_eq!(p - f, 5, "m={m} h={h}");
@@ -232,7 +240,7 @@ fn f64_and_integer_ops_are_left_alone() {
     let x = g.input("x", DType::F64, [4, 5]);
     let a = g.exp(x).unwrap();
     let y = g.mul(a, x).unwrap();
-    let (f, p) = same_both_ways(&g, &[y], &[(x, Tensor::randn_f64(&[4, 5], 1))]);
+    let (f, p) = same_both_ways(&g, &[y], &[(x, Tensor::randn_f64(&[4, 5], 1).unwrap())]);
     assert_eq!(f, p);
 }
 
@@ -244,7 +252,7 @@ fn mismatched_dynamic_shapes_report_the_unfused_error() {
     let a = g.exp(x).unwrap();
     let b = g.mul(a, y).unwrap();
     let out = g.tanh(b).unwrap();
-    let feeds = [(x, Tensor::randn(&[3, 4], 1)), (y, Tensor::randn(&[2, 4], 2))];
+    let feeds = [(x, Tensor::randn(&[3, 4], 1).unwrap()), (y, Tensor::randn(&[2, 4], 2).unwrap())];
     let mut fused = Session::new(&g, &[out]).unwrap();
     let mut plain = Session::with_options(&g, &[out], unfused()).unwrap();
     assert!(fused.num_steps() < plain.num_steps());
@@ -253,7 +261,7 @@ fn mismatched_dynamic_shapes_report_the_unfused_error() {
     assert_eq!(got.to_string(), want.to_string());
     assert!(matches!(&got, Error::AtNode { node, .. } if *node == b.node), "{got:?}");
     // the same plan with agreeing sizes runs fused
-    let ok = [(x, Tensor::randn(&[3, 4], 1)), (y, Tensor::randn(&[3, 4], 2))];
+    let ok = [(x, Tensor::randn(&[3, 4], 1).unwrap()), (y, Tensor::randn(&[3, 4], 2).unwrap())];
     assert_eq!(bits(&fused.run(&ok).unwrap()[0]), bits(&plain.run(&ok).unwrap()[0]));
 }
 
@@ -329,10 +337,10 @@ proptest! {
             fetches = vec![cat];
         }
         let feeds = [
-            (full, Tensor::randn(&[rows, len], 1)),
-            (full2, Tensor::randn(&[rows, len], 2)),
-            (row, Tensor::randn(&[len], 3)),
-            (col, Tensor::randn(&[rows, 1], 4)),
+            (full, Tensor::randn(&[rows, len], 1).unwrap()),
+            (full2, Tensor::randn(&[rows, len], 2).unwrap()),
+            (row, Tensor::randn(&[len], 3).unwrap()),
+            (col, Tensor::randn(&[rows, 1], 4).unwrap()),
         ];
         same_both_ways(&g, &fetches, &feeds);
     }

@@ -105,8 +105,8 @@ fn fused_patch_products_are_bit_identical_to_unfused() {
     for (i, c) in cases.into_iter().enumerate() {
         let (g, x, dy, _p, y, ohw) = build(c);
         let [h, w, ch] = c.hwc;
-        let xv = Tensor::randn(&[c.b * c.e, h, w, ch], 10 + i as u64);
-        let mut dyv = Tensor::randn(&[c.b, c.e * ohw[0] * ohw[1], c.o], 20 + i as u64);
+        let xv = Tensor::randn(&[c.b * c.e, h, w, ch], 10 + i as u64).unwrap();
+        let mut dyv = Tensor::randn(&[c.b, c.e * ohw[0] * ohw[1], c.o], 20 + i as u64).unwrap();
         if i == 0 {
             // a NaN and an infinity in dy: the padded taps multiply them too (0 · inf = NaN)
             let mut v = dyv.to_array::<f32>().unwrap();
@@ -137,7 +137,8 @@ fn fused_patch_products_are_bit_identical_to_unfused() {
 fn fetched_patches_are_not_fused_away() {
     let c = Case { b: 4, e: 1, hwc: [6, 6, 3], k: [3, 3], s: [1, 1], d: [1, 1], pad: Padding::Same, o: 16 };
     let (g, x, dy, p, y, ohw) = build(c);
-    let feeds = [(x, Tensor::randn(&[4, 6, 6, 3], 1)), (dy, Tensor::randn(&[4, ohw[0] * ohw[1], 16], 2))];
+    let feeds =
+        [(x, Tensor::randn(&[4, 6, 6, 3], 1).unwrap()), (dy, Tensor::randn(&[4, ohw[0] * ohw[1], 16], 2).unwrap())];
     let want = Session::with_options(&g, &[y, p], unfused()).unwrap().run(&feeds).unwrap();
     let mut s = Session::new(&g, &[y, p]).unwrap();
     assert_eq!(s.num_steps(), Session::with_options(&g, &[y, p], unfused()).unwrap().num_steps());
@@ -162,7 +163,7 @@ fn patch_products_the_kernel_does_not_take_run_unfused() {
         let pr = g.reshape(p, &[36, -1]).unwrap();
         let dy = g.input("dy", DType::F32, [4, 36, 16]);
         let y = g.batch_matmul_t(pr, dy, true, false).unwrap();
-        let feeds = [(x, Tensor::randn(&[4, 6, 6, 3], 1)), (dy, Tensor::randn(&[4, 36, 16], 2))];
+        let feeds = [(x, Tensor::randn(&[4, 6, 6, 3], 1).unwrap()), (dy, Tensor::randn(&[4, 36, 16], 2).unwrap())];
         let want = Session::with_options(&g, &[y], unfused()).unwrap().run(&feeds).unwrap().remove(0);
         let got = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
         assert_eq!(want.shape(), [4, 108, 16]);
@@ -175,7 +176,7 @@ fn patch_products_the_kernel_does_not_take_run_unfused() {
     let c = Case { hwc: [1, 1, 3], ..c };
     let (g, x, dy, _p, y, ohw) = build(c);
     assert_eq!(ohw, [1, 1]);
-    let feeds = [(x, Tensor::randn(&[4, 1, 1, 3], 3)), (dy, Tensor::randn(&[4, 1, 16], 4))];
+    let feeds = [(x, Tensor::randn(&[4, 1, 1, 3], 3).unwrap()), (dy, Tensor::randn(&[4, 1, 16], 4).unwrap())];
     let want = Session::with_options(&g, &[y], unfused()).unwrap().run(&feeds).unwrap().remove(0);
     let got = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
     assert!(want.to_array::<f32>().unwrap().iter().any(|v| *v == 0.0 && v.is_sign_negative()), "no -0 to tell apart");

@@ -30,8 +30,8 @@ fn count(ran: &[(String, Vec<usize>)], kind: &str, shape: &[usize]) -> usize {
 
 /// `[a·Wᵀ, exp(a)·Wᵀ, extra(W)]` for `W` `[4, 3]` a constant or an input.
 fn two_readers(w_const: bool, extra: bool) -> (Graph, Vec<ValueId>, Vec<(ValueId, Tensor)>) {
-    let wv = Tensor::randn_f64(&[4, 3], 1);
-    let av = Tensor::randn_f64(&[2, 3], 2);
+    let wv = Tensor::randn_f64(&[4, 3], 1).unwrap();
+    let av = Tensor::randn_f64(&[2, 3], 2).unwrap();
     let mut g = Graph::new();
     let a = g.input("a", DType::F64, [2, 3]);
     let w = if w_const { g.constant(wv.clone()) } else { g.input("w", DType::F64, [4, 3]) };
@@ -74,10 +74,10 @@ fn row_major_constants_input_weights_and_one_row_products_are_left_alone() {
         let mut g = Graph::new();
         let a = g.input("a", DType::F64, [rows, 3]);
         let ws = if tb { [4, 3] } else { [3, 4] };
-        let wv = Tensor::randn_f64(&ws, 3);
+        let wv = Tensor::randn_f64(&ws, 3).unwrap();
         let w = if w_const { g.constant(wv.clone()) } else { g.input("w", DType::F64, ws) };
         let y = g.matmul_t(a, w, false, tb).unwrap();
-        let mut feeds = vec![(a, Tensor::randn_f64(&[rows, 3], 4))];
+        let mut feeds = vec![(a, Tensor::randn_f64(&[rows, 3], 4).unwrap())];
         if !w_const {
             feeds.push((w, wv));
         }
@@ -94,15 +94,15 @@ fn a_jacobian_through_constant_weights_reads_every_weight_row_major() {
     // the weights with transpose_b, the session from row-major copies.
     let mut g = Graph::new();
     let x = g.input("x", DType::F64, [1, 4]);
-    let w1 = g.constant(Tensor::randn_f64(&[4, 6], 6));
-    let w2 = g.constant(Tensor::randn_f64(&[6, 3], 7));
+    let w1 = g.constant(Tensor::randn_f64(&[4, 6], 6).unwrap());
+    let w2 = g.constant(Tensor::randn_f64(&[6, 3], 7).unwrap());
     let h = g.matmul(x, w1).unwrap();
     let h = g.tanh(h).unwrap();
     let y = g.matmul(h, w2).unwrap();
     let y = g.reshape(y, &[3]).unwrap();
     let j = jacobian(&mut g, y, x).unwrap();
     let jl = jacobian_loop(&mut g, y, x).unwrap();
-    let feeds = [(x, Tensor::randn_f64(&[1, 4], 8))];
+    let feeds = [(x, Tensor::randn_f64(&[1, 4], 8).unwrap())];
     let ops = matmul_ops(&g, &[j], &feeds);
     assert!(!ops.is_empty());
     assert!(ops.iter().all(|o| o.ends_with("transpose_b=false}")), "{ops:?}");

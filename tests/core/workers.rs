@@ -21,8 +21,8 @@ fn bits(t: &Tensor) -> (Vec<usize>, Vec<u32>) {
 fn two_gemms() -> (Graph, ValueId, Vec<ValueId>) {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, Shape::fixed(&[192, 256]));
-    let w1 = g.constant(Tensor::randn(&[256, 384], 1));
-    let w2 = g.constant(Tensor::randn(&[384, 128], 2));
+    let w1 = g.constant(Tensor::randn(&[256, 384], 1).unwrap());
+    let w2 = g.constant(Tensor::randn(&[384, 128], 2).unwrap());
     let h = g.matmul(x, w1).unwrap();
     let h = g.tanh(h).unwrap();
     let y = g.matmul(h, w2).unwrap();
@@ -40,7 +40,7 @@ fn tiny_plans_stay_on_the_caller() {
     // a GEMV is below every parallel threshold too
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, Shape::fixed(&[1, 384]));
-    let w = g.constant(Tensor::randn(&[384, 1024], 3));
+    let w = g.constant(Tensor::randn(&[384, 1024], 3).unwrap());
     let y = g.matmul(x, w).unwrap();
     let z = g.tanh(y).unwrap();
     assert!(!Session::new(&g, &[z]).unwrap().hands_off());
@@ -54,7 +54,7 @@ fn parallel_heavy_plans_hand_off_with_identical_results() {
     let mut c = Session::with_options(&g, &outs, on_caller()).unwrap();
     assert!(!c.hands_off(), "on_workers: false keeps runs on the caller");
     for seed in 0..3 {
-        let feed = [(x, Tensor::randn(&[192, 256], 10 + seed))];
+        let feed = [(x, Tensor::randn(&[192, 256], 10 + seed).unwrap())];
         let a = s.run(&feed).unwrap();
         let b = c.run(&feed).unwrap();
         for (a, b) in a.iter().zip(&b) {
@@ -66,7 +66,7 @@ fn parallel_heavy_plans_hand_off_with_identical_results() {
 #[test]
 fn runs_from_inside_a_rayon_job_give_the_same_results() {
     let (g, x, outs) = two_gemms();
-    let feed = [(x, Tensor::randn(&[192, 256], 7))];
+    let feed = [(x, Tensor::randn(&[192, 256], 7).unwrap())];
     let want = Session::with_options(&g, &outs, on_caller()).unwrap().run(&feed).unwrap();
     // sessions run concurrently from the global pool's workers (each hands off or not)
     let got: Vec<Vec<Tensor>> = rayon::scope(|_| {
@@ -102,7 +102,7 @@ fn loops_with_dynamic_shapes_and_recursion_count_as_several_kernels() {
         .unwrap();
     let mut s = Session::new(&g, &[out[1]]).unwrap();
     assert_eq!(s.hands_off(), multi_threaded());
-    let xv = Tensor::randn(&[5, 64], 4);
+    let xv = Tensor::randn(&[5, 64], 4).unwrap();
     let got = s.run(&[(x, xv.clone())]).unwrap();
     let want = Session::with_options(&g, &[out[1]], on_caller()).unwrap().run(&[(x, xv)]).unwrap();
     assert_eq!(bits(&got[0]), bits(&want[0]));

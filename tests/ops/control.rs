@@ -198,17 +198,17 @@ fn lstm_ref(x: &[Vec<f64>], w: &[f64], b: &[f64], d_in: usize, d_h: usize) -> Ve
 #[test]
 fn lstm_cell_in_a_while_loop_to_a_per_example_length() {
     let (d_in, d_h, t_max) = (3usize, 2usize, 6usize);
-    let xs = Tensor::randn_f64(&[t_max, d_in], 1);
-    let w = Tensor::randn_f64(&[d_in + d_h, 4 * d_h], 2);
-    let b = Tensor::randn_f64(&[4 * d_h], 3);
+    let xs = Tensor::randn_f64(&[t_max, d_in], 1).unwrap();
+    let w = Tensor::randn_f64(&[d_in + d_h, 4 * d_h], 2).unwrap();
+    let b = Tensor::randn_f64(&[4 * d_h], 3).unwrap();
     let mut g = Graph::new();
     let xc = g.constant(xs.clone());
     let wc = g.constant(w.clone());
     let bc = g.constant(b.clone());
     let len = g.input("len", DType::I64, Shape::scalar());
     let t0 = g.constant(Tensor::scalar(0i64));
-    let h0 = g.constant(Tensor::zeros(DType::F64, &[1, d_h]));
-    let c0 = g.constant(Tensor::zeros(DType::F64, &[1, d_h]));
+    let h0 = g.constant(Tensor::zeros(DType::F64, &[1, d_h]).unwrap());
+    let c0 = g.constant(Tensor::zeros(DType::F64, &[1, d_h]).unwrap());
     let out = g
         .while_loop(
             &[t0, h0, c0],

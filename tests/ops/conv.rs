@@ -244,7 +244,7 @@ impl Cfg {
 }
 
 fn randv(shape: &[usize], seed: u64) -> Vec<f64> {
-    Tensor::randn_f64(shape, seed).to_vec::<f64>().unwrap()
+    Tensor::randn_f64(shape, seed).unwrap().to_vec::<f64>().unwrap()
 }
 
 /// Run `f` on a 4-thread rayon pool so the chunked parallel kernels run on any machine.
@@ -565,7 +565,7 @@ fn dynamic_dims_propagate_and_are_checked_at_run_time() {
     let mut g = Graph::new();
     let x =
         g.input("x", DType::F32, Shape::from_dims([Dim::dynamic("n"), Dim::fixed(5), Dim::unknown(), Dim::fixed(1)]));
-    let w = g.constant(Tensor::ones(DType::F32, &[3, 3, 1, 2]));
+    let w = g.constant(Tensor::ones(DType::F32, &[3, 3, 1, 2]).unwrap());
     let y = g.conv2d(x, w, p([2, 2], Valid, [1, 1])).unwrap();
     assert_eq!(
         g.shape(y).unwrap(),
@@ -574,13 +574,13 @@ fn dynamic_dims_propagate_and_are_checked_at_run_time() {
     // SAME: the output height follows from the input height alone.
     let pool = g.max_pool(x, [2, 2], [2, 2], Same).unwrap();
     assert_eq!(g.shape(pool).unwrap().dim(1), &Dim::fixed(3));
-    let ok = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 1]))]).unwrap();
-    assert_close(&ok[0], &Tensor::full(DType::F32, &[2, 2, 1, 2], 9.0), 1e-6);
+    let ok = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 1]).unwrap())]).unwrap();
+    assert_close(&ok[0], &Tensor::full(DType::F32, &[2, 2, 1, 2], 9.0).unwrap(), 1e-6);
     // Width 2 < filter width 3: only detectable at run time.
-    let err = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 2, 1]))]).unwrap_err();
+    let err = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 2, 1]).unwrap())]).unwrap_err();
     assert!(matches!(err.root(), Error::Shape { op, .. } if op == "conv2d"), "{err}");
     // Empty batch.
-    let empty = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 1]))]).unwrap();
+    let empty = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 1]).unwrap())]).unwrap();
     assert_eq!(empty[0].shape(), &[0, 2, 1, 2]);
 }
 
@@ -590,7 +590,7 @@ fn build_err(f: impl FnOnce(&mut Graph) -> Result<ValueId>) -> Error {
 }
 
 fn cf(g: &mut Graph, shape: &[usize]) -> ValueId {
-    g.constant(Tensor::zeros(DType::F32, shape))
+    g.constant(Tensor::zeros(DType::F32, shape).unwrap())
 }
 
 #[track_caller]
@@ -658,12 +658,12 @@ fn errors_name_the_op_and_shapes() {
     }
     // Dtypes: integers and mixed floats.
     let e = build_err(|g| {
-        let x = g.constant(Tensor::zeros(DType::I64, &[1, 3, 3, 1]));
+        let x = g.constant(Tensor::zeros(DType::I64, &[1, 3, 3, 1]).unwrap());
         g.max_pool(x, [2, 2], [1, 1], Valid)
     });
     assert!(matches!(e.root(), Error::DType { op, .. } if op == "max_pool"), "{e}");
     let e = build_err(|g| {
-        let (x, w) = (cf(g, &[1, 3, 3, 1]), g.constant(Tensor::zeros(DType::F64, &[2, 2, 1, 1])));
+        let (x, w) = (cf(g, &[1, 3, 3, 1]), g.constant(Tensor::zeros(DType::F64, &[2, 2, 1, 1]).unwrap()));
         g.conv2d(x, w, d)
     });
     assert!(matches!(e.root(), Error::DType { op, .. } if op == "conv2d"), "{e}");
@@ -743,9 +743,9 @@ fn extract_patches_shapes_and_errors() {
     assert_eq!(g.shape(y).unwrap(), want);
     let dx = g.extract_patches_grad(y, [3, 2], p([2, 1], Same, [1, 1]), [5, 4]).unwrap();
     assert_eq!(g.shape(dx).unwrap(), g.shape(x).unwrap());
-    let out = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 3]))]).unwrap();
+    let out = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 3]).unwrap())]).unwrap();
     assert_eq!((out[0].shape(), out[1].shape()), (&[2, 3, 4, 18][..], &[2, 5, 4, 3][..]));
-    let empty = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 3]))]).unwrap();
+    let empty = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 3]).unwrap())]).unwrap();
     assert_eq!((empty[0].shape(), empty[1].shape()), (&[0, 3, 4, 18][..], &[0, 5, 4, 3][..]));
     let xc = g.input("xc", DType::F32, Shape::from_dims([Dim::fixed(1), Dim::fixed(3), Dim::fixed(3), Dim::unknown()]));
     let yc = g.extract_patches(xc, [2, 2], d).unwrap();
@@ -801,7 +801,7 @@ fn extract_patches_shapes_and_errors() {
     });
     assert!(matches!(e.root(), Error::InvalidArgument(m) if m.contains("extract_patches_grad")), "{e}");
     let e = build_err(|g| {
-        let x = g.constant(Tensor::zeros(DType::I64, &[1, 3, 3, 1]));
+        let x = g.constant(Tensor::zeros(DType::I64, &[1, 3, 3, 1]).unwrap());
         g.extract_patches(x, [2, 2], d)
     });
     assert!(matches!(e.root(), Error::DType { op, .. } if op == "extract_patches"), "{e}");

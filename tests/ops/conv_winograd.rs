@@ -96,7 +96,10 @@ fn winograd_conv_matches_f64_reference_and_im2col() {
         (9, 14, 14, 32, 64, Padding::Same),
     ];
     for (i, &(n, h, wd, c, o, pad)) in cases.iter().enumerate() {
-        let (x, w) = (Tensor::randn(&[n, h, wd, c], 10 + i as u64), Tensor::randn(&[5, 5, c, o], 20 + i as u64));
+        let (x, w) = (
+            Tensor::randn(&[n, h, wd, c], 10 + i as u64).unwrap(),
+            Tensor::randn(&[5, 5, c, o], 20 + i as u64).unwrap(),
+        );
         let (want, mag, [oh, ow]) = reference(&x, &w, pad);
         let (fast, plain) = (conv(&x, &w, pad, true), conv(&x, &w, pad, false));
         assert_eq!(fast.shape(), [n, oh, ow, o], "case {i}");
@@ -128,8 +131,8 @@ fn winograd_conv_matches_f64_reference_and_im2col() {
 
 #[test]
 fn winograd_conv_propagates_nan_and_handles_n0() {
-    let w = Tensor::randn(&[5, 5, 16, 16], 3);
-    let mut xv = Tensor::randn(&[2, 8, 8, 16], 4).to_array::<f32>().unwrap();
+    let w = Tensor::randn(&[5, 5, 16, 16], 3).unwrap();
+    let mut xv = Tensor::randn(&[2, 8, 8, 16], 4).unwrap().to_array::<f32>().unwrap();
     // a NaN at (image 1, row 3, col 4, channel 5) reaches every output whose window covers it
     xv[[1, 3, 4, 5]] = f32::NAN;
     let y = conv(&Tensor::from_array(xv), &w, Padding::Same, true).to_array::<f32>().unwrap();
@@ -137,7 +140,7 @@ fn winograd_conv_propagates_nan_and_handles_n0() {
         let covers = b == 1 && (3 - oy as i64).abs() <= 2 && (4 - ox as i64).abs() <= 2;
         assert_eq!(v.is_nan(), covers, "output ({b}, {oy}, {ox})");
     }
-    let empty = conv(&Tensor::zeros(DType::F32, &[0, 8, 8, 16]), &w, Padding::Same, true);
+    let empty = conv(&Tensor::zeros(DType::F32, &[0, 8, 8, 16]).unwrap(), &w, Padding::Same, true);
     assert_eq!(empty.shape(), [0, 8, 8, 16]);
 }
 
@@ -167,7 +170,10 @@ fn winograd_backprop_input_matches_f64_reference() {
             Padding::Valid => (h - 4, wd - 4, 0, 0),
             Padding::Same => (h, wd, 2, 2),
         };
-        let (dy, w) = (Tensor::randn(&[n, oh, ow, o], 30 + i as u64), Tensor::randn(&[5, 5, c, o], 40 + i as u64));
+        let (dy, w) = (
+            Tensor::randn(&[n, oh, ow, o], 30 + i as u64).unwrap(),
+            Tensor::randn(&[5, 5, c, o], 40 + i as u64).unwrap(),
+        );
         let (dyv, wv) = (dy.to_f64_vec(), w.to_f64_vec());
         let (mut want, mut mag) = (vec![0.0; n * h * wd * c], vec![0.0; n * h * wd * c]);
         for b in 0..n {

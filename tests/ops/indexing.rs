@@ -225,7 +225,7 @@ fn unsorted_segment_ops_rows_and_i64() {
 #[test]
 fn dynamic_update_slice_values() {
     let y = apply3(
-        Tensor::zeros(DType::F32, &[3, 4]),
+        Tensor::zeros(DType::F32, &[3, 4]).unwrap(),
         f32t(&[2, 2], &[1., 2., 3., 4.]),
         i64t(&[2], &[1, 2]),
         |g, o, u, s| g.dynamic_update_slice(o, u, s),
@@ -308,8 +308,14 @@ fn nonzero_per_batch_element() {
     assert_eq!(apply1(m, |g, x| g.nonzero_batched(x, 2)), i64t(&[2, 2, 1, 1], &[0, 2, 1, 0]));
     assert_eq!(apply1(boolt(&[3], &[true; 3]), |g, x| g.nonzero_batched(x, 1)), i64t(&[3, 1, 0], &[]));
     // no elements, empty elements, batch_dims 0 is plain nonzero
-    assert_eq!(apply1(Tensor::zeros(DType::F64, &[0, 3]), |g, x| g.nonzero_batched(x, 1)), i64t(&[0, 0, 1], &[]));
-    assert_eq!(apply1(Tensor::zeros(DType::F64, &[2, 0]), |g, x| g.nonzero_batched(x, 1)), i64t(&[2, 0, 1], &[]));
+    assert_eq!(
+        apply1(Tensor::zeros(DType::F64, &[0, 3]).unwrap(), |g, x| g.nonzero_batched(x, 1)),
+        i64t(&[0, 0, 1], &[])
+    );
+    assert_eq!(
+        apply1(Tensor::zeros(DType::F64, &[2, 0]).unwrap(), |g, x| g.nonzero_batched(x, 1)),
+        i64t(&[2, 0, 1], &[])
+    );
     assert_eq!(apply1(x, |g, x| g.nonzero_batched(x, 0)).shape(), &[4, 3]);
 }
 

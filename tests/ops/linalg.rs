@@ -86,7 +86,7 @@ fn singular_matrices_are_numerical_errors() {
             assert!(matches!(e.root(), Error::Numerical { op, .. } if op == "matrix_inverse"), "{e}");
             assert!(e.to_string().contains("singular"), "{e}");
             let n = shape[shape.len() - 1];
-            let b = g.constant(Tensor::zeros(dt, &[&shape[..shape.len() - 1], &[1]].concat()));
+            let b = g.constant(Tensor::zeros(dt, &[&shape[..shape.len() - 1], &[1]].concat()).unwrap());
             let s = g.solve(c, b).unwrap();
             let e = run_once(&g, &[s], &[]).unwrap_err();
             assert!(matches!(e.root(), Error::Numerical { op, .. } if op == "solve"), "{e} (n={n})");

@@ -155,8 +155,8 @@ fn batch_matmul_depth_major_f32_products() {
             .enumerate()
     {
         let (av, bv) = (
-            Tensor::randn_f64(&[lb, k, m], 60 + i as u64).to_f64_vec(),
-            Tensor::randn_f64(&[b, k, n], 70 + i as u64).to_f64_vec(),
+            Tensor::randn_f64(&[lb, k, m], 60 + i as u64).unwrap().to_f64_vec(),
+            Tensor::randn_f64(&[b, k, n], 70 + i as u64).unwrap().to_f64_vec(),
         );
         let got = apply2(f64t(&[lb, k, m], &av).cast(DType::F32), f64t(&[b, k, n], &bv).cast(DType::F32), |g, x, y| {
             g.batch_matmul_t(x, y, true, false)
@@ -277,8 +277,8 @@ fn linear_display() {
 fn matmul_timing() {
     use std::time::Instant;
     let (m, k, n) = (4096, 768, 768);
-    let a = Tensor::randn(&[m, k], 1);
-    let b = Tensor::randn(&[k, n], 2);
+    let a = Tensor::randn(&[m, k], 1).unwrap();
+    let b = Tensor::randn(&[k, n], 2).unwrap();
     let mut g = Graph::new();
     let x = g.input("a", DType::F32, [m, k]);
     let y = g.constant(b.clone());
@@ -327,7 +327,8 @@ fn outer_products_exact_small_and_streamed() {
         n: usize,
         dt: DType,
     ) {
-        let (x, y) = (Tensor::randn_f64(&[b, m, 1], 1).cast(dt), Tensor::randn_f64(&[b, 1, n], 2).cast(dt));
+        let (x, y) =
+            (Tensor::randn_f64(&[b, m, 1], 1).unwrap().cast(dt), Tensor::randn_f64(&[b, 1, n], 2).unwrap().cast(dt));
         for adj_a in [false, true] {
             let xa = if adj_a {
                 x.to_array::<T>().unwrap().into_shape_with_order(vec![b, 1, m]).unwrap()

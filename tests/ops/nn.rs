@@ -243,7 +243,7 @@ fn empty_rows_and_large_parallel_rows() {
     assert_eq!(got, f64t(&[2], &[0.0, 0.0]));
     // Above the parallel threshold: every row of a constant-row tensor has the uniform softmax.
     let rows = pfor::ops::unary::PAR_THRESHOLD / 4 + 1;
-    let got = apply1(Tensor::zeros(DType::F32, &[rows, 4]), |g, x| g.softmax(x, -1));
+    let got = apply1(Tensor::zeros(DType::F32, &[rows, 4]).unwrap(), |g, x| g.softmax(x, -1));
     assert!(got.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.25));
 }
 

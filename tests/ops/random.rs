@@ -85,7 +85,7 @@ fn key_rule_rows_equal_scalar_key_runs() {
     let logits = f64t(&[3, 4], &[0.0, 1.0, 2.0, 3.0, 1.0, 1.0, 1.0, 1.0, -1.0, 0.0, 5.0, 0.5]);
     let got = apply(vec![keys.clone(), logits.clone()], |g, v| g.random_categorical(v[0], v[1], 8));
     check(got, &|k, r| apply(vec![key(k), logits.index_axis0(r).unwrap()], |g, v| g.random_categorical(v[0], v[1], 8)));
-    let x = Tensor::randn_f64(&[3, 10], 9);
+    let x = Tensor::randn_f64(&[3, 10], 9).unwrap();
     let got = apply(vec![x.clone(), keys.clone()], |g, v| g.dropout(v[0], v[1], 0.5));
     check(got, &|k, r| apply(vec![x.index_axis0(r).unwrap(), key(k)], |g, v| g.dropout(v[0], v[1], 0.5)));
     // Keys of shape [3, 1] give output [3, 1, ...] with the same rows.
@@ -93,10 +93,10 @@ fn key_rule_rows_equal_scalar_key_runs() {
     assert_eq!(got.shape(), &[3, 1, 2]);
     assert_eq!(got.reshape(&[3, 2]).unwrap(), uniform(keys.clone(), &[2], DType::F64, 0.0, 1.0));
     // Dropout with a key per prefix row of a rank-3 x: row-major counters over the rest.
-    let x = Tensor::ones(DType::F64, &[2, 3, 4]);
+    let x = Tensor::ones(DType::F64, &[2, 3, 4]).unwrap();
     let k2 = i64t(&[2], &[1, 2]);
     let got = apply(vec![x.clone(), k2], |g, v| g.dropout(v[0], v[1], 0.5));
-    let one = Tensor::ones(DType::F64, &[3, 4]);
+    let one = Tensor::ones(DType::F64, &[3, 4]).unwrap();
     for (r, k) in [1, 2].into_iter().enumerate() {
         let want = apply(vec![one.clone(), key(k)], |g, v| g.dropout(v[0], v[1], 0.5));
         assert_eq!(got.index_axis0(r).unwrap(), want);
@@ -111,9 +111,9 @@ fn large_outputs_use_the_same_streams() {
     for r in 0..3 {
         assert_eq!(got.index_axis0(r).unwrap(), uniform(key(r as i64 + 1), &[n], DType::F32, 0.0, 1.0));
     }
-    let x = Tensor::ones(DType::F32, &[3, n]);
+    let x = Tensor::ones(DType::F32, &[3, n]).unwrap();
     let got = apply(vec![x, i64t(&[3], &[1, 2, 3])], |g, v| g.dropout(v[0], v[1], 0.3));
-    let row = Tensor::ones(DType::F32, &[n]);
+    let row = Tensor::ones(DType::F32, &[n]).unwrap();
     for r in 0..3 {
         let want = apply(vec![row.clone(), key(r as i64 + 1)], |g, v| g.dropout(v[0], v[1], 0.3));
         assert_eq!(got.index_axis0(r).unwrap(), want);
@@ -200,7 +200,7 @@ fn categorical_frequencies_match_softmax() {
 #[test]
 fn dropout_keeps_and_scales() {
     for dt in [DType::F32, DType::F64] {
-        let x = Tensor::full(dt, &[N], 2.0);
+        let x = Tensor::full(dt, &[N], 2.0).unwrap();
         let y = apply(vec![x, key(4)], |g, v| g.dropout(v[0], v[1], 0.25)).to_f64_vec();
         let kept: Vec<f64> = y.iter().copied().filter(|&v| v != 0.0).collect();
         let frac = kept.len() as f64 / N as f64;

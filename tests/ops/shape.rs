@@ -269,8 +269,8 @@ fn fill_and_like_ops() {
     assert_eq!(out[0], f32t(&[2], &[1., 2.]));
     assert_eq!(out[1], f32t(&[2], &[0., 0.]));
     // Constants.
-    let zc = g.zeros(DType::I64, &[2]);
-    let oc = g.ones(DType::F32, &[1, 2]);
+    let zc = g.zeros(DType::I64, &[2]).unwrap();
+    let oc = g.ones(DType::F32, &[1, 2]).unwrap();
     let out = run(&g, &[zc, oc], &[]).unwrap();
     assert_eq!(out[0], i64t(&[2], &[0, 0]));
     assert_eq!(out[1], f32t(&[1, 2], &[1., 1.]));
@@ -296,6 +296,27 @@ fn shape_queries_and_identity() {
     assert_eq!(g.shape(id).unwrap(), g.shape(d).unwrap());
     let out = run(&g, &[s, n, r], &[(d, boolt(&[3, 2], &[true; 6]))]).unwrap();
     assert_eq!(out, vec![i64t(&[2], &[3, 2]), Tensor::scalar(6i64), Tensor::scalar(2i64)]);
+}
+
+#[test]
+fn match_shape_checks_fixed_dims_when_built_and_dynamic_ones_when_run() {
+    let x = iota_f32(&[2, 3]);
+    assert_eq!(apply2(x.clone(), f32t(&[2, 3], &[0.; 6]), |g, x, l| g.match_shape(x, l)), x);
+    // Fixed dims that differ: a build-time error naming both shapes.
+    let mut g = Graph::new();
+    let (a, b) = (g.input("a", DType::F32, [2, 3]), g.input("b", DType::F32, [3, 2]));
+    assert_err(g.match_shape(a, b), "match_shape", is_shape);
+    // Dynamic dims: the static type takes the fixed one; checked when run.
+    let d = g.input("d", DType::F32, [Dim::unknown(), Dim::fixed(3)]);
+    let m = g.match_shape(d, a).unwrap();
+    assert_eq!(g.shape(m).unwrap(), Shape::fixed(&[2, 3]));
+    let l = g.input("l", DType::F32, [Dim::unknown(), Dim::fixed(3)]);
+    let m2 = g.match_shape(d, l).unwrap();
+    let ok = run(&g, &[m2], &[(d, x.clone()), (l, x.clone())]).unwrap();
+    assert_eq!(ok[0], x);
+    let e = run(&g, &[m2], &[(d, x), (l, f32t(&[1, 3], &[0.; 3]))]).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, .. } if op == "match_shape"), "{e}");
+    assert!(e.to_string().contains("[2, 3] does not match [1, 3]"), "{e}");
 }
 
 #[test]
@@ -544,5 +565,7 @@ fn display_names_attributes() {
     assert_eq!(oh.to_string(), "one_hot{depth=4, axis=0, on=1, off=0, dtype=f32}");
     let names: std::collections::HashSet<&str> = ShapeKind::ALL.iter().map(|k| k.name()).collect();
     assert_eq!(names.len(), ShapeKind::ALL.len());
-    assert_eq!(ShapeKind::ALL.len(), 22);
+    assert_eq!(ShapeKind::ALL.len(), 23);
+    let m = ShapeOp::MatchShape { x_lead: 1, like_lead: 0 };
+    assert_eq!(m.to_string(), "match_shape{x_lead=1, like_lead=0}");
 }

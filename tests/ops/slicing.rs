@@ -81,8 +81,13 @@ fn concat_dynamic_dims() {
     let fx = f32t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
     let got = run_once(&g, &[z], &[(x, fx.clone()), (y, f32t(&[2, 1], &[5.0, 6.0]))]).unwrap();
     assert_eq!(got[0], f32t(&[2, 3], &[1.0, 2.0, 5.0, 3.0, 4.0, 6.0]));
-    // Rows disagree at run time.
-    let e = run_once(&g, &[z], &[(x, fx), (y, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
+    // Rows disagree at run time: a named dim is checked across the feeds, ...
+    let e = run_once(&g, &[z], &[(x, fx.clone()), (y, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
+    assert_err!(e, Error::Shape { .. }, "feed");
+    // ... anonymous ones by the kernel.
+    let a = g.input("a", DType::F32, [Dim::unknown(), Dim::fixed(1)]);
+    let za = g.concat(&[x, a], 1).unwrap();
+    let e = run_once(&g, &[za], &[(x, fx), (a, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
     assert_err!(e, Error::Shape { .. }, "concat");
 }
 

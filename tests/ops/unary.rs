@@ -95,7 +95,7 @@ fn unary_dtype_errors_name_the_op() {
 #[test]
 fn unary_large_tensor_parallel_path_matches() {
     let n = pfor::ops::unary::PAR_THRESHOLD + 3;
-    let x = Tensor::randn(&[n], 1);
+    let x = Tensor::randn(&[n], 1).unwrap();
     // the parallel path computes exactly what the sequential kernel computes per element
     let xs = x.to_vec::<f32>().unwrap();
     let mut want = xs.clone();
@@ -153,7 +153,7 @@ fn allocator_tuning_applies_and_keeps_results() -> pfor::Result<()> {
     let mut g = pfor::Graph::new();
     let x = g.input("x", pfor::DType::F32, [300, 1000]);
     let y = g.tanh(x)?;
-    let feed = pfor::Tensor::randn(&[300, 1000], 5);
+    let feed = pfor::Tensor::randn(&[300, 1000], 5).unwrap();
     let before = pfor::run_once(&g, &[y], &[(x, feed.clone())])?;
     let applied = pfor::tune_system_allocator()?;
     assert_eq!(applied, cfg!(all(target_os = "linux", target_env = "gnu")));

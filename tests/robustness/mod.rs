@@ -1,9 +1,15 @@
-//! Robustness: runs that would not terminate or would overflow the native stack end in
-//! clear errors (iteration caps, deadlines, cancellation, the stack guard), identically in
-//! every interpreter.
+//! Robustness: bad input through the public API is an `Err`, never a panic, an abort, a
+//! hang or a silently wrong answer (issue 16): shapes at API edges, memory exhaustion and
+//! budgets, size overflows, runs that would not terminate or would overflow the native
+//! stack (iteration caps, deadlines, cancellation, the stack guard, identically in every
+//! interpreter), and the crash-class harness that runs abort-prone cases in a child process.
 
+mod crash;
 mod limits;
 mod limits_autobatch;
+mod memory;
+mod panics;
+mod shapes;
 mod stack;
 
 use std::thread::{self, JoinHandle};

@@ -26,7 +26,7 @@ pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let dy = cx.dy(0)?;
             reshape_like(cx.g, dy, x)?
         }
-        ShapeOp::Identity => cx.dy(0)?,
+        ShapeOp::Identity | ShapeOp::MatchShape { .. } => cx.dy(0)?,
         ShapeOp::Transpose { perm } => {
             let dy = cx.dy(0)?;
             cx.g.transpose(dy, &inverse_perm(perm))?

@@ -87,6 +87,11 @@ impl Graph {
     pub fn loop_max(&mut self, x: ValueId) -> Result<ValueId> {
         self.shape_op(ShapeOp::LoopMax, &[x])
     }
+    /// `x` unchanged, checked to have `like`'s shape: at build time where both dims are
+    /// fixed, at run time otherwise (`Error::Shape`).
+    pub fn match_shape(&mut self, x: ValueId, like: ValueId) -> Result<ValueId> {
+        self.shape_op(ShapeOp::MatchShape { x_lead: 0, like_lead: 0 }, &[x, like])
+    }
     /// `x` unchanged; gradients do not flow through it.
     pub fn stop_gradient(&mut self, x: ValueId) -> Result<ValueId> {
         self.shape_op(ShapeOp::StopGradient, &[x])
@@ -121,12 +126,13 @@ impl Graph {
         })?;
         self.add_op_multi(Op::Shape(ShapeOp::Unstack { axis, num }), &[x])
     }
-    /// A constant of zeros.
-    pub fn zeros(&mut self, dtype: DType, shape: &[usize]) -> ValueId {
-        self.constant(Tensor::zeros(dtype, shape))
+    /// A constant of zeros (an `Err` when the shape's element count overflows or the
+    /// memory cannot be allocated).
+    pub fn zeros(&mut self, dtype: DType, shape: &[usize]) -> Result<ValueId> {
+        Ok(self.constant(Tensor::zeros(dtype, shape)?))
     }
-    /// A constant of ones (`true` for bool).
-    pub fn ones(&mut self, dtype: DType, shape: &[usize]) -> ValueId {
-        self.constant(Tensor::ones(dtype, shape))
+    /// A constant of ones (`true` for bool); errors as [`Graph::zeros`].
+    pub fn ones(&mut self, dtype: DType, shape: &[usize]) -> Result<ValueId> {
+        Ok(self.constant(Tensor::ones(dtype, shape)?))
     }
 }

@@ -32,7 +32,9 @@ mod loops;
 
 use hashbrown::HashMap;
 
-use crate::autodiff::{JvpCtx, VjpCtx, gradients_with, jvp as jvp_values};
+use crate::autodiff::forward::jvp_seeded;
+use crate::autodiff::reverse::gradients_seeded;
+use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, ValueId};
 use crate::ops::{ControlKind, ControlOp, Op};
@@ -137,7 +139,7 @@ fn vjp_of(
     let grads = if ysel.is_empty() || xsel.is_empty() {
         vec![None; xsel.len()]
     } else {
-        gradients_with(g, &ysel, &xsel, Some(dys))?
+        gradients_seeded(g, &ysel, &xsel, Some(dys), false)?
     };
     grads.into_iter().zip(&xsel).map(|(d, x)| d.map_or_else(|| g.zeros_like(*x), Ok)).collect()
 }
@@ -164,7 +166,7 @@ pub(crate) fn jvp_function(
         let ts = if xsel.is_empty() {
             ysel.iter().map(|y| g.zeros_like(*y)).collect::<Result<Vec<_>>>()?
         } else {
-            jvp_values(g, &ysel, &xsel, &args[np..])?
+            jvp_seeded(g, &ysel, &xsel, &args[np..], false)?
         };
         let mut res = if with_primal { ys } else { vec![] };
         res.extend(ts);

@@ -1,0 +1,106 @@
+//! Sizes that overflow are errors, never panics: tensor constructors, reshape, static
+//! shapes, shape inference, and kernels that size their output from attributes.
+
+use pfor::prelude::*;
+
+const HUGE: [usize; 2] = [usize::MAX, 2];
+
+fn is_overflow(e: &Error) -> bool {
+    matches!(e.root(), Error::Shape { msg, .. } if msg.contains("overflow"))
+}
+
+#[test]
+fn tensor_constructors_reject_overflowing_shapes() {
+    let errs = [
+        Tensor::zeros(DType::F32, &HUGE).unwrap_err(),
+        Tensor::ones(DType::I64, &HUGE).unwrap_err(),
+        Tensor::full(DType::Bool, &[1 << 40, 1 << 40], 1.0).unwrap_err(),
+        Tensor::randn(&HUGE, 0).unwrap_err(),
+        Tensor::randn_f64(&HUGE, 0).unwrap_err(),
+        Tensor::rand_uniform(DType::F64, &HUGE, 0.0, 1.0, 0).unwrap_err(),
+        Tensor::from_vec::<f32>(&[1 << 32, 1 << 32], vec![]).unwrap_err(),
+    ];
+    for e in errs {
+        assert!(is_overflow(&e), "{e}");
+    }
+    // A zero dim does not make the other dims' product fit (ndarray's own limit).
+    assert!(is_overflow(&Tensor::zeros(DType::F32, &[usize::MAX, 2, 0]).unwrap_err()));
+    assert_eq!(Tensor::zeros(DType::F32, &[1 << 20, 0]).unwrap().shape(), &[1 << 20, 0]);
+}
+
+#[test]
+fn graph_constants_reject_overflowing_shapes() {
+    let mut g = Graph::new();
+    assert!(is_overflow(&g.zeros(DType::F64, &HUGE).unwrap_err()));
+    assert!(is_overflow(&g.ones(DType::F32, &HUGE).unwrap_err()));
+    assert_eq!(g.num_nodes(), 0);
+}
+
+#[test]
+fn reshape_to_an_overflowing_shape_is_an_error() {
+    let t = Tensor::zeros(DType::F32, &[4]).unwrap();
+    // The product wraps to 0 or overflows: both used to slip through or panic.
+    for shape in [&HUGE[..], &[1 << 32, 1 << 32][..], &[usize::MAX, usize::MAX, 4][..]] {
+        let e = t.reshape(shape).unwrap_err();
+        assert!(is_overflow(&e), "{shape:?}: {e}");
+    }
+    assert_eq!(t.reshape(&[2, 2]).unwrap().shape(), &[2, 2]);
+}
+
+#[test]
+fn static_element_counts_do_not_overflow() {
+    let s = Shape::fixed(&[1 << 40, 1 << 40]);
+    assert_eq!(s.num_elements(), None);
+    assert_eq!(Shape::fixed(&[3, 4]).num_elements(), Some(12));
+    assert_eq!(Dim::fixed(1 << 40).mul(&Dim::fixed(1 << 40)), None);
+    assert_eq!(Dim::fixed(1 << 20).mul(&Dim::fixed(1 << 20)), Some(Dim::fixed(1 << 40)));
+    assert_eq!(Dim::fixed(0).mul(&Dim::unknown()), Some(Dim::fixed(0)));
+}
+
+#[test]
+fn shape_inference_rejects_overflowing_results() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [1 << 40, 2]);
+    let e = g.tile(x, &[1 << 40, 1]).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+    let y = g.input("y", DType::F32, [Dim::fixed(1 << 40), Dim::fixed(1 << 40)]);
+    let e = g.reshape(y, &[-1]).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+    // With a dynamic dim too: the fixed dims' product is checked.
+    let z = g.input("z", DType::F32, [Dim::unknown(), Dim::fixed(1 << 40), Dim::fixed(1 << 40)]);
+    let e = g.reshape(z, &[-1]).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+}
+
+#[test]
+fn derivative_apis_reject_overflowing_static_shapes() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [1 << 40, 1 << 40]);
+    let y = g.sin(x).unwrap();
+    let e = pfor::api::jacobian(&mut g, y, x).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+    let e = pfor::api::jacobian_fwd(&mut g, y, x).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+}
+
+#[test]
+fn an_overflowing_static_output_is_an_error_when_run() {
+    let mut g = Graph::new();
+    let key = g.constant(Tensor::scalar(7i64));
+    let r = g.random_uniform(key, &HUGE, DType::F32, 0.0, 1.0).unwrap();
+    let e = run_once(&g, &[r], &[]).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+    assert!(e.to_string().contains("random_uniform"), "{e}");
+}
+
+#[test]
+fn a_function_rejects_foreign_handles() {
+    // Functions are built only through validating constructors (the fields are private,
+    // see the compile_fail doctest on `Function`).
+    let mut other = Graph::new();
+    let foreign = other.input("z", DType::F32, [2]);
+    let _ = other.input("w", DType::F32, [2]);
+    let g = Graph::new();
+    assert!(Function::build(&g, &[], |_, _| Ok(vec![foreign])).is_err());
+    assert!(Function::from_parts(Graph::new(), vec![], vec![foreign]).is_err());
+}

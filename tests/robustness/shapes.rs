@@ -1,0 +1,116 @@
+//! Shapes at API edges: seeds and tangents must have their value's shape, and the feeds of
+//! one run must agree on every named dim.
+
+use pfor::autodiff::{gradients, jvp};
+use pfor::prelude::*;
+use pfor::vectorize::{Fallback, PforOptions, pfor_with};
+
+use crate::common::f64t;
+
+/// `y = 3 x` with `x` declared `[n]`.
+fn tripled(g: &mut Graph, n: Dim) -> (ValueId, ValueId) {
+    let x = g.input("x", DType::F64, [n]);
+    let y = g.mul_scalar(x, 3.0).unwrap();
+    (x, y)
+}
+
+#[test]
+fn a_seed_of_the_wrong_fixed_shape_is_an_error_when_built() {
+    let mut g = Graph::new();
+    let (x, y) = tripled(&mut g, Dim::fixed(3));
+    // [1] has y's rank and dtype but not its shape: it used to broadcast silently.
+    let gy = g.constant(f64t(&[1], &[1.0]));
+    let e = gradients(&mut g, &[y], &[x], Some(&[gy])).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(e.to_string().contains("grad_ys[0] has type f64[1], but ys[0] has type f64[3]"), "{e}");
+}
+
+#[test]
+fn a_seed_with_a_dynamic_dim_is_checked_when_run() {
+    let mut g = Graph::new();
+    let (x, y) = tripled(&mut g, Dim::unknown());
+    let gy = g.input("gy", DType::F64, [Dim::unknown()]);
+    let d = gradients(&mut g, &[y], &[x], Some(&[gy])).unwrap();
+    let mut s = Session::new(&g, &d).unwrap();
+    let xv = f64t(&[3], &[1.0, 2.0, 3.0]);
+    let ok = s.run(&[(x, xv.clone()), (gy, f64t(&[3], &[1.0, 2.0, 3.0]))]).unwrap();
+    assert_eq!(ok[0], f64t(&[3], &[3.0, 6.0, 9.0]));
+    // A [1] seed for a [3] value: an error naming the check, not a broadcast [3, 3, 3].
+    let e = s.run(&[(x, xv), (gy, f64t(&[1], &[1.0]))]).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, .. } if op == "match_shape"), "{e}");
+    assert!(e.to_string().contains("[1] does not match [3]"), "{e}");
+}
+
+#[test]
+fn a_provably_matching_seed_adds_no_check() {
+    let mut g = Graph::new();
+    let (x, y) = tripled(&mut g, Dim::dynamic("n"));
+    let gy = g.input("gy", DType::F64, [Dim::dynamic("n")]);
+    gradients(&mut g, &[y], &[x], Some(&[gy])).unwrap();
+    let checks = g.node_ids().into_iter().filter(|n| g.node(*n).unwrap().op.name() == "match_shape").count();
+    assert_eq!(checks, 0, "same named dim on both sides: equal by the feed check");
+}
+
+#[test]
+fn a_tangent_of_the_wrong_shape_is_an_error() {
+    let mut g = Graph::new();
+    let (x, y) = tripled(&mut g, Dim::fixed(3));
+    let t = g.constant(f64t(&[1], &[1.0]));
+    let e = jvp(&mut g, &[y], &[x], &[t]).unwrap_err();
+    assert!(e.to_string().contains("tangents[0] has type f64[1], but xs[0] has type f64[3]"), "{e}");
+    // Dynamic: checked when run.
+    let mut g = Graph::new();
+    let (x, y) = tripled(&mut g, Dim::unknown());
+    let t = g.input("t", DType::F64, [Dim::unknown()]);
+    let d = jvp(&mut g, &[y], &[x], &[t]).unwrap();
+    let e = run_once(&g, &d, &[(x, f64t(&[2], &[1.0, 2.0])), (t, f64t(&[1], &[1.0]))]).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, .. } if op == "match_shape"), "{e}");
+}
+
+#[test]
+fn a_seed_checked_at_run_time_inside_pfor() {
+    // Row i of the seeds weights the gradient of iteration i; the per-iteration seed [?] is
+    // checked against y [?] by the vectorized check (a stacked seed, an unstacked value).
+    let mut g = Graph::new();
+    let (x, y) = tripled(&mut g, Dim::unknown());
+    let seeds = g.input("seeds", DType::F64, [Dim::fixed(2), Dim::unknown()]);
+    let opts = PforOptions { fallback: Fallback::Error, ..PforOptions::default() };
+    let out = pfor_with(&mut g, 2, &opts, |g, i| {
+        let gy = g.gather(seeds, i, 0)?;
+        gradients(g, &[y], &[x], Some(&[gy]))
+    })
+    .unwrap();
+    let xv = f64t(&[2], &[1.0, 2.0]);
+    let got = run_once(&g, &out, &[(x, xv.clone()), (seeds, f64t(&[2, 2], &[1.0, 0.0, 0.0, 1.0]))]).unwrap();
+    assert_eq!(got[0], f64t(&[2, 2], &[3.0, 0.0, 0.0, 3.0]));
+    let e = run_once(&g, &out, &[(x, xv), (seeds, f64t(&[2, 1], &[1.0, 1.0]))]).unwrap_err();
+    assert!(matches!(e.root(), Error::Shape { op, .. } if op == "match_shape"), "{e}");
+}
+
+#[test]
+fn named_dims_must_agree_across_the_feeds_of_a_run() {
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F64, [Dim::dynamic("n")]);
+    let b = g.input("b", DType::F64, [Dim::dynamic("n"), Dim::fixed(1)]);
+    let bt = g.reshape(b, &[-1]).unwrap();
+    let s = g.add(a, bt).unwrap();
+    let mut sess = Session::new(&g, &[s]).unwrap();
+    let ok = sess.run(&[(a, f64t(&[2], &[1.0, 2.0])), (b, f64t(&[2, 1], &[10.0, 20.0]))]).unwrap();
+    assert_eq!(ok[0], f64t(&[2], &[11.0, 22.0]));
+    // 'n' = 3 in a but 1 in b: it used to broadcast b's row over a.
+    let e = sess.run(&[(a, f64t(&[3], &[1.0, 2.0, 3.0])), (b, f64t(&[1, 1], &[10.0]))]).unwrap_err();
+    assert!(matches!(&e, Error::Shape { op, .. } if op == "feed"), "{e}");
+    let msg = e.to_string();
+    assert!(msg.contains("dim 'n' is 1 in input 'b'") && msg.contains("but 3 in input 'a'"), "{msg}");
+}
+
+#[test]
+fn a_named_dim_may_repeat_within_one_input() {
+    let mut g = Graph::new();
+    let m = g.input("m", DType::F64, [Dim::dynamic("k"), Dim::dynamic("k")]);
+    let t = g.transpose(m, &[1, 0]).unwrap();
+    let mut sess = Session::new(&g, &[t]).unwrap();
+    assert!(sess.run(&[(m, f64t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]))]).is_ok());
+    let e = sess.run(&[(m, f64t(&[2, 1], &[1.0, 2.0]))]).unwrap_err();
+    assert!(e.to_string().contains("dim 'k' is 1 in input 'm' [2, 1] but 2 in input 'm'"), "{e}");
+}
