@@ -215,6 +215,21 @@ impl Plan {
         })
     }
 
+    /// The error for a feed that is not one of the graph's inputs: a handle with an input's
+    /// slot but another stamp is stale or foreign, and must not be taken for that input.
+    fn unknown_feed(&self, v: ValueId) -> Error {
+        match self.graph_inputs.iter().find(|i| i.node.index() == v.node.index() && i.slot == v.slot) {
+            Some(i) => Error::unknown_value(
+                v,
+                format!(
+                    "feed for a node that is not in the graph this session runs (a handle of another graph or \
+                     of a removed node; this graph's {i} is another input)"
+                ),
+            ),
+            None => Error::UnknownFeed { value: v.to_string() },
+        }
+    }
+
     /// Whether a run of this plan from the current thread would be handed to a pfor worker
     /// thread (see [`ExecOptions::on_workers`]; the session also requires its previous run to
     /// have taken [`HAND_OFF_MIN_RUN`]).
@@ -447,7 +462,7 @@ impl Session {
                     init.push((is.slot, t.clone()));
                 }
                 None if self.plan.graph_inputs.contains(v) => {} // an input these fetches do not need
-                None => return Err(Error::UnknownFeed { value: v.to_string() }),
+                None => return Err(self.plan.unknown_feed(*v)),
             }
         }
         for is in &self.plan.inputs {

@@ -220,9 +220,9 @@ impl Graph {
     /// as for [`Graph::node`]).
     pub fn value_type(&self, v: ValueId) -> Result<&TensorType> {
         let nd = self.node(v.node)?;
-        nd.outputs.get(v.slot as usize).ok_or_else(|| {
-            Error::unknown_value(v, format!("node {} has {} output(s)", v.node, nd.outputs.len()))
-        })
+        nd.outputs
+            .get(v.slot as usize)
+            .ok_or_else(|| Error::unknown_value(v, format!("node {} has {} output(s)", v.node, nd.outputs.len())))
     }
 
     /// Shape of a value.

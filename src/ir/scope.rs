@@ -165,9 +165,12 @@ impl Graph {
         Ok(p)
     }
 
-    /// [`Graph::capture`] of each value (a plain copy outside builders).
-    pub(super) fn capture_all(&mut self, vs: &[ValueId]) -> Result<Vec<ValueId>> {
+    /// [`Graph::capture`] of each value (outside builders: each checked, then copied).
+    pub(crate) fn capture_all(&mut self, vs: &[ValueId]) -> Result<Vec<ValueId>> {
         if self.scope.is_none() {
+            for v in vs {
+                self.check_value(*v)?;
+            }
             return Ok(vs.to_vec());
         }
         vs.iter().map(|&v| self.capture(v)).collect()
@@ -186,8 +189,7 @@ impl Graph {
         let lent = Arc::new(std::mem::take(self));
         let lend = Lend { home: self, graph: Some(lent.clone()) };
         let mut child = Graph::with_library(library);
-        child.scope =
-            Some(Box::new(Scope { enclosing: lent, mode, captures: Vec::new(), index: HashMap::new() }));
+        child.scope = Some(Box::new(Scope { enclosing: lent, mode, captures: Vec::new(), index: HashMap::new() }));
         let params = add_params(&mut child, param_types);
         let results = body(&mut child, &params).and_then(|rs| child.capture_all(&rs));
         let scope = child.scope.take();
