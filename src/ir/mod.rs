@@ -12,7 +12,7 @@
 //!
 //! - every handle names one node: a [`NodeId`] carries the node's stamp and every lookup
 //!   compares it with the stamp of the slot's live node, so a foreign or stale handle is an
-//!   error naming the handle and what is wrong (see [`handle`] and [`scope`]);
+//!   error naming the handle and what is wrong (see `ir/handle.rs` and `ir/scope.rs`);
 //! - a node's inputs are handles of this graph: an enclosing graph's value used by a
 //!   cond/while builder is replaced by a captured placeholder when it is stored.
 //!
@@ -55,7 +55,6 @@ struct Edge {
 }
 
 /// A dataflow graph.
-#[derive(Clone)]
 pub struct Graph {
     g: StableDiGraph<Node, Edge, u32>,
     library: Library,
@@ -68,6 +67,20 @@ pub struct Graph {
     removed: HashSet<u64>,
     /// Set while this graph is a body being built by a cond/while/function builder.
     scope: Option<Box<scope::Scope>>,
+}
+
+impl Clone for Graph {
+    /// A copy of the nodes: handles of this graph are handles of the copy. A body under
+    /// construction is copied without its enclosing graph (the copy captures nothing).
+    fn clone(&self) -> Graph {
+        Graph {
+            g: self.g.clone(),
+            library: self.library.clone(),
+            stamps: self.stamps.clone(),
+            removed: self.removed.clone(),
+            scope: None,
+        }
+    }
 }
 
 impl Default for Graph {

@@ -11,6 +11,9 @@
 //! extra input of the control op, after its explicit arguments. Nested builders capture
 //! through every level (the inner op's extra inputs are captured by the middle graph).
 //!
+//! A clone of a body under construction does not see the enclosing graph (nothing but
+//! the body holds the lent graph, so it can be given back without a copy).
+//!
 //! Named library functions (`Graph::function`, `define_function`) may be called from
 //! anywhere, recursion included, so their bodies capture nothing: an enclosing value there
 //! is an error saying to pass it as a parameter. `Function::build` (a plain `&Graph`
@@ -35,7 +38,6 @@ pub(crate) enum Capture {
 }
 
 /// The enclosing graph lent to a body under construction, and what the body captured.
-#[derive(Clone)]
 pub(super) struct Scope {
     enclosing: Arc<Graph>,
     mode: Capture,
@@ -61,7 +63,8 @@ struct Lend<'a> {
 impl Drop for Lend<'_> {
     fn drop(&mut self) {
         if let Some(g) = self.graph.take() {
-            // The body's own reference is gone by now unless it leaked a clone of itself.
+            // The body's own reference is gone by now, unless the builder moved the body
+            // graph somewhere else (`mem::swap`): then it keeps a copy.
             *self.home = Arc::try_unwrap(g).unwrap_or_else(|g| (*g).clone());
         }
     }
@@ -192,10 +195,10 @@ impl Graph {
         child.scope = Some(Box::new(Scope { enclosing: lent, mode, captures: Vec::new(), index: HashMap::new() }));
         let params = add_params(&mut child, param_types);
         let results = body(&mut child, &params).and_then(|rs| child.capture_all(&rs));
-        let scope = child.scope.take();
+        // Drop the body's reference to the lent graph first, so it goes back without a copy.
+        let captures = child.scope.take().map(|s| s.captures).unwrap_or_default();
         drop(lend);
         let results = results?;
-        let captures = scope.map(|s| s.captures).unwrap_or_default();
         Ok(Body { function: Function { graph: child, params, results, plan: OnceLock::new() }, captures })
     }
 

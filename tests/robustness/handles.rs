@@ -189,6 +189,25 @@ fn captured_cond_body(g: &mut Graph, xs: ValueId, bs: ValueId, w: ValueId, i: Va
     )
 }
 
+/// `body(g, a, b, w, i)` over the rows of the constants `a` and `b` with an input `w`,
+/// vectorized by pfor in `mode` and run by the reference loop: (graph, w, pfor result,
+/// loop result).
+fn pfor_and_loop(
+    mode: ControlFlowMode,
+    a: Tensor,
+    b: Tensor,
+    body: fn(&mut Graph, ValueId, ValueId, ValueId, ValueId) -> Result<Vec<ValueId>>,
+) -> (Graph, ValueId, ValueId, ValueId) {
+    let mut g = Graph::new();
+    let w = g.input("w", DType::F64, Shape::scalar());
+    let n = a.shape()[0];
+    let (a, b) = (g.constant(a), g.constant(b));
+    let opts = PforOptions::strict().with_control_flow(mode);
+    let v = pfor_with(&mut g, n, &opts, |g, i| body(g, a, b, w, i)).unwrap();
+    let l = for_loop(&mut g, n, |g, i| body(g, a, b, w, i)).unwrap();
+    (g, w, v[0], l[0])
+}
+
 #[test]
 fn captured_cond_values_through_pfor_and_the_reference_loop() {
     let xv = [1.5, -2.0, 3.0, -0.5];
@@ -196,15 +215,9 @@ fn captured_cond_values_through_pfor_and_the_reference_loop() {
     let wv = 3.0;
     let want: Vec<f64> = xv.iter().zip(&bv).map(|(&x, &b)| if x > 0.0 { x * wv + b } else { x + wv }).collect();
     for mode in [ControlFlowMode::Subset, ControlFlowMode::Mask] {
-        let mut g = Graph::new();
-        let w = g.input("w", DType::F64, Shape::scalar());
-        let xs = g.constant(f64t(&[4], &xv));
-        let bs = g.constant(f64t(&[4], &bv));
-        let opts = PforOptions::strict().with_control_flow(mode);
-        let v = pfor_with(&mut g, 4, &opts, |g, i| captured_cond_body(g, xs, bs, w, i)).unwrap();
-        let l = for_loop(&mut g, 4, |g, i| captured_cond_body(g, xs, bs, w, i)).unwrap();
+        let (g, w, v, l) = pfor_and_loop(mode, f64t(&[4], &xv), f64t(&[4], &bv), captured_cond_body);
         g.verify().unwrap();
-        let r = run_once(&g, &[v[0], l[0]], &[(w, Tensor::scalar(wv))]).unwrap();
+        let r = run_once(&g, &[v, l], &[(w, Tensor::scalar(wv))]).unwrap();
         assert_eq!(r[0], f64t(&[4], &want), "{mode:?}");
         assert_eq!(r[1], f64t(&[4], &want));
     }
@@ -264,19 +277,13 @@ fn captured_while_values_through_pfor_gradients_and_the_reference_loop() {
     // d(sum of results)/dw = sum m x w^(m-1)
     let dwant: f64 = xv.iter().zip(&mv).map(|(&x, &m)| m as f64 * x * wv.powi(m as i32 - 1)).sum();
     for mode in [ControlFlowMode::Subset, ControlFlowMode::Mask] {
-        let mut g = Graph::new();
-        let w = g.input("w", DType::F64, Shape::scalar());
-        let xs = g.constant(f64t(&[3], &xv));
-        let ms = g.constant(i64t(&[3], &mv));
-        let opts = PforOptions::strict().with_control_flow(mode);
-        let v = pfor_with(&mut g, 3, &opts, |g, i| captured_while_body(g, xs, ms, w, i)).unwrap();
-        let l = for_loop(&mut g, 3, |g, i| captured_while_body(g, xs, ms, w, i)).unwrap();
+        let (mut g, w, v, l) = pfor_and_loop(mode, f64t(&[3], &xv), i64t(&[3], &mv), captured_while_body);
         // gradients through the reference loop (whose body holds the while), and through
         // the mask-mode conversion
-        let mut fetch = vec![v[0], l[0]];
-        let mut ys = vec![l[0]];
+        let mut fetch = vec![v, l];
+        let mut ys = vec![l];
         if mode == ControlFlowMode::Mask {
-            ys.push(v[0]);
+            ys.push(v);
         }
         for y in ys {
             let total = g.reduce_sum(y, &[0], false).unwrap();
@@ -403,6 +410,19 @@ fn a_panicking_or_leaking_builder_leaves_the_graph_whole() {
         .unwrap();
     assert!(stash.is_some());
     g.verify().unwrap();
+    // a builder that swaps its graph away returns values the body does not have
+    let mut elsewhere = Graph::new();
+    let e = g.cond(
+        p,
+        &[x],
+        |h, a| {
+            std::mem::swap(h, &mut elsewhere);
+            Ok(vec![a[0]])
+        },
+        |_, a| Ok(vec![a[0]]),
+    );
+    assert!(e.is_err());
+    assert_eq!(g.num_nodes(), before + 1);
     let r = run_once(&g, &out, &[(x, Tensor::scalar(1.0)), (p, Tensor::scalar(true))]).unwrap();
     assert_eq!(r[0], Tensor::scalar(101.0));
 }
