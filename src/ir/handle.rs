@@ -31,8 +31,9 @@ pub(super) fn stamp_clock() -> u64 {
     NEXT_STAMP.load(Ordering::Relaxed)
 }
 
-/// A node handle: its slot in the graph and its stamp (see the module doc).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A node handle: its slot in the graph and its stamp (see the module doc). Ordered by
+/// slot, then stamp.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NodeId {
     idx: u32,
     // Two halves keep the handle 4-byte aligned (a `ValueId` is then 16 bytes, not 24).
@@ -41,19 +42,34 @@ pub struct NodeId {
 }
 
 impl NodeId {
+    #[inline]
     pub(super) fn new(idx: usize, stamp: u64) -> NodeId {
         NodeId { idx: idx as u32, stamp_hi: (stamp >> 32) as u32, stamp_lo: stamp as u32 }
     }
 
     /// The numeric slot index (what `%n` prints). Slots of removed nodes are reused, so
     /// only the whole handle names a node.
+    #[inline]
     pub fn index(self) -> usize {
         self.idx as usize
     }
 
     /// The node's stamp: unique across every node of every graph of this process.
+    #[inline]
     pub fn stamp(self) -> u64 {
         (u64::from(self.stamp_hi) << 32) | u64::from(self.stamp_lo)
+    }
+}
+
+impl Ord for NodeId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.idx, self.stamp()).cmp(&(other.idx, other.stamp()))
+    }
+}
+
+impl PartialOrd for NodeId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 

@@ -28,7 +28,6 @@ pub use function::{Function, FunctionSignature, Library, VariableDef};
 pub use handle::{NodeId, ValueId};
 pub(crate) use scope::Capture;
 
-use hashbrown::HashSet;
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
 
@@ -63,8 +62,9 @@ pub struct Graph {
     /// removed nodes, so indices alone tell neither which node nor which is newer.
     stamps: Vec<u64>,
     /// Stamps of the nodes removed from this graph (or from the graph it was cloned from):
-    /// only consulted by errors, to say "removed" rather than "another graph".
-    removed: HashSet<u64>,
+    /// only searched by errors, to say "removed" rather than "another graph" (a list, so a
+    /// pass removing many nodes pays a push each).
+    removed: Vec<u64>,
     /// Set while this graph is a body being built by a cond/while/function builder.
     scope: Option<Box<scope::Scope>>,
 }
@@ -96,7 +96,7 @@ impl Graph {
     }
 
     fn with_library(library: Library) -> Graph {
-        Graph { g: StableDiGraph::default(), library, stamps: Vec::new(), removed: HashSet::new(), scope: None }
+        Graph { g: StableDiGraph::default(), library, stamps: Vec::new(), removed: Vec::new(), scope: None }
     }
 
     /// An empty graph sharing this graph's function library and variables (for function
@@ -139,7 +139,7 @@ impl Graph {
         let inferred = op.infer(&in_types);
         match inferred {
             Ok(outputs) => {
-                let inputs = self.capture_all(inputs)?;
+                let inputs = self.capture_read(inputs)?;
                 let v = self.push_node(op, inputs, outputs);
                 Ok(v.node)
             }
@@ -187,7 +187,7 @@ impl Graph {
     fn remove_slot(&mut self, n: NodeId) {
         if self.g.remove_node(nx(n)).is_some() {
             self.stamps[n.index()] = 0;
-            self.removed.insert(n.stamp());
+            self.removed.push(n.stamp());
         }
     }
 
@@ -214,6 +214,7 @@ impl Graph {
     }
 
     /// The node `id` names, if it is live in this graph itself.
+    #[inline]
     fn own(&self, id: NodeId) -> Option<&Node> {
         if self.stamps.get(id.index()) == Some(&id.stamp()) { self.g.node_weight(nx(id)) } else { None }
     }
@@ -222,6 +223,7 @@ impl Graph {
     /// values are captured when an op uses them). Any other handle is an error that names
     /// it and says why: removed by a pass, another graph's, or (in a named function's
     /// body) an enclosing graph's value that must be passed in as a parameter.
+    #[inline]
     pub fn node(&self, id: NodeId) -> Result<&Node> {
         match self.own(id) {
             Some(nd) => Ok(nd),
@@ -229,8 +231,16 @@ impl Graph {
         }
     }
 
+    /// The node where [`Graph::node`] finds one, else `None` without building an error (for
+    /// passes that probe nodes they may have removed).
+    #[inline]
+    pub fn find_node(&self, id: NodeId) -> Option<&Node> {
+        self.own(id).or_else(|| self.outer(id))
+    }
+
     /// The static type of a value (of this graph or, in a builder, of an enclosing graph
     /// as for [`Graph::node`]).
+    #[inline]
     pub fn value_type(&self, v: ValueId) -> Result<&TensorType> {
         let nd = self.node(v.node)?;
         nd.outputs
@@ -333,29 +343,30 @@ impl Graph {
     pub fn topo_order(&self) -> Result<Vec<NodeId>> {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
-        let key = |n: NodeId| (n.stamp(), n);
-        let mut indeg: hashbrown::HashMap<NodeId, usize> = hashbrown::HashMap::new();
-        for n in self.node_ids() {
-            indeg.insert(n, self.g[nx(n)].inputs.len());
+        // Unread inputs per slot (one edge per input); the heap holds (stamp, slot).
+        let mut indeg: Vec<usize> = vec![0; self.stamps.len()];
+        let mut heap = BinaryHeap::new();
+        for i in self.g.node_indices() {
+            indeg[i.index()] = self.g[i].inputs.len();
+            if indeg[i.index()] == 0 {
+                heap.push(Reverse((self.stamps[i.index()], i)));
+            }
         }
-        let mut heap: BinaryHeap<Reverse<(u64, NodeId)>> =
-            indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| Reverse(key(*n))).collect();
-        let mut order = Vec::with_capacity(indeg.len());
-        while let Some(Reverse((_, n))) = heap.pop() {
-            order.push(n);
-            for e in self.g.edges_directed(nx(n), petgraph::Direction::Outgoing) {
-                let t = self.id_at(e.target());
-                let d = indeg.get_mut(&t).expect("target exists");
-                *d -= 1;
-                if *d == 0 {
-                    heap.push(Reverse(key(t)));
+        let mut order = Vec::with_capacity(self.g.node_count());
+        while let Some(Reverse((stamp, i))) = heap.pop() {
+            order.push(NodeId::new(i.index(), stamp));
+            for e in self.g.edges_directed(i, petgraph::Direction::Outgoing) {
+                let t = e.target();
+                indeg[t.index()] -= 1;
+                if indeg[t.index()] == 0 {
+                    heap.push(Reverse((self.stamps[t.index()], t)));
                 }
             }
         }
-        if order.len() != indeg.len()
-            && let Some(stuck) = indeg.iter().filter(|(_, d)| **d > 0).map(|(n, _)| *n).min()
+        if order.len() != self.g.node_count()
+            && let Some(stuck) = self.g.node_indices().find(|i| indeg[i.index()] > 0)
         {
-            return Err(Error::Cycle { node: stuck });
+            return Err(Error::Cycle { node: self.id_at(stuck) });
         }
         Ok(order)
     }
@@ -397,7 +408,7 @@ impl Graph {
         if outs != *old_outputs {
             return Err(Error::InvalidArgument(format!("rewrite_node on {node} ({op}) would change its output types")));
         }
-        let inputs = &self.capture_all(inputs)?[..];
+        let inputs = &self.capture_read(inputs)?[..];
         // Only the edges of changed positions move (removing an edge walks its source's
         // edge list, which is long for widely shared values such as weights).
         let old_inputs = self.own_node(node)?.inputs.clone();
@@ -435,7 +446,7 @@ impl Graph {
         }
         for &n in dead {
             self.stamps[n.index()] = 0;
-            self.removed.insert(n.stamp());
+            self.removed.push(n.stamp());
         }
         let g = std::mem::take(&mut self.g);
         self.g = g.filter_map_owned(|i, nd| (self.stamps[i.index()] != 0).then_some(nd), |_, e| Some(e));

@@ -76,15 +76,18 @@ pub(super) fn add_params(g: &mut Graph, types: &[TensorType]) -> Vec<ValueId> {
 }
 
 impl Graph {
-    /// A node of an enclosing graph (see the module doc), or the error for `id`.
-    pub(super) fn outer_node(&self, id: NodeId) -> Result<&Node> {
-        if let Some(s) = &self.scope
-            && s.mode == Capture::Auto
-            && let Ok(nd) = s.enclosing.node(id)
-        {
-            return Ok(nd);
+    /// A node of an enclosing graph that this body may capture (see the module doc).
+    pub(super) fn outer(&self, id: NodeId) -> Option<&Node> {
+        match &self.scope {
+            Some(s) if s.mode == Capture::Auto => s.enclosing.find_node(id),
+            _ => None,
         }
-        Err(self.unknown(ValueId { node: id, slot: 0 }))
+    }
+
+    /// [`Graph::outer`], or the error for `id`.
+    #[cold]
+    pub(super) fn outer_node(&self, id: NodeId) -> Result<&Node> {
+        self.outer(id).ok_or_else(|| self.unknown(ValueId { node: id, slot: 0 }))
     }
 
     /// A node of this graph itself, or the error for `id`.
@@ -174,6 +177,14 @@ impl Graph {
             for v in vs {
                 self.check_value(*v)?;
             }
+        }
+        self.capture_read(vs)
+    }
+
+    /// [`Graph::capture_all`] of values already read with [`Graph::value_type`] (so only
+    /// captures are left to do; outside builders a plain copy).
+    pub(super) fn capture_read(&mut self, vs: &[ValueId]) -> Result<Vec<ValueId>> {
+        if self.scope.is_none() {
             return Ok(vs.to_vec());
         }
         vs.iter().map(|&v| self.capture(v)).collect()
