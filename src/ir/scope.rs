@@ -19,7 +19,7 @@
 //! is an error saying to pass it as a parameter. `Function::build` (a plain `&Graph`
 //! parent) lends nothing either; its bodies see only their own values.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use hashbrown::HashMap;
 
@@ -210,7 +210,7 @@ impl Graph {
         let captures = child.scope.take().map(|s| s.captures).unwrap_or_default();
         drop(lend);
         let results = results?;
-        Ok(Body { function: Function { graph: child, params, results, plan: OnceLock::new() }, captures })
+        Ok(Body { function: Function::from_parts(child, params, results)?, captures })
     }
 
     /// Give every body the union of the enclosing values they captured, as extra parameters
