@@ -74,11 +74,15 @@ pub enum Error {
         /// The exclusive bound.
         bound: usize,
     },
-    /// A value handle that does not belong to this graph.
-    #[error("unknown value {value}: not in this graph")]
+    /// A value or node handle that does not name a value of this graph: its node was
+    /// removed, it is another graph's, or it is an enclosing graph's value used where it
+    /// cannot be captured (the reason says which, and what to do).
+    #[error("unknown value {value}: {reason}")]
     UnknownValue {
         /// The handle, printed.
         value: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A feed for a value that is not an input of the graph.
     #[error("feed for {value}, which is not a graph input")]
@@ -249,6 +253,10 @@ impl Error {
             e @ Error::AtNode { .. } => e,
             e => Error::AtNode { node, op: op.into(), source: Box::new(e) },
         }
+    }
+    /// Shorthand for an unknown value handle.
+    pub fn unknown_value(v: crate::ir::ValueId, reason: impl Into<String>) -> Error {
+        Error::UnknownValue { value: v.to_string(), reason: reason.into() }
     }
     /// Shorthand for a shape error.
     pub fn shape(op: &str, msg: impl Into<String>) -> Error {

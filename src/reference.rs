@@ -70,6 +70,7 @@ pub struct ExtractedBody {
 /// Outputs that do not depend on `index` are included too (they are computed inside the
 /// function from captures, so the result is still one stacked value per output).
 pub fn extract_body(g: &Graph, index: ValueId, outputs: &[ValueId]) -> Result<ExtractedBody> {
+    g.check_value(index)?;
     // Nodes that depend on the index.
     let mut variant: HashSet<NodeId> = HashSet::new();
     variant.insert(index.node);
@@ -136,6 +137,7 @@ pub fn for_loop(
     let n_val = n.to_value(g)?;
     let i = g.input("__loop_index", DType::I64, Shape::scalar());
     let outs = body(g, i)?;
+    let outs = g.capture_all(&outs)?;
     for_loop_from_traced(g, n, n_val, i, &outs)
 }
 

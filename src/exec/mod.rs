@@ -271,7 +271,7 @@ impl Plan {
                     fed[i] = Some(t);
                 }
                 None if self.graph_inputs.contains(v) => {} // an input these fetches do not need
-                None => return Err(Error::UnknownFeed { value: v.to_string() }),
+                None => return Err(self.unknown_feed(*v)),
             }
         }
         checks::check_named_dims(&self.named_dims, &self.inputs, &fed)?;
@@ -283,6 +283,21 @@ impl Plan {
                 None => Err(Error::MissingFeed { name: is.name.clone(), value: is.value.to_string() }),
             })
             .collect()
+    }
+
+    /// The error for a feed that is not one of the graph's inputs: a handle with an input's
+    /// slot but another stamp is stale or foreign, and must not be taken for that input.
+    fn unknown_feed(&self, v: ValueId) -> Error {
+        match self.graph_inputs.iter().find(|i| i.node.index() == v.node.index() && i.slot == v.slot) {
+            Some(i) => Error::unknown_value(
+                v,
+                format!(
+                    "feed for a node that is not in the graph this session runs (a handle of another graph or \
+                     of a removed node; this graph's {i} is another input)"
+                ),
+            ),
+            None => Error::UnknownFeed { value: v.to_string() },
+        }
     }
 
     /// Whether a run of this plan from the current thread would be handed to a pfor worker

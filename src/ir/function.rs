@@ -3,7 +3,8 @@
 //!
 //! Invariants: a `Function`'s params are `Input` nodes of its own graph, in order; its
 //! results are values of that graph. Captured outer values are never referenced directly:
-//! they are passed as explicit inputs of the op that owns the function. Named functions
+//! they are passed as explicit inputs of the op that owns the function (builders that
+//! capture automatically add them there, see `ir::scope`). Named functions
 //! are declared (signature) before they are defined (body), so bodies may call themselves
 //! or each other recursively; `Call` nodes are type-checked against the declaration.
 //! A function may carry an opaque origin record left by the pass that generated it
@@ -77,18 +78,16 @@ impl PartialEq for Function {
 
 impl Function {
     /// Build a function in a child graph of `parent` (sharing its library): the closure
-    /// receives the child graph and the parameter values and returns the results.
+    /// receives the child graph and the parameter values and returns the results. The body
+    /// sees only its own values: `parent`'s values must come in as parameters (the
+    /// `Graph::cond` / `Graph::while_loop` builders capture them instead).
     pub fn build(
         parent: &Graph,
         param_types: &[TensorType],
         body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
     ) -> Result<Function> {
         let mut g = parent.new_child();
-        let params: Vec<ValueId> = param_types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| g.input(&format!("arg{i}"), t.dtype, t.shape.clone()))
-            .collect();
+        let params = super::scope::add_params(&mut g, param_types);
         let results = body(&mut g, &params)?;
         for r in &results {
             g.check_value(*r)?;

@@ -10,15 +10,23 @@
 //! - petgraph edges mirror `Node::inputs` (one edge per input position). Code reads
 //!   `Node::inputs` for order and never relies on petgraph's edge order.
 //!
+//! - every handle names one node: a [`NodeId`] carries the node's stamp and every lookup
+//!   compares it with the stamp of the slot's live node, so a foreign or stale handle is an
+//!   error naming the handle and what is wrong (see `ir/handle.rs` and `ir/scope.rs`);
+//! - a node's inputs are handles of this graph: an enclosing graph's value used by a
+//!   cond/while builder is replaced by a captured placeholder when it is stored.
+//!
 //! The petgraph graph is private; users see only [`NodeId`] and [`ValueId`].
 
 mod function;
+mod handle;
 mod print;
+mod scope;
 mod verify;
 
 pub use function::{Function, FunctionSignature, Library, VariableDef};
-
-use std::fmt;
+pub use handle::{NodeId, ValueId};
+pub(crate) use scope::Capture;
 
 use petgraph::stable_graph::{NodeIndex, StableDiGraph};
 use petgraph::visit::EdgeRef;
@@ -26,41 +34,6 @@ use petgraph::visit::EdgeRef;
 use crate::error::{Error, Result};
 use crate::ops::Op;
 use crate::tensor::{DType, Shape, Tensor, TensorType};
-
-/// A node handle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub(crate) u32);
-
-impl NodeId {
-    /// The numeric index (stable for the graph's lifetime).
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-    fn nx(self) -> NodeIndex<u32> {
-        NodeIndex::new(self.0 as usize)
-    }
-}
-
-impl fmt::Display for NodeId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "%{}", self.0)
-    }
-}
-
-/// A value handle: output `slot` of `node`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ValueId {
-    /// Producing node.
-    pub node: NodeId,
-    /// Output index.
-    pub slot: u32,
-}
-
-impl fmt::Display for ValueId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.slot == 0 { write!(f, "{}", self.node) } else { write!(f, "{}:{}", self.node, self.slot) }
-    }
-}
 
 /// A node: an op, its ordered inputs and its inferred output types.
 #[derive(Clone, Debug)]
@@ -81,14 +54,33 @@ struct Edge {
 }
 
 /// A dataflow graph.
-#[derive(Clone)]
 pub struct Graph {
     g: StableDiGraph<Node, Edge, u32>,
     library: Library,
-    /// Creation time of each node slot (`births[index]`), from `clock`: petgraph reuses the
-    /// slots of removed nodes, so node ids alone do not tell which nodes are newer.
-    births: Vec<u64>,
-    clock: u64,
+    /// Stamp of the live node in each slot (`stamps[index]`, 0 when vacant). Stamps increase
+    /// in insertion order, so they are also creation times: petgraph reuses the slots of
+    /// removed nodes, so indices alone tell neither which node nor which is newer.
+    stamps: Vec<u64>,
+    /// Stamps of the nodes removed from this graph (or from the graph it was cloned from):
+    /// only searched by errors, to say "removed" rather than "another graph" (a list, so a
+    /// pass removing many nodes pays a push each).
+    removed: Vec<u64>,
+    /// Set while this graph is a body being built by a cond/while/function builder.
+    scope: Option<Box<scope::Scope>>,
+}
+
+impl Clone for Graph {
+    /// A copy of the nodes: handles of this graph are handles of the copy. A body under
+    /// construction is copied without its enclosing graph (the copy captures nothing).
+    fn clone(&self) -> Graph {
+        Graph {
+            g: self.g.clone(),
+            library: self.library.clone(),
+            stamps: self.stamps.clone(),
+            removed: self.removed.clone(),
+            scope: None,
+        }
+    }
 }
 
 impl Default for Graph {
@@ -100,13 +92,17 @@ impl Default for Graph {
 impl Graph {
     /// An empty graph with a new, empty function library.
     pub fn new() -> Graph {
-        Graph { g: StableDiGraph::default(), library: Library::default(), births: Vec::new(), clock: 0 }
+        Graph::with_library(Library::default())
+    }
+
+    fn with_library(library: Library) -> Graph {
+        Graph { g: StableDiGraph::default(), library, stamps: Vec::new(), removed: Vec::new(), scope: None }
     }
 
     /// An empty graph sharing this graph's function library and variables (for function
     /// bodies and control-flow branches).
     pub fn new_child(&self) -> Graph {
-        Graph { g: StableDiGraph::default(), library: self.library.clone(), births: Vec::new(), clock: 0 }
+        Graph::with_library(self.library.clone())
     }
 
     /// The shared function library and variable table.
@@ -132,7 +128,9 @@ impl Graph {
         self.constant(Tensor::scalar_of(dtype, v))
     }
 
-    /// Add a node, running shape inference. Errors name the op and the node.
+    /// Add a node, running shape inference. Errors name the op and the node, or the input
+    /// handle that is not a value of this graph. Inside a cond/while builder, an enclosing
+    /// graph's value is captured (see [`Graph::capture`]).
     pub fn add_node(&mut self, op: Op, inputs: &[ValueId]) -> Result<NodeId> {
         let mut in_types = Vec::with_capacity(inputs.len());
         for &v in inputs {
@@ -141,14 +139,15 @@ impl Graph {
         let inferred = op.infer(&in_types);
         match inferred {
             Ok(outputs) => {
-                let v = self.push_node(op, inputs.to_vec(), outputs);
+                let inputs = self.capture_read(inputs)?;
+                let v = self.push_node(op, inputs, outputs);
                 Ok(v.node)
             }
             Err(e) => {
                 // Reserve the index the node would have had so the error can name it.
                 let name = op.to_string();
                 let v = self.push_node(Op::Input { name: String::new() }, vec![], vec![]);
-                self.g.remove_node(v.node.nx());
+                self.remove_slot(v.node);
                 Err(e.at_node(v.node, name))
             }
         }
@@ -168,41 +167,85 @@ impl Graph {
 
     fn push_node(&mut self, op: Op, inputs: Vec<ValueId>, outputs: Vec<TensorType>) -> ValueId {
         let idx = self.g.add_node(Node { op, inputs: inputs.clone(), outputs });
-        if self.births.len() <= idx.index() {
-            self.births.resize(idx.index() + 1, 0);
+        if self.stamps.len() <= idx.index() {
+            self.stamps.resize(idx.index() + 1, 0);
         }
-        self.births[idx.index()] = self.clock;
-        self.clock += 1;
+        let stamp = handle::fresh_stamp();
+        self.stamps[idx.index()] = stamp;
         for (pos, v) in inputs.iter().enumerate() {
-            self.g.add_edge(v.node.nx(), idx, Edge { src_slot: v.slot, dst_pos: pos as u32 });
+            self.g.add_edge(nx(v.node), idx, Edge { src_slot: v.slot, dst_pos: pos as u32 });
         }
-        ValueId { node: NodeId(idx.index() as u32), slot: 0 }
+        ValueId { node: NodeId::new(idx.index(), stamp), slot: 0 }
+    }
+
+    /// The handle of the live node in slot `i`.
+    fn id_at(&self, i: NodeIndex<u32>) -> NodeId {
+        NodeId::new(i.index(), self.stamps[i.index()])
+    }
+
+    /// Remove one node (and its edges), remembering its stamp for errors.
+    fn remove_slot(&mut self, n: NodeId) {
+        if self.g.remove_node(nx(n)).is_some() {
+            self.stamps[n.index()] = 0;
+            self.removed.push(n.stamp());
+        }
     }
 
     /// The graph's creation clock: nodes added from now on are [`Graph::added_since`] it.
     pub fn mark(&self) -> u64 {
-        self.clock
+        handle::stamp_clock()
     }
 
-    /// Whether node `n` was added at or after `mark` (robust to the reuse of the ids of
-    /// nodes removed by [`Graph::prune`]).
+    /// Whether node `n` is in this graph and was added at or after `mark` (robust to the
+    /// reuse of the slots of nodes removed by [`Graph::prune`]).
     pub fn added_since(&self, n: NodeId, mark: u64) -> bool {
-        self.g.contains_node(n.nx()) && self.births.get(n.index()).is_some_and(|&b| b >= mark)
+        self.contains(n) && n.stamp() >= mark
     }
 
-    /// The creation time of node `n` on the clock of [`Graph::mark`].
+    /// The creation time of node `n` on the clock of [`Graph::mark`] (its stamp), if `n`
+    /// is in this graph.
     pub fn birth(&self, n: NodeId) -> Option<u64> {
-        if self.g.contains_node(n.nx()) { self.births.get(n.index()).copied() } else { None }
+        self.contains(n).then(|| n.stamp())
     }
 
-    /// The node, if it exists.
+    /// Whether `n` is a live node of this graph (not removed, not another graph's).
+    pub fn contains(&self, n: NodeId) -> bool {
+        self.own(n).is_some()
+    }
+
+    /// The node `id` names, if it is live in this graph itself.
+    #[inline]
+    fn own(&self, id: NodeId) -> Option<&Node> {
+        if self.stamps.get(id.index()) == Some(&id.stamp()) { self.g.node_weight(nx(id)) } else { None }
+    }
+
+    /// The node. Inside a cond/while builder, an enclosing graph's node is found too (its
+    /// values are captured when an op uses them). Any other handle is an error that names
+    /// it and says why: removed by a pass, another graph's, or (in a named function's
+    /// body) an enclosing graph's value that must be passed in as a parameter.
+    #[inline]
     pub fn node(&self, id: NodeId) -> Result<&Node> {
-        self.g.node_weight(id.nx()).ok_or_else(|| Error::UnknownValue { value: id.to_string() })
+        match self.own(id) {
+            Some(nd) => Ok(nd),
+            None => self.outer_node(id),
+        }
     }
 
-    /// The static type of a value.
+    /// The node where [`Graph::node`] finds one, else `None` without building an error (for
+    /// passes that probe nodes they may have removed).
+    #[inline]
+    pub fn find_node(&self, id: NodeId) -> Option<&Node> {
+        self.own(id).or_else(|| self.outer(id))
+    }
+
+    /// The static type of a value (of this graph or, in a builder, of an enclosing graph
+    /// as for [`Graph::node`]).
+    #[inline]
     pub fn value_type(&self, v: ValueId) -> Result<&TensorType> {
-        self.node(v.node)?.outputs.get(v.slot as usize).ok_or_else(|| Error::UnknownValue { value: v.to_string() })
+        let nd = self.node(v.node)?;
+        nd.outputs
+            .get(v.slot as usize)
+            .ok_or_else(|| Error::unknown_value(v, format!("node {} has {} output(s)", v.node, nd.outputs.len())))
     }
 
     /// Shape of a value.
@@ -215,17 +258,17 @@ impl Graph {
         Ok(self.value_type(v)?.dtype)
     }
 
-    /// All output values of a node.
+    /// All output values of a node (none for a handle [`Graph::node`] rejects).
     pub fn outputs_of(&self, n: NodeId) -> Vec<ValueId> {
-        let k = self.g.node_weight(n.nx()).map_or(0, |nd| nd.outputs.len());
+        let k = self.node(n).map_or(0, |nd| nd.outputs.len());
         (0..k as u32).map(|slot| ValueId { node: n, slot }).collect()
     }
 
     /// Node ids in insertion order (creation time, not id: the ids of removed nodes are
     /// reused). A topological order unless a pass rewired a node to a newer value.
     pub fn node_ids(&self) -> Vec<NodeId> {
-        let mut v: Vec<NodeId> = self.g.node_indices().map(|i| NodeId(i.index() as u32)).collect();
-        v.sort_unstable_by_key(|n| (self.births.get(n.index()).copied().unwrap_or(0), *n));
+        let mut v: Vec<NodeId> = self.g.node_indices().map(|i| self.id_at(i)).collect();
+        v.sort_unstable_by_key(|n| n.stamp());
         v
     }
 
@@ -234,13 +277,14 @@ impl Graph {
         self.g.node_count()
     }
 
-    /// Nodes that consume any output of `n`, each once, sorted.
+    /// Nodes that consume any output of `n`, each once, sorted (none if `n` is not a node
+    /// of this graph).
     pub fn consumers(&self, n: NodeId) -> Vec<NodeId> {
-        let mut v: Vec<NodeId> = self
-            .g
-            .edges_directed(n.nx(), petgraph::Direction::Outgoing)
-            .map(|e| NodeId(e.target().index() as u32))
-            .collect();
+        if !self.contains(n) {
+            return Vec::new();
+        }
+        let mut v: Vec<NodeId> =
+            self.g.edges_directed(nx(n), petgraph::Direction::Outgoing).map(|e| self.id_at(e.target())).collect();
         v.sort_unstable();
         v.dedup();
         v
@@ -250,19 +294,26 @@ impl Graph {
     pub fn inputs(&self) -> Vec<ValueId> {
         self.node_ids()
             .into_iter()
-            .filter(|&n| matches!(self.g[n.nx()].op, Op::Input { .. }))
+            .filter(|&n| matches!(self.g[nx(n)].op, Op::Input { .. }))
             .map(|n| ValueId { node: n, slot: 0 })
             .collect()
     }
 
     /// Find an input by name.
     pub fn input_by_name(&self, name: &str) -> Option<ValueId> {
-        self.inputs().into_iter().find(|v| matches!(&self.g[v.node.nx()].op, Op::Input { name: nm } if nm == name))
+        self.inputs().into_iter().find(|v| matches!(&self.g[nx(v.node)].op, Op::Input { name: nm } if nm == name))
     }
 
-    /// Check that a value handle belongs to this graph.
+    /// Check that a value handle is a value of this graph itself; the error names the
+    /// handle and says what is wrong with it. (Inside a cond/while builder an enclosing
+    /// graph's value fails this check: [`Graph::capture`] gives this graph's handle for it.)
     pub fn check_value(&self, v: ValueId) -> Result<()> {
-        self.value_type(v).map(|_| ())
+        let nd = self.own(v.node).ok_or_else(|| self.unknown(v))?;
+        if (v.slot as usize) < nd.outputs.len() {
+            Ok(())
+        } else {
+            Err(Error::unknown_value(v, format!("node {} has {} output(s)", v.node, nd.outputs.len())))
+        }
     }
 
     /// The set of nodes (sorted) that `roots` transitively depend on, `roots` included.
@@ -275,7 +326,7 @@ impl Graph {
         }
         while let Some(n) = stack.pop() {
             if seen.insert(n) {
-                for v in &self.node(n)?.inputs {
+                for v in &self.own_node(n)?.inputs {
                     stack.push(v.node);
                 }
             }
@@ -292,28 +343,30 @@ impl Graph {
     pub fn topo_order(&self) -> Result<Vec<NodeId>> {
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
-        let key = |n: NodeId| (self.births.get(n.index()).copied().unwrap_or(0), n);
-        let mut indeg: hashbrown::HashMap<NodeId, usize> = hashbrown::HashMap::new();
-        for n in self.node_ids() {
-            indeg.insert(n, self.g[n.nx()].inputs.len());
+        // Unread inputs per slot (one edge per input); the heap holds (stamp, slot).
+        let mut indeg: Vec<usize> = vec![0; self.stamps.len()];
+        let mut heap = BinaryHeap::new();
+        for i in self.g.node_indices() {
+            indeg[i.index()] = self.g[i].inputs.len();
+            if indeg[i.index()] == 0 {
+                heap.push(Reverse((self.stamps[i.index()], i)));
+            }
         }
-        let mut heap: BinaryHeap<Reverse<(u64, NodeId)>> =
-            indeg.iter().filter(|(_, d)| **d == 0).map(|(n, _)| Reverse(key(*n))).collect();
-        let mut order = Vec::with_capacity(indeg.len());
-        while let Some(Reverse((_, n))) = heap.pop() {
-            order.push(n);
-            for e in self.g.edges_directed(n.nx(), petgraph::Direction::Outgoing) {
-                let t = NodeId(e.target().index() as u32);
-                let d = indeg.get_mut(&t).expect("target exists");
-                *d -= 1;
-                if *d == 0 {
-                    heap.push(Reverse(key(t)));
+        let mut order = Vec::with_capacity(self.g.node_count());
+        while let Some(Reverse((stamp, i))) = heap.pop() {
+            order.push(NodeId::new(i.index(), stamp));
+            for e in self.g.edges_directed(i, petgraph::Direction::Outgoing) {
+                let t = e.target();
+                indeg[t.index()] -= 1;
+                if indeg[t.index()] == 0 {
+                    heap.push(Reverse((self.stamps[t.index()], t)));
                 }
             }
         }
-        if order.len() != indeg.len() {
-            let stuck = indeg.iter().filter(|(_, d)| **d > 0).map(|(n, _)| *n).min();
-            return Err(Error::Cycle { node: stuck.unwrap_or(NodeId(0)) });
+        if order.len() != self.g.node_count()
+            && let Some(stuck) = self.g.node_indices().find(|i| indeg[i.index()] > 0)
+        {
+            return Err(Error::Cycle { node: self.id_at(stuck) });
         }
         Ok(order)
     }
@@ -321,8 +374,7 @@ impl Graph {
     /// Replace input `pos` of `node` with `v` (for graph passes). Types are re-inferred;
     /// on error nothing changes. The result may create a cycle; `verify` detects that.
     pub fn replace_input(&mut self, node: NodeId, pos: usize, v: ValueId) -> Result<()> {
-        self.check_value(v)?;
-        let mut nd = self.node(node)?.clone();
+        let mut nd = self.own_node(node)?.clone();
         if pos >= nd.inputs.len() {
             return Err(Error::InvalidArgument(format!("{node} has no input {pos}")));
         }
@@ -332,16 +384,17 @@ impl Graph {
         if outs != nd.outputs {
             return Err(Error::InvalidArgument(format!("replace_input on {node} would change its output types")));
         }
+        let v = self.capture(v)?;
         let edge = self
             .g
-            .edges_directed(node.nx(), petgraph::Direction::Incoming)
+            .edges_directed(nx(node), petgraph::Direction::Incoming)
             .find(|e| e.weight().dst_pos as usize == pos)
             .map(|e| e.id());
         if let Some(e) = edge {
             self.g.remove_edge(e);
         }
-        self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
-        self.g[node.nx()].inputs[pos] = v;
+        self.g.add_edge(nx(v.node), nx(node), Edge { src_slot: v.slot, dst_pos: pos as u32 });
+        self.g[nx(node)].inputs[pos] = v;
         Ok(())
     }
 
@@ -349,18 +402,20 @@ impl Graph {
     /// exactly the node's current output types, so every consumer stays valid; on error
     /// nothing changes. New inputs may create a cycle; `verify` detects that.
     pub fn rewrite_node(&mut self, node: NodeId, op: Op, inputs: &[ValueId]) -> Result<()> {
+        let old_outputs = &self.own_node(node)?.outputs;
         let tys = inputs.iter().map(|&x| self.value_type(x).cloned()).collect::<Result<Vec<_>>>()?;
         let outs = op.infer(&tys).map_err(|e| e.at_node(node, op.to_string()))?;
-        if outs != self.node(node)?.outputs {
+        if outs != *old_outputs {
             return Err(Error::InvalidArgument(format!("rewrite_node on {node} ({op}) would change its output types")));
         }
+        let inputs = &self.capture_read(inputs)?[..];
         // Only the edges of changed positions move (removing an edge walks its source's
         // edge list, which is long for widely shared values such as weights).
-        let old_inputs = self.node(node)?.inputs.clone();
+        let old_inputs = self.own_node(node)?.inputs.clone();
         let same_arity = old_inputs.len() == inputs.len();
         let stale: Vec<_> = self
             .g
-            .edges_directed(node.nx(), petgraph::Direction::Incoming)
+            .edges_directed(nx(node), petgraph::Direction::Incoming)
             .filter(|e| !same_arity || old_inputs[e.weight().dst_pos as usize] != inputs[e.weight().dst_pos as usize])
             .map(|e| e.id())
             .collect();
@@ -369,10 +424,10 @@ impl Graph {
         }
         for (pos, v) in inputs.iter().enumerate() {
             if !same_arity || old_inputs[pos] != *v {
-                self.g.add_edge(v.node.nx(), node.nx(), Edge { src_slot: v.slot, dst_pos: pos as u32 });
+                self.g.add_edge(nx(v.node), nx(node), Edge { src_slot: v.slot, dst_pos: pos as u32 });
             }
         }
-        let nd = &mut self.g[node.nx()];
+        let nd = &mut self.g[nx(node)];
         nd.op = op;
         nd.inputs = inputs.to_vec();
         Ok(())
@@ -384,13 +439,17 @@ impl Graph {
     /// Errors, changing nothing, if a node is missing or a surviving node reads a removed one.
     pub fn remove_nodes(&mut self, dead: &hashbrown::HashSet<NodeId>) -> Result<()> {
         for &n in dead {
-            self.node(n)?;
+            self.own_node(n)?;
             if let Some(c) = self.consumers(n).into_iter().find(|c| !dead.contains(c)) {
                 return Err(Error::InvalidArgument(format!("cannot remove {n}: {c} reads it")));
             }
         }
+        for &n in dead {
+            self.stamps[n.index()] = 0;
+            self.removed.push(n.stamp());
+        }
         let g = std::mem::take(&mut self.g);
-        self.g = g.filter_map_owned(|i, nd| (!dead.contains(&NodeId(i.index() as u32))).then_some(nd), |_, e| Some(e));
+        self.g = g.filter_map_owned(|i, nd| (self.stamps[i.index()] != 0).then_some(nd), |_, e| Some(e));
         Ok(())
     }
 
@@ -400,17 +459,22 @@ impl Graph {
         let dead: Vec<NodeId> = self
             .node_ids()
             .into_iter()
-            .filter(|n| !live.contains(n) && !self.g[n.nx()].op.has_side_effects())
-            .filter(|n| !matches!(self.g[n.nx()].op, Op::Input { .. }))
+            .filter(|n| !live.contains(n) && !self.g[nx(*n)].op.has_side_effects())
+            .filter(|n| !matches!(self.g[nx(*n)].op, Op::Input { .. }))
             .collect();
         // Only remove nodes none of whose consumers survive.
         let mut removed = 0;
         for n in dead.into_iter().rev() {
             if self.consumers(n).is_empty() {
-                self.g.remove_node(n.nx());
+                self.remove_slot(n);
                 removed += 1;
             }
         }
         Ok(removed)
     }
+}
+
+/// The petgraph index of a handle's slot (only for handles checked to be of this graph).
+fn nx(n: NodeId) -> NodeIndex<u32> {
+    NodeIndex::new(n.index())
 }

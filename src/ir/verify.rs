@@ -7,25 +7,19 @@ use crate::error::{Error, Result};
 use crate::ops::{ControlOp, Op};
 
 impl Graph {
-    /// Check the IR invariants: every input refers to an existing value, edges mirror
+    /// Check the IR invariants: every input is a live value of this graph, edges mirror
     /// inputs exactly, the graph is acyclic, and re-running shape inference gives the stored
     /// output types. Recurses into control-flow functions.
     pub fn verify(&self) -> Result<()> {
         for n in self.node_ids() {
             let node = self.node(n)?;
             for (pos, v) in node.inputs.iter().enumerate() {
-                self.value_type(*v)
-                    .map_err(|_| Error::Verify(format!("{n} input {pos} refers to missing value {v}")))?;
+                self.check_value(*v).map_err(|e| Error::Verify(format!("{n} input {pos}: {e}")))?;
             }
             let mut edges: Vec<(u32, ValueId)> = self
                 .g
-                .edges_directed(n.nx(), petgraph::Direction::Incoming)
-                .map(|e| {
-                    (
-                        e.weight().dst_pos,
-                        ValueId { node: super::NodeId(e.source().index() as u32), slot: e.weight().src_slot },
-                    )
-                })
+                .edges_directed(super::nx(n), petgraph::Direction::Incoming)
+                .map(|e| (e.weight().dst_pos, ValueId { node: self.id_at(e.source()), slot: e.weight().src_slot }))
                 .collect();
             edges.sort();
             let want: Vec<(u32, ValueId)> = node.inputs.iter().enumerate().map(|(i, v)| (i as u32, *v)).collect();

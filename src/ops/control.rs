@@ -2,7 +2,9 @@
 //!
 //! Invariants:
 //! - branch / body functions own their sub-graphs; captured outer values are explicit
-//!   inputs of the control-flow node (never referenced across graphs);
+//!   inputs of the control-flow node (never referenced across graphs). The `cond` and
+//!   `while_loop` builders capture the outer values a branch uses directly (they follow
+//!   the explicit arguments / captures); named functions capture nothing (`ir::scope`);
 //! - `Cond`: input 0 is a bool scalar predicate, inputs 1.. are the branch arguments; both
 //!   branches take the same parameters and return the same number of results of equal
 //!   dtype and rank (differing fixed dims become dynamic);
@@ -25,7 +27,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
-use crate::ir::{Function, FunctionSignature, Graph, ValueId};
+use crate::ir::{Capture, Function, FunctionSignature, Graph, ValueId};
 use crate::ops::{Op, expect_dtype};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 
@@ -339,7 +341,9 @@ impl fmt::Display for ControlOp {
 
 impl Graph {
     /// `if pred { then(args) } else { else_(args) }`. Each branch is built in its own
-    /// child graph from the parameters it receives (captures go through `args`).
+    /// child graph from the parameters it receives. Values of this graph (or of graphs
+    /// enclosing it) that a branch uses directly are captured: they become extra inputs
+    /// of the `Cond` node after `args`, and extra parameters of both branches.
     pub fn cond(
         &mut self,
         pred: ValueId,
@@ -347,15 +351,22 @@ impl Graph {
         then: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
         else_: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
     ) -> Result<Vec<ValueId>> {
+        self.value_type(pred)?;
         let types = args.iter().map(|a| self.value_type(*a).cloned()).collect::<Result<Vec<_>>>()?;
-        let then = Arc::new(Function::build(self, &types, then)?);
-        let else_ = Arc::new(Function::build(self, &types, else_)?);
+        let mut then = self.build_body(Capture::Auto, &types, then)?;
+        let mut else_ = self.build_body(Capture::Auto, &types, else_)?;
+        let captured = self.bind_captures(&mut [&mut then, &mut else_])?;
         let mut inputs = vec![pred];
         inputs.extend_from_slice(args);
-        self.add_op_multi(Op::Control(ControlOp::Cond { then, else_ }), &inputs)
+        inputs.extend(captured);
+        let op = ControlOp::Cond { then: Arc::new(then.function), else_: Arc::new(else_.function) };
+        self.add_op_multi(Op::Control(op), &inputs)
     }
 
     /// `while cond(c, captures) { c = body(c, captures) }`; returns the final carries.
+    /// Values of this graph that `cond` or `body` use directly, without passing them
+    /// through `captures`, are captured too: extra inputs of the `While` node after
+    /// `captures`, and extra parameters of both functions.
     pub fn while_loop(
         &mut self,
         carries: &[ValueId],
@@ -394,9 +405,15 @@ impl Graph {
         let mut inputs = carries.to_vec();
         inputs.extend_from_slice(captures);
         let types = inputs.iter().map(|a| self.value_type(*a).cloned()).collect::<Result<Vec<_>>>()?;
-        let cond = Arc::new(Function::build(self, &types, |g, p| Ok(vec![cond(g, p)?]))?);
-        let body = Arc::new(Function::build(self, &types, body)?);
-        let op = ControlOp::While { cond, body, num_carries: carries.len(), max_iterations };
+        let mut cond = self.build_body(Capture::Auto, &types, |g, p| Ok(vec![cond(g, p)?]))?;
+        let mut body = self.build_body(Capture::Auto, &types, body)?;
+        inputs.extend(self.bind_captures(&mut [&mut cond, &mut body])?);
+        let op = ControlOp::While {
+            cond: Arc::new(cond.function),
+            body: Arc::new(body.function),
+            num_carries: carries.len(),
+            max_iterations,
+        };
         self.add_op_multi(Op::Control(op), &inputs)
     }
 
@@ -405,25 +422,27 @@ impl Graph {
         self.library().declare(name, FunctionSignature { params: params.to_vec(), results: results.to_vec() })
     }
 
-    /// Define a declared function's body.
+    /// Define a declared function's body. The body captures nothing (a named function may
+    /// be called from anywhere): a value of this graph used in it is an error naming it.
     pub fn define_function(
         &mut self,
         name: &str,
         body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
     ) -> Result<()> {
         let sig = self.library().signature(name)?;
-        let f = Function::build(self, &sig.params, body)?;
+        let f = self.build_body(Capture::Reject, &sig.params, body)?.function;
         self.library().define(name, f)
     }
 
-    /// Declare and define a (non-recursive) named function in one step.
+    /// Declare and define a (non-recursive) named function in one step. Like
+    /// [`Graph::define_function`], the body must receive outer values as parameters.
     pub fn function(
         &mut self,
         name: &str,
         params: &[TensorType],
         body: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
     ) -> Result<()> {
-        let f = Function::build(self, params, body)?;
+        let f = self.build_body(Capture::Reject, params, body)?.function;
         self.library().define(name, f)
     }
 

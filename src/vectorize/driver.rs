@@ -67,9 +67,7 @@ pub fn pfor_with_report(
     let i = g.input("__pfor_index", DType::I64, Shape::scalar());
     let body_start = g.mark();
     let outs = body(g, i)?;
-    for o in &outs {
-        g.check_value(*o)?;
-    }
+    let outs = g.capture_all(&outs)?;
     let mut report = PforReport::default();
     let res = match (options.chunk_size, n.static_value()) {
         (Some(0), _) => return Err(Error::InvalidArgument("pfor: chunk_size must be > 0".into())),

@@ -98,7 +98,7 @@ struct Plan {
 }
 
 fn plan_for(g: &Graph, s: NodeId, in_region: &HashSet<NodeId>, outputs: &[ValueId]) -> Result<Option<Plan>> {
-    let Ok(node) = g.node(s) else { return Ok(None) };
+    let Some(node) = g.find_node(s) else { return Ok(None) };
     let Op::Slicing(SlicingOp::Split { axis, sizes }) = &node.op else { return Ok(None) };
     let Some(&x) = node.inputs.first() else { return Ok(None) };
     let Some(xd) = g.value_type(x)?.shape.as_fixed() else { return Ok(None) };

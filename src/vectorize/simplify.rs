@@ -110,7 +110,7 @@ fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<Simplif
     let mut repl: HashMap<ValueId, ValueId> = HashMap::new();
     let mut bypassed: Vec<NodeId> = Vec::new();
     for &n in &region {
-        let Ok(node) = g.node(n) else { continue }; // removed by sweep 1
+        let Some(node) = g.find_node(n) else { continue }; // removed by sweep 1
         // Stateful ops keep their op; their inputs are forwarded like any other's (an equal
         // value), so the intermediate that was bypassed can go.
         let fixed_op = node.op.has_side_effects() || node.op.is_stateful();
@@ -147,7 +147,7 @@ fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<Simplif
         }
     }
     let mut outs: Vec<ValueId> = outputs.iter().map(|o| repl.get(o).copied().unwrap_or(*o)).collect();
-    let in_region: HashSet<NodeId> = region.iter().copied().filter(|&n| g.node(n).is_ok()).collect();
+    let in_region: HashSet<NodeId> = region.iter().copied().filter(|&n| g.contains(n)).collect();
     report.narrowed = super::narrow::narrow_matmuls(g, &region, &in_region, &mut outs, &mut bypassed)?;
     report.outputs = outs;
     // Sweep 2: what the rewrites left unread, and then its producers.
@@ -200,7 +200,7 @@ fn dead_set(
 /// Whether node `n` may be removed once nothing reads it: it exists, is no output, no
 /// graph input, and has no side effects or randomness.
 fn removable(g: &Graph, n: NodeId, keep: &HashSet<NodeId>) -> Result<bool> {
-    let Ok(node) = g.node(n) else { return Ok(false) };
+    let Some(node) = g.find_node(n) else { return Ok(false) };
     let op = &node.op;
     Ok(!(op.has_side_effects() || op.is_stateful() || matches!(op, Op::Input { .. }) || keep.contains(&n)))
 }

@@ -1,10 +1,12 @@
 //! Robustness: bad input through the public API is an `Err`, never a panic, an abort, a
-//! hang or a silently wrong answer (issue 16): shapes at API edges, memory exhaustion and
+//! hang, another node's value or a silently wrong answer (issue 16): stale and foreign
+//! handles, shapes at API edges, memory exhaustion and
 //! budgets, size overflows, runs that would not terminate or would overflow the native
 //! stack (iteration caps, deadlines, cancellation, the stack guard, identically in every
 //! interpreter), and the crash-class harness that runs abort-prone cases in a child process.
 
 mod crash;
+mod handles;
 mod limits;
 mod limits_autobatch;
 mod memory;

@@ -94,14 +94,19 @@ pub(crate) fn inline(g: &mut Graph, f: &Function, args: &[ValueId]) -> Result<Ve
         let ins = node
             .inputs
             .iter()
-            .map(|v| map.get(v).copied().ok_or_else(|| Error::UnknownValue { value: v.to_string() }))
+            .map(|v| {
+                map.get(v).copied().ok_or_else(|| Error::unknown_value(*v, "not computed by the inlined function"))
+            })
             .collect::<Result<Vec<_>>>()?;
         let new = g.add_op_multi(node.op.clone(), &ins)?;
         for (o, nv) in outs.into_iter().zip(new) {
             map.insert(o, nv);
         }
     }
-    f.results.iter().map(|r| map.get(r).copied().ok_or_else(|| Error::UnknownValue { value: r.to_string() })).collect()
+    f.results
+        .iter()
+        .map(|r| map.get(r).copied().ok_or_else(|| Error::unknown_value(*r, "not computed by the inlined function")))
+        .collect()
 }
 
 /// A function computing the VJP of `f`: parameters `f.params ++ [cotangent of result r for
