@@ -6,3 +6,4 @@ mod common;
 mod converters;
 mod core;
 mod ops;
+mod robustness;

@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::{GemmElem, PAR_FLOPS, atb_batched, gemm};
-use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
+use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
 
 /// Outer-product outputs at least this large (twice the last-level cache here) are written
@@ -78,6 +78,10 @@ impl LinearKind {
             LinearKind::MatMul => "matmul",
             LinearKind::BatchMatMul => "batch_matmul",
         }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): none.
+    pub fn raises(self) -> Raises {
+        Raises::Never
     }
 }
 
