@@ -265,7 +265,8 @@ pub(crate) fn convert_graph(
             new.map_err(|e| e.at_node(n, node.op.to_string()))?.into_iter().map(Wrapped::unstacked).collect()
         } else {
             let in_types = in_types()?;
-            if let Some(live) = scope.live {
+            // (a loop known to have no rows has no finished rows either)
+            if let Some(live) = scope.live.filter(|_| info.n_static != Some(0)) {
                 let raises = node.op.raises(&in_types, src.library());
                 for (k, w) in inputs.iter_mut().enumerate() {
                     if w.stacked && raises.on(k) {
