@@ -9,11 +9,12 @@
 //!     `tensor_scatter_update`. An iteration never runs the branch it did not take.
 //!   * `Mask`: run both branches on all iterations and `select` — only when neither branch
 //!     may raise ([`Function::may_raise`]: no integer division, indexing, factorization,
-//!     loop, call or custom op that can fail on values, transitively); a cond whose branch
-//!     may raise takes the `Subset` form even in `Mask` mode, since its untaken iterations
-//!     would feed the op values the loop never gives it (and no iteration may take it).
-//!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes), contain no control flow
-//!     and may not raise; `Subset` otherwise.
+//!     loop, call or custom op that can fail on values, transitively) or has side effects;
+//!     such a cond takes the `Subset` form even in `Mask` mode, since its untaken
+//!     iterations would feed the op values the loop never gives it (and no iteration may
+//!     take it), or write what the loop never writes.
+//!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes), contain no control flow,
+//!     may not raise and have no side effects; `Subset` otherwise.
 //! - `while`: carries reach a stackedness fixpoint (an invariant carry becomes stacked when
 //!   the body makes it so). With a loop-invariant predicate the loop stays one loop over
 //!   converted cond/body. With a loop-variant predicate:
@@ -23,7 +24,8 @@
 //!     into the full carries (once, as they finish), keeps the rest and runs the converted
 //!     body on them. Finished rows are never touched again, so the body never runs past an
 //!     iteration's own trip count.
-//!   * `Mask`: run until no row is active, updating carries with `select`. Finished rows
+//!   * `Mask` (without side effects in cond or body, else `Subset`): run until no row is
+//!     active, updating carries with `select`. Finished rows
 //!     keep running the body (their results discarded) on carries the loop never gave it:
 //!     the body is converted as a masked region (the live rows are those whose condition
 //!     holds, at least one on every step), where each op that may raise reads, on the
@@ -116,12 +118,23 @@ fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, lik
     g.fill_dyn(full, z)
 }
 
+fn has_side_effects(f: &Function) -> bool {
+    f.graph.node_ids().into_iter().any(|n| f.graph.node(n).map_or(true, |nd| nd.op.has_side_effects()))
+}
+
+/// True if `f` may run on iterations that did not reach it (the mask form): none of its ops
+/// may raise on values ([`Function::may_raise`]) or has side effects (an iteration's
+/// discarded write would land).
+fn maskable(f: &Function) -> bool {
+    !f.may_raise() && !has_side_effects(f)
+}
+
 /// Auto's choice of the mask form for a branch: small (≤ 16 nodes), without control flow,
-/// and with no op that may raise ([`Function::may_raise`]).
+/// and [`maskable`].
 fn small_and_safe(f: &Function) -> bool {
     f.graph.num_nodes() <= 16
         && f.graph.node_ids().into_iter().all(|n| f.graph.node(n).is_ok_and(|nd| !matches!(nd.op, Op::Control(_))))
-        && !f.may_raise()
+        && maskable(f)
 }
 
 fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -> Result<Converted> {
@@ -135,7 +148,7 @@ fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -
         return cond_invariant(g, &info, &options, pred.value, &args, then, else_);
     }
     let mask = match options.control_flow {
-        ControlFlowMode::Mask => !then.may_raise() && !else_.may_raise(),
+        ControlFlowMode::Mask => maskable(then) && maskable(else_),
         ControlFlowMode::Subset => false,
         ControlFlowMode::Auto => small_and_safe(then) && small_and_safe(else_),
     };
@@ -285,7 +298,7 @@ fn while_loop(ctx: &mut ConvertCtx<'_>, cond_f: &Arc<Function>, body: &Arc<Funct
     let cap_vals: Vec<ValueId> = captures.iter().map(|w| w.value).collect();
     let outs = if !pred_stacked {
         while_invariant(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &st)?
-    } else if options.control_flow == ControlFlowMode::Mask {
+    } else if options.control_flow == ControlFlowMode::Mask && !has_side_effects(cond_f) && !has_side_effects(body) {
         while_mask(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass)?
     } else {
         while_subset(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass)?

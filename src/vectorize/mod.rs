@@ -74,11 +74,12 @@ pub enum ControlFlowMode {
     /// that take it (never evaluates an untaken branch).
     Subset,
     /// Run every branch on all iterations and select (cheap branches, no gathers); a cond
-    /// with a branch that may raise takes the subset form. While loops run until no
-    /// iteration is active; finished iterations' raising ops read an active one's inputs.
+    /// with a branch that may raise or has side effects takes the subset form. While loops
+    /// (without side effects) run until no iteration is active; finished iterations'
+    /// raising ops read an active one's inputs.
     Mask,
-    /// Mask for conds whose branches are small, free of control flow and cannot raise;
-    /// subset otherwise (while loops: subset).
+    /// Mask for conds whose branches are small, free of control flow and side effects, and
+    /// cannot raise; subset otherwise (while loops: subset).
     #[default]
     Auto,
 }

@@ -337,3 +337,64 @@ fn classification_of_ops_that_fail_on_values() {
     let Op::Control(ControlOp::While { body, .. }) = &nd.op else { panic!("not a while") };
     assert!(body.may_raise(), "cholesky in the body");
 }
+
+/// The variable `acc` after one run of `n` iterations of `body(g, x_i)`, by pfor in `mode`
+/// and by the loop.
+fn accumulated(
+    mode: ControlFlowMode,
+    x: &Tensor,
+    body: &dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+) -> [Tensor; 2] {
+    let n = x.shape()[0];
+    let run = |vectorized: bool| {
+        let mut g = Graph::new();
+        let _ = g.variable("acc", Tensor::scalar(0.0f64)).unwrap();
+        let xs = g.constant(x.clone());
+        let per = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
+            let xi = g.gather(xs, i, 0)?;
+            body(g, xi)
+        };
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let out = if vectorized { pfor_with(&mut g, n, &opts, per) } else { for_loop(&mut g, n, per) }
+            .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let mut s = Session::new(&g, &out).unwrap();
+        s.run(&[]).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        s.variable("acc").unwrap()
+    };
+    [run(true), run(false)]
+}
+
+#[test]
+fn side_effects_run_only_on_the_iterations_that_reach_them() {
+    // cond: x > 0 ? (acc += x) : x
+    let x = f64t(&[4], &[1.0, -2.0, 3.0, -4.0]);
+    for mode in ALL.iter().copied() {
+        let [got, want] = accumulated(mode, &x, &|g, xi| {
+            let zero = g.scalar(DType::F64, 0.0);
+            let p = g.greater(xi, zero)?;
+            g.cond(p, &[xi], |g, a| Ok(vec![g.assign_add("acc", a[0])?]), |_, a| Ok(vec![a[0]]))
+        });
+        assert_eq!(got, want, "{mode:?}");
+    }
+    // while c < x { s = (acc += 1); c += 1 }: a finished iteration must not add
+    let k = i64t(&[3], &[2, 0, 3]);
+    for mode in ALL.iter().copied() {
+        let [got, want] = accumulated(mode, &k, &|g, xi| {
+            let c0 = int(g, 0);
+            let s0 = g.scalar(DType::F64, 0.0);
+            let out = g.while_loop(
+                &[c0, s0],
+                &[xi],
+                |g, a| g.less(a[0], a[2]),
+                |g, a| {
+                    let one = g.scalar(DType::F64, 1.0);
+                    let s = g.assign_add("acc", one)?;
+                    let i1 = int(g, 1);
+                    Ok(vec![g.add(a[0], i1)?, s])
+                },
+            )?;
+            Ok(vec![out[0]])
+        });
+        assert_eq!(got, want, "{mode:?}");
+    }
+}
