@@ -265,14 +265,14 @@ pub(crate) fn convert_graph(
             new.map_err(|e| e.at_node(n, node.op.to_string()))?.into_iter().map(Wrapped::unstacked).collect()
         } else {
             let in_types = in_types()?;
-            // (a loop known to have no rows has no finished rows either)
-            if let Some(live) = scope.live.filter(|_| info.n_static != Some(0)) {
+            // (a loop known to have at most one row has no finished rows when it runs)
+            if let Some(live) = scope.live.filter(|_| info.n_static.is_none_or(|n| n > 1)) {
                 let raises = node.op.raises(&in_types, src.library());
                 for (k, w) in inputs.iter_mut().enumerate() {
                     if w.stacked && raises.on(k) {
                         let rows = match live_rows {
                             Some(r) => r,
-                            None => *live_rows.insert(first_live_rows(tgt, live)?),
+                            None => *live_rows.insert(first_live_rows(tgt, info, live)?),
                         };
                         w.value = tgt.gather(w.value, rows, 0)?;
                     }
@@ -332,13 +332,17 @@ fn convert_function_in(
 }
 
 /// Row indices `[n]` that map a live row to itself and any other row to the first live one.
-fn first_live_rows(g: &mut Graph, live: ValueId) -> Result<ValueId> {
+fn first_live_rows(g: &mut Graph, info: &LoopInfo, live: ValueId) -> Result<ValueId> {
     let as_int = g.cast(live, DType::I64)?;
     let first = g.argmax(as_int, 0)?;
-    let n = g.size_of(live)?;
-    let zero = i64_scalar(g, 0);
-    let one = i64_scalar(g, 1);
-    let rows = g.range(zero, n, one)?;
+    let rows = match info.n_static {
+        Some(n) => g.constant(Tensor::arange(n)),
+        None => {
+            let zero = i64_scalar(g, 0);
+            let one = i64_scalar(g, 1);
+            g.range(zero, info.n, one)?
+        }
+    };
     g.select(live, rows, first)
 }
 

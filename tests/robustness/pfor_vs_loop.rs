@@ -155,7 +155,7 @@ fn guarded_ops_in_while_match_the_loop_in_every_mode() {
     // Mask mode keeps running the body on finished iterations: each one stopped on an unsafe
     // value, which the op must not see.
     for r in RISKY {
-        for x in [mixed(), i64t(&[0], &[])] {
+        for x in [mixed(), i64t(&[0], &[]), i64t(&[1], &[3])] {
             check(x, ALL, &|g, x| {
                 let t = yes(g);
                 Ok(vec![guarded_while(r, g, t, x)?])
