@@ -9,9 +9,14 @@
 //!     `tensor_scatter_update`. An iteration never runs the branch it did not take. The
 //!     partition runs inside ONE `cond` node (constant predicate, both branches the same
 //!     function), so that the form stays one node (see nesting below).
-//!   * `Mask`: run both branches on all iterations and `select`.
-//!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes) and contain neither control
-//!     flow nor indexing ops (which may fail on untaken iterations); `Subset` otherwise.
+//!   * `Mask`: run both branches on all iterations and `select` — only when neither branch
+//!     may raise ([`Function::may_raise`]: no integer division, indexing, factorization,
+//!     loop, call or custom op that can fail on values, transitively) or has side effects;
+//!     such a cond takes the `Subset` form even in `Mask` mode, since its untaken
+//!     iterations would feed the op values the loop never gives it (and no iteration may
+//!     take it), or write what the loop never writes.
+//!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes), contain no control flow,
+//!     may not raise and have no side effects; `Subset` otherwise.
 //! - `while`: carries reach a stackedness fixpoint (an invariant carry becomes stacked when
 //!   the body makes it so). With a loop-invariant predicate the loop stays one loop over
 //!   converted cond/body. With a loop-variant predicate:
@@ -21,7 +26,13 @@
 //!     into the full carries (once, as they finish), keeps the rest and runs the converted
 //!     body on them. Finished rows are never touched again, so the body never runs past an
 //!     iteration's own trip count.
-//!   * `Mask`: run until no row is active, updating carries with `select`.
+//!   * `Mask` (without side effects in cond or body, else `Subset`): run until no row is
+//!     active, updating carries with `select`. Finished rows
+//!     keep running the body (their results discarded) on carries the loop never gave it:
+//!     the body is converted as a masked region (the live rows are those whose condition
+//!     holds, at least one on every step), where each op that may raise reads, on the
+//!     finished rows, the first live row's values of the inputs it may raise on (an index,
+//!     a divisor, a matrix), so it fails only if a live row — a real iteration — fails.
 //!
 //!   Carries the body passes through unchanged stay loop-invariant.
 //! - nesting: the function of a Subset-form node (the `while`'s body, the partition `cond`'s
@@ -39,6 +50,10 @@
 //!   active", so it ends after the last trip instead of one step later, and the rows still
 //!   active when it ends (finished at that trip, or stopped by the cap) are scattered into
 //!   the full carries after the loop.
+//!
+//! Never failing where the loop succeeds (the driver's part): an op that may raise and reads
+//! only loop-invariant values is computed once instead of per iteration — in a branch or
+//! body converted for a subset that may be empty, only under `cond(rows > 0)`.
 //! - `call` of a non-recursive function: its body is converted in place. A recursive call
 //!   is handed off to the auto-batching VM: the function (and everything it calls) is
 //!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
@@ -54,7 +69,8 @@ use crate::autobatch::from_graph;
 use crate::ops::{ControlKind, ControlOp, IterationCap, Op, OpKind};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 use crate::vectorize::{
-    ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function, tile,
+    ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function,
+    convert_function_masked, tile,
 };
 use crate::{Error, Function, Graph, Result, ValueId};
 
@@ -123,12 +139,23 @@ fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, lik
     g.fill_dyn(full, z)
 }
 
+fn has_side_effects(f: &Function) -> bool {
+    f.graph.node_ids().into_iter().any(|n| f.graph.node(n).map_or(true, |nd| nd.op.has_side_effects()))
+}
+
+/// True if `f` may run on iterations that did not reach it (the mask form): none of its ops
+/// may raise on values ([`Function::may_raise`]) or has side effects (an iteration's
+/// discarded write would land).
+fn maskable(f: &Function) -> bool {
+    !f.may_raise() && !has_side_effects(f)
+}
+
+/// Auto's choice of the mask form for a branch: small (≤ 16 nodes), without control flow,
+/// and [`maskable`].
 fn small_and_safe(f: &Function) -> bool {
     f.graph.num_nodes() <= 16
-        && f.graph
-            .node_ids()
-            .into_iter()
-            .all(|n| f.graph.node(n).is_ok_and(|nd| !matches!(nd.op.kind(), OpKind::Control(_) | OpKind::Index(_))))
+        && f.graph.node_ids().into_iter().all(|n| f.graph.node(n).is_ok_and(|nd| !matches!(nd.op, Op::Control(_))))
+        && maskable(f)
 }
 
 fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -> Result<Converted> {
@@ -145,7 +172,7 @@ fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -
         return cond_invariant(g, &info, &options, pred.value, &args, then, else_);
     }
     let mask = match options.control_flow {
-        ControlFlowMode::Mask => true,
+        ControlFlowMode::Mask => maskable(then) && maskable(else_),
         ControlFlowMode::Subset => false,
         ControlFlowMode::Auto => small_and_safe(then) && small_and_safe(else_),
     };
@@ -359,7 +386,7 @@ fn while_loop(
     let cap_vals: Vec<ValueId> = captures.iter().map(|w| w.value).collect();
     let outs = if !pred_stacked {
         while_invariant(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &st, max_iterations)?
-    } else if options.control_flow == ControlFlowMode::Mask {
+    } else if options.control_flow == ControlFlowMode::Mask && !has_side_effects(cond_f) && !has_side_effects(body) {
         while_mask(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass, max_iterations)?
     } else {
         while_subset(g, &info, &options, cond_f, body, &init, &captures, &cap_vals, &pass, max_iterations)?
@@ -466,7 +493,8 @@ fn while_mask(
         args.extend(lp.captures);
         let pr = convert_function(sub, cond_f, &args, &i2, options)?;
         let pr = force_stacked(sub, &i2, pr[0], true)?.value;
-        let r = convert_function(sub, body, &args, &i2, options)?;
+        // rows whose condition is false have finished: their body results are discarded
+        let r = convert_function_masked(sub, body, &args, &i2, options, pr)?;
         let mut vals = Vec::with_capacity(k);
         for (j, w) in r.into_iter().enumerate() {
             if pass[j] {

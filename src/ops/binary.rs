@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
+use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
 macro_rules! binary_kinds {
@@ -87,6 +87,17 @@ impl BinaryKind {
     /// True for the kinds whose output is bool.
     pub fn returns_bool(self) -> bool {
         matches!(self.dtype_rule(), BinaryDtypeRule::Compare | BinaryDtypeRule::Equality | BinaryDtypeRule::Logical)
+    }
+
+    /// Which inputs' values can make the op fail on operands of `dtype` ([`Raises`]): the
+    /// divisor of i64 `div`, `floor_div`, `floor_mod` (zero) and the exponent of i64 `pow`
+    /// (negative); nothing else (float math is IEEE, i64 overflow wraps).
+    pub fn raises(self, dtype: Option<DType>) -> Raises {
+        use BinaryKind::*;
+        match self {
+            Div | FloorDiv | FloorMod | Pow if dtype.is_none_or(|d| d == DType::I64) => Raises::On(&[1]),
+            _ => Raises::Never,
+        }
     }
 }
 

@@ -27,8 +27,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
-use crate::ir::{Capture, Function, FunctionSignature, Graph, ValueId};
-use crate::ops::{Op, expect_dtype};
+use crate::ir::{Capture, Function, FunctionSignature, Graph, Library, ValueId};
+use crate::ops::{Op, Raises, expect_dtype};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 
 /// What a capped `while` loop does when its condition still holds after the cap.
@@ -149,6 +149,29 @@ fn join(op: &str, a: &TensorType, b: &TensorType) -> Result<TensorType> {
     Ok(TensorType { dtype: a.dtype, shape: Shape::from_dims(dims) })
 }
 
+/// True if some node of `g` may raise ([`Op::raises`]), with `calling` the calls being
+/// checked.
+fn graph_may_raise(g: &Graph, lib: &Library, calling: &mut Vec<String>) -> bool {
+    g.node_ids().into_iter().any(|n| {
+        let Ok(nd) = g.node(n) else { return true };
+        match &nd.op {
+            Op::Control(c) => c.raises_in(lib, calling).any(),
+            op => {
+                let types: Option<Vec<TensorType>> = nd.inputs.iter().map(|v| g.value_type(*v).ok().cloned()).collect();
+                types.is_none_or(|t| op.may_raise(&t, lib))
+            }
+        }
+    })
+}
+
+impl Function {
+    /// True if running the function can fail, or run forever, depending on its arguments'
+    /// values: some op of its body may raise ([`Op::raises`]), transitively.
+    pub fn may_raise(&self) -> bool {
+        graph_may_raise(&self.graph, self.graph.library(), &mut Vec::new())
+    }
+}
+
 impl ControlOp {
     /// The kind.
     pub fn kind(&self) -> ControlKind {
@@ -170,6 +193,43 @@ impl ControlOp {
             ControlOp::While { cond, body, .. } => f_has(cond) || f_has(body),
             ControlOp::For { body, .. } => f_has(body),
             ControlOp::Call { .. } => false,
+        }
+    }
+
+    /// Which inputs' values can make the op fail or run forever ([`Raises`]): a `while` may
+    /// not terminate (or exceed `max_iterations`), a `cond`, `call` or `for` is as risky as
+    /// the functions it runs (checked transitively through nested control flow and calls;
+    /// `for` also fails on a negative trip count), a recursive call may exceed the call
+    /// depth. `lib` resolves calls; an unknown function is assumed to raise.
+    pub fn raises(&self, lib: &Library) -> Raises {
+        self.raises_in(lib, &mut Vec::new())
+    }
+
+    /// [`ControlOp::raises`] with the calls being checked (a call to one of them recurses).
+    fn raises_in(&self, lib: &Library, calling: &mut Vec<String>) -> Raises {
+        let any_if = |b: bool| if b { Raises::Any } else { Raises::Never };
+        match self {
+            ControlOp::Cond { then, else_ } => {
+                any_if(graph_may_raise(&then.graph, lib, calling) || graph_may_raise(&else_.graph, lib, calling))
+            }
+            ControlOp::While { .. } => Raises::Any,
+            ControlOp::For { body, .. } => {
+                if graph_may_raise(&body.graph, lib, calling) {
+                    Raises::Any
+                } else {
+                    Raises::On(&[0])
+                }
+            }
+            ControlOp::Call { function, .. } => {
+                if calling.contains(function) {
+                    return Raises::Any;
+                }
+                let Ok(f) = lib.get(function) else { return Raises::Any };
+                calling.push(function.clone());
+                let r = graph_may_raise(&f.graph, lib, calling);
+                calling.pop();
+                any_if(r)
+            }
         }
     }
 

@@ -60,7 +60,7 @@ use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::kernels::gemm::GemmElem;
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{expect_arity, expect_float};
+use crate::ops::{Raises, expect_arity, expect_float};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 use geom::{Geom, num_taps, out_dim, positive, rank4, unify, window};
 pub(crate) use winograd::by_default as winograd_by_default;
@@ -262,6 +262,11 @@ impl ConvKind {
             ConvKind::ExtractPatches => "extract_patches",
             ConvKind::ExtractPatchesGrad => "extract_patches_grad",
         }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): none (geometry is checked
+    /// on shapes and attributes).
+    pub fn raises(self) -> Raises {
+        Raises::Never
     }
 }
 

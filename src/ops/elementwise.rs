@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::binary::{nan_max, nan_min};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity, expect_dtype};
+use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity, expect_dtype};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the elementwise family.
@@ -60,6 +60,11 @@ impl ElementwiseKind {
             ElementwiseKind::Cast => "cast",
             ElementwiseKind::Clip => "clip",
         }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): none (`cast` saturates,
+    /// `clip` with `lo > hi` returns `hi`).
+    pub fn raises(self) -> Raises {
+        Raises::Never
     }
 }
 

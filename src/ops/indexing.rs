@@ -37,7 +37,7 @@ use ndarray::{ArcArray, IxDyn, Slice};
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{checked_len, try_filled, try_vec};
-use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
+use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 use crate::{dispatch, dispatch_numeric};
 
@@ -135,6 +135,22 @@ index_kinds! {
     DynamicUpdateSlice => "dynamic_update_slice",
     TopK => "top_k",
     NonZero => "nonzero",
+}
+
+impl IndexKind {
+    /// Which inputs' values can make the op fail, or set its result's shape ([`Raises`]):
+    /// every index input (out of range), and the input of `nonzero` (its row count);
+    /// `top_k` never fails on values.
+    pub fn raises(self) -> Raises {
+        use IndexKind::*;
+        match self {
+            Gather | GatherNd | TensorScatterUpdate | TensorScatterAdd => Raises::On(&[1]),
+            UnsortedSegmentSum | UnsortedSegmentMax | UnsortedSegmentMin | UnsortedSegmentProd => Raises::On(&[1]),
+            ScatterNd | NonZero => Raises::On(&[0]),
+            DynamicUpdateSlice => Raises::On(&[2]),
+            TopK => Raises::Never,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::PAR_FLOPS;
-use crate::ops::{Op, expect_arity, expect_float};
+use crate::ops::{Op, Raises, expect_arity, expect_float};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
 
 /// Total work (≈ flops) of a batch above which batch items are spread over rayon.
@@ -115,6 +115,16 @@ impl LinalgKind {
             LinalgKind::MatrixDiag => "matrix_diag",
             LinalgKind::MatrixDiagPart => "matrix_diag_part",
             LinalgKind::Trace => "trace",
+        }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): the matrix of
+    /// `matrix_inverse`, `solve` (singular), `cholesky` (not positive definite) and
+    /// `triangular_solve` (zero diagonal); the determinants and diagonal ops never fail.
+    pub fn raises(self) -> Raises {
+        use LinalgKind::*;
+        match self {
+            MatrixInverse | Cholesky | Solve | TriangularSolve => Raises::On(&[0]),
+            Determinant | MatrixLogDet | MatrixDiag | MatrixDiagPart | Trace => Raises::Never,
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{Zeroable, checked_len, try_zeroed};
 use crate::kernels::gemm::{GemmElem, PAR_FLOPS, atb_batched, gemm};
-use crate::ops::{Op, broadcast_shapes, broadcast_static, expect_arity};
+use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
 
 /// Outer-product outputs at least this large (twice the last-level cache here) are written
@@ -79,6 +79,10 @@ impl LinearKind {
             LinearKind::MatMul => "matmul",
             LinearKind::BatchMatMul => "batch_matmul",
         }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): none.
+    pub fn raises(self) -> Raises {
+        Raises::Never
     }
 }
 

@@ -13,6 +13,17 @@
 //! `infer` is total over its inputs: any shape or dtype it cannot handle is an `Err`
 //! (never a panic), so `eval` can rely on inputs matching the inferred types (the
 //! executor also checks every output against the inferred type).
+//!
+//! # Errors that depend on values
+//! Each family also declares, next to its kind table, which inputs' run-time VALUES can
+//! make an op fail ([`Raises`], gathered by [`Op::raises`]): integer division by zero, an
+//! index out of range, a matrix that cannot be factored, a run-time shape... Errors that
+//! depend only on dtypes and shapes do not count: the vectorizer runs an op on all of an
+//! op's iterations at once with one per-iteration shape, so they fail alike for every
+//! iteration. The classification is conservative: an op whose errors are unknown (a custom
+//! op that does not say, a loop that may not terminate, a recursive call) raises on
+//! [`Raises::Any`] input. pfor uses it to never evaluate a raising op on iterations that did
+//! not reach it (see `converters/control.rs`).
 
 mod util;
 
@@ -38,6 +49,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::exec::ExecCtx;
+use crate::ir::Library;
 use crate::tensor::{Tensor, TensorType};
 
 pub use binary::BinaryKind;
@@ -74,6 +86,12 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     fn is_stateful(&self) -> bool {
         false
     }
+    /// Whether `eval` can fail depending on its inputs' values (not only on their types).
+    /// The default is the conservative `true`: pfor then never runs the op on iterations of
+    /// a masked branch or loop that did not reach it.
+    fn may_raise(&self) -> bool {
+        true
+    }
     /// Reverse-mode rule: one cotangent per input (`None` = zero). The default is an
     /// error naming the op, so gradients through an op without a rule fail loudly.
     fn vjp(&self, cx: &mut crate::autodiff::VjpCtx<'_>) -> Result<Vec<Option<crate::ir::ValueId>>> {
@@ -82,6 +100,34 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     /// Forward-mode rule: one tangent per output (`None` = zero). Defaults to an error.
     fn jvp(&self, cx: &mut crate::autodiff::JvpCtx<'_>) -> Result<Vec<Option<crate::ir::ValueId>>> {
         Err(cx.unsupported(format!("custom op {} has no jvp rule", self.name())))
+    }
+}
+
+/// Which inputs' run-time values can make an op fail (see the module docs): errors that
+/// depend only on the types (dtypes and shapes) of the inputs do not count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Raises {
+    /// Fails on no values.
+    Never,
+    /// May fail depending on the values of these inputs only (given the types of all).
+    On(&'static [usize]),
+    /// May fail, or run forever, depending on the values of any input (control flow,
+    /// calls, custom ops).
+    Any,
+}
+
+impl Raises {
+    /// True unless [`Raises::Never`].
+    pub fn any(self) -> bool {
+        self != Raises::Never
+    }
+    /// True if the value of input `k` can make the op fail.
+    pub fn on(self, k: usize) -> bool {
+        match self {
+            Raises::Never => false,
+            Raises::On(ks) => ks.contains(&k),
+            Raises::Any => true,
+        }
     }
 }
 
@@ -336,6 +382,42 @@ impl Op {
             Op::Custom(c) => c.is_stateful(),
             _ => false,
         }
+    }
+
+    /// Which inputs' run-time values can make the op fail ([`Raises`]; conservative).
+    /// `inputs` are the op's input types (integer division raises, float division does
+    /// not); `lib` resolves calls, which are checked transitively.
+    pub fn raises(&self, inputs: &[TensorType], lib: &Library) -> Raises {
+        let dtype = inputs.first().map(|t| t.dtype);
+        match self {
+            Op::Input { .. } | Op::Const { .. } => Raises::Never,
+            Op::Unary(k) => k.raises(),
+            Op::Binary(k) => k.raises(dtype),
+            Op::Elementwise(o) => o.kind().raises(),
+            Op::Reduce(o) => o.kind().raises(),
+            Op::Shape(o) => o.kind().raises(),
+            Op::Slicing(o) => o.kind().raises(),
+            Op::Index(o) => o.kind().raises(),
+            Op::Linear(o) => o.kind().raises(),
+            Op::Conv(o) => o.kind().raises(),
+            Op::Nn(o) => o.kind().raises(),
+            Op::Linalg(o) => o.kind().raises(),
+            Op::Random(o) => o.kind().raises(),
+            Op::State(o) => o.kind().raises(),
+            Op::Control(o) => o.raises(lib),
+            Op::Custom(c) => {
+                if c.may_raise() {
+                    Raises::Any
+                } else {
+                    Raises::Never
+                }
+            }
+        }
+    }
+
+    /// True if some input value can make the op fail ([`Op::raises`]).
+    pub fn may_raise(&self, inputs: &[TensorType], lib: &Library) -> bool {
+        self.raises(inputs, lib).any()
     }
 
     /// True for ops that pfor must not reuse unconverted even when all inputs are

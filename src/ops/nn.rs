@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, expect_arity, expect_dtype, expect_float, norm_axis};
+use crate::ops::{Op, Raises, expect_arity, expect_dtype, expect_float, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the nn family.
@@ -112,6 +112,14 @@ impl NnKind {
             NnKind::L2Loss => "l2_loss",
             NnKind::LayerNorm => "layer_norm",
             NnKind::BatchNorm => "batch_norm",
+        }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): the labels of
+    /// `sparse_softmax_cross_entropy` (outside `[0, C)`); nothing else.
+    pub fn raises(self) -> Raises {
+        match self {
+            NnKind::SparseSoftmaxCrossEntropy => Raises::On(&[1]),
+            _ => Raises::Never,
         }
     }
 }

@@ -30,7 +30,7 @@ use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{checked_len, try_vec};
 use crate::ops::unary::PAR_THRESHOLD;
 use crate::ops::util::zip2;
-use crate::ops::{Op, broadcast_static, expect_arity, expect_dtype, expect_float};
+use crate::ops::{Op, Raises, broadcast_static, expect_arity, expect_dtype, expect_float};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType, counter_normal, counter_uniform, mix_key};
 
 /// Ops of the random family.
@@ -114,6 +114,15 @@ impl RandomKind {
             RandomKind::RandomBernoulli => "random_bernoulli",
             RandomKind::Dropout => "dropout",
             RandomKind::FoldIn => "fold_in",
+        }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): the logits of
+    /// `random_categorical` (a row without a finite maximum); the other generators' bad
+    /// parameters are attributes, checked when the node is built.
+    pub fn raises(self) -> Raises {
+        match self {
+            RandomKind::RandomCategorical => Raises::On(&[1]),
+            _ => Raises::Never,
         }
     }
 }

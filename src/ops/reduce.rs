@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, expect_arity, norm_axis};
+use crate::ops::{Op, Raises, expect_arity, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the reduce family.
@@ -189,6 +189,12 @@ impl ReduceKind {
             ReduceKind::CumSum => "cumsum",
             ReduceKind::CumProd => "cumprod",
         }
+    }
+
+    /// Which inputs' values can make the op fail ([`Raises`]): none (an empty reduced axis
+    /// is a shape error).
+    pub fn raises(self) -> Raises {
+        Raises::Never
     }
 
     /// Check the input dtype (shared by `infer` and `eval`).

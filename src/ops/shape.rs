@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{checked_len as count, try_filled, try_vec};
-use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
+use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
@@ -165,6 +165,22 @@ shape_kinds! {
     Rank => "rank", Identity => "identity", StopGradient => "stop_gradient", OneHot => "one_hot",
     Range => "range", LoopMax => "loop_max", Stack => "stack", Unstack => "unstack",
     MatchShape => "match_shape",
+}
+
+impl ShapeKind {
+    /// Which inputs' values can make the op fail, or set its result's shape ([`Raises`]):
+    /// the run-time shape of `reshape_dyn`, `broadcast_to_dyn` (input 1) and `fill_dyn`
+    /// (input 0), the bounds of `range` and the sizes of `loop_max`. The other ops read only
+    /// shapes and attributes (`one_hot` writes `off` for an index out of range).
+    pub fn raises(self) -> Raises {
+        use ShapeKind::*;
+        match self {
+            ReshapeDyn | BroadcastToDyn => Raises::On(&[1]),
+            FillDyn | LoopMax => Raises::On(&[0]),
+            Range => Raises::On(&[0, 1, 2]),
+            _ => Raises::Never,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------

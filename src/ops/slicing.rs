@@ -18,7 +18,7 @@ use ndarray::{ArcArray, ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
+use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
@@ -361,6 +361,18 @@ macro_rules! slicing_kinds {
 slicing_kinds! {
     Concat => "concat", Split => "split", Slice => "slice", DynamicSlice => "dynamic_slice",
     StridedSlice => "strided_slice", Pad => "pad", Reverse => "reverse", Roll => "roll",
+}
+
+impl SlicingKind {
+    /// Which inputs' values can make the op fail ([`Raises`]): the run-time `begin` of
+    /// `dynamic_slice` (out of range); `roll` takes its shifts modulo the dim and the other
+    /// ops read only shapes and attributes.
+    pub fn raises(self) -> Raises {
+        match self {
+            SlicingKind::DynamicSlice => Raises::On(&[1]),
+            _ => Raises::Never,
+        }
+    }
 }
 
 /// Copy a view into a fresh standard-layout tensor.

@@ -10,7 +10,7 @@ use std::fmt;
 use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
-use crate::ops::{Op, expect_arity};
+use crate::ops::{Op, Raises, expect_arity};
 use crate::tensor::{Tensor, TensorType};
 
 /// Variable ops.
@@ -56,6 +56,11 @@ impl StateKind {
             StateKind::Assign => "assign",
             StateKind::AssignAdd => "assign_add",
         }
+    }
+    /// Which inputs' values can make the op fail ([`Raises`]): none (variables and value
+    /// types are checked when the node is built).
+    pub fn raises(self) -> Raises {
+        Raises::Never
     }
 }
 

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::ops::{Op, expect_arity};
+use crate::ops::{Op, Raises, expect_arity};
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
 /// Elements above which elementwise kernels use rayon (rayon costs ~15–35 µs per call).
@@ -84,6 +84,14 @@ unary_kinds! {
     LogicalNot => "logical_not", Logical;
     IsNan => "is_nan", FloatPredicate;
     IsFinite => "is_finite", FloatPredicate;
+}
+
+impl UnaryKind {
+    /// Which inputs' values can make the op fail ([`Raises`]): none (float math is IEEE,
+    /// i64 `neg`/`abs`/`square` wrap).
+    pub fn raises(self) -> Raises {
+        Raises::Never
+    }
 }
 
 const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;

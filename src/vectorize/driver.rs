@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, NodeId, ValueId};
 use crate::ops::Op;
 use crate::reference::{LoopLen, for_loop_from_traced};
-use crate::tensor::{DType, Shape, Tensor};
+use crate::tensor::{DType, Shape, Tensor, TensorType};
 
 /// One op that ran through the per-iteration loop fallback.
 #[derive(Clone, Debug, PartialEq)]
@@ -202,7 +202,7 @@ pub(crate) fn convert_body_report(
     let src = g.clone();
     let mut map: HashMap<ValueId, Wrapped> = HashMap::new();
     map.insert(index_placeholder, Wrapped::stacked(info.index));
-    let scope = Scope { copy_invariant: false, body_start: Some(body_start) };
+    let scope = Scope { copy_invariant: false, body_start: Some(body_start), live: None };
     convert_graph(&src, g, map, scope, info, options, outs, report)
 }
 
@@ -215,6 +215,10 @@ pub(crate) struct Scope {
     /// Nodes added at or after this mark of the graph's clock ([`Graph::mark`]) are the
     /// traced body (for per-iteration side effects).
     pub(crate) body_start: Option<u64>,
+    /// A masked region: the stacked bool `[n]` of the rows that run a real iteration
+    /// (at least one whenever the region runs); the other rows' results are discarded, and
+    /// an op that may raise reads the first live row's values on them instead of theirs.
+    pub(crate) live: Option<ValueId>,
 }
 
 /// Convert the ancestors of `outs` in `src` into `tgt`, starting from `map` (source value →
@@ -232,6 +236,8 @@ pub(crate) fn convert_graph(
 ) -> Result<Vec<Wrapped>> {
     let needed: HashSet<NodeId> = src.ancestors(outs)?.into_iter().collect();
     let order: Vec<NodeId> = src.topo_order()?.into_iter().filter(|n| needed.contains(n)).collect();
+    // rows for the masked region's raising ops (built on first use)
+    let mut live_rows: Option<ValueId> = None;
     for n in order {
         if map.contains_key(&ValueId { node: n, slot: 0 }) {
             continue; // a seed (loop index or function parameter)
@@ -243,15 +249,33 @@ pub(crate) fn convert_graph(
         if !variant && !scope.copy_invariant && !node.inputs.iter().any(|v| map.contains_key(v)) {
             continue; // loop-invariant: used as is
         }
-        let inputs: Vec<Wrapped> =
+        let mut inputs: Vec<Wrapped> =
             node.inputs.iter().map(|v| map.get(v).copied().unwrap_or(Wrapped::unstacked(*v))).collect();
+        let in_types = || node.inputs.iter().map(|v| src.value_type(*v).cloned()).collect::<Result<Vec<_>>>();
         let outs_w = if !variant && (!node.op.is_stateful() || matches!(node.op, Op::State(_))) {
             report.reused += 1;
             let vals: Vec<ValueId> = inputs.iter().map(|w| w.value).collect();
-            let new = tgt.add_op_multi(node.op.clone(), &vals).map_err(|e| e.at_node(n, node.op.to_string()))?;
-            new.into_iter().map(Wrapped::unstacked).collect()
+            let new = if may_have_no_rows(info) && node.op.may_raise(&in_types()?, src.library()) {
+                guarded(tgt, info, &node.op, &vals, &node.outputs)
+            } else {
+                tgt.add_op_multi(node.op.clone(), &vals)
+            };
+            new.map_err(|e| e.at_node(n, node.op.to_string()))?.into_iter().map(Wrapped::unstacked).collect()
         } else {
-            let in_types = node.inputs.iter().map(|v| src.value_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
+            let in_types = in_types()?;
+            // (a loop known to have at most one row has no finished rows when it runs)
+            if let Some(live) = scope.live.filter(|_| info.n_static.is_none_or(|n| n > 1)) {
+                let raises = node.op.raises(&in_types, src.library());
+                for (k, w) in inputs.iter_mut().enumerate() {
+                    if w.stacked && raises.on(k) {
+                        let rows = match live_rows {
+                            Some(r) => r,
+                            None => *live_rows.insert(first_live_rows(tgt, info, live)?),
+                        };
+                        w.value = tgt.gather(w.value, rows, 0)?;
+                    }
+                }
+            }
             convert_node(tgt, n, &node.op, inputs, in_types, node.outputs.clone(), info, options, report)?
         };
         for (slot, w) in outs_w.into_iter().enumerate() {
@@ -271,12 +295,88 @@ pub fn convert_function(
     info: &LoopInfo,
     options: &PforOptions,
 ) -> Result<Vec<Wrapped>> {
+    convert_function_in(tgt, f, args, info, options, None)
+}
+
+/// [`convert_function`] for a masked region: only the rows where the stacked bool `[n]`
+/// `live` is true run a real iteration (at least one whenever the region runs), the others'
+/// results are discarded. The stacked inputs of an op that may raise ([`Op::raises`]) read
+/// the first live row on the other rows, so they fail only where a live row does.
+pub(crate) fn convert_function_masked(
+    tgt: &mut Graph,
+    f: &Function,
+    args: &[Wrapped],
+    info: &LoopInfo,
+    options: &PforOptions,
+    live: ValueId,
+) -> Result<Vec<Wrapped>> {
+    convert_function_in(tgt, f, args, info, options, Some(live))
+}
+
+fn convert_function_in(
+    tgt: &mut Graph,
+    f: &Function,
+    args: &[Wrapped],
+    info: &LoopInfo,
+    options: &PforOptions,
+    live: Option<ValueId>,
+) -> Result<Vec<Wrapped>> {
     if args.len() != f.params.len() {
         return Err(Error::arity("convert_function", f.params.len().to_string(), args.len()));
     }
     let map: HashMap<ValueId, Wrapped> = f.params.iter().copied().zip(args.iter().copied()).collect();
-    let scope = Scope { copy_invariant: true, body_start: None };
+    let scope = Scope { copy_invariant: true, body_start: None, live };
     convert_graph(&f.graph, tgt, map, scope, info, options, &f.results, &mut PforReport::default())
+}
+
+/// Row indices `[n]` that map a live row to itself and any other row to the first live one.
+fn first_live_rows(g: &mut Graph, info: &LoopInfo, live: ValueId) -> Result<ValueId> {
+    let as_int = g.cast(live, DType::I64)?;
+    let first = g.argmax(as_int, 0)?;
+    let rows = match info.n_static {
+        Some(n) => g.constant(Tensor::arange(n)?),
+        None => {
+            let zero = i64_scalar(g, 0);
+            let one = i64_scalar(g, 1);
+            g.range(zero, info.n, one)?
+        }
+    };
+    g.select(live, rows, first)
+}
+
+/// True unless the loop is known to have at least one row: a cond branch or while body
+/// converted for a subset of the iterations may run on none.
+fn may_have_no_rows(info: &LoopInfo) -> bool {
+    info.n_static.is_none_or(|n| n == 0)
+}
+
+/// An op that may raise whose inputs are all loop-invariant, in a region that may have no
+/// rows: the loop runs it once per row, so it runs here under `cond(n > 0)`. With no rows
+/// its outputs are zeros of its result types (a dynamic dim 0): every row-wise use of them
+/// is empty then, and ops on them that may raise are guarded alike.
+fn guarded(
+    g: &mut Graph,
+    info: &LoopInfo,
+    op: &Op,
+    vals: &[ValueId],
+    out_types: &[TensorType],
+) -> Result<Vec<ValueId>> {
+    let zero = i64_scalar(g, 0);
+    let some = g.greater(info.n, zero)?;
+    g.cond(
+        some,
+        vals,
+        |g, p| g.add_op_multi(op.clone(), p),
+        |g, _| {
+            let mut zeros = Vec::with_capacity(out_types.len());
+            for t in out_types {
+                let dims: Vec<usize> = t.shape.dims().iter().map(|d| d.value().unwrap_or(0)).collect();
+                let z = g.scalar(t.dtype, 0.0);
+                zeros.push(g.fill(&dims, z)?);
+            }
+            Ok(zeros)
+        },
+    )
 }
 
 fn op_key(op: &Op) -> OpKey {

@@ -22,6 +22,7 @@ mod registry;
 mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
+pub(crate) use driver::convert_function_masked;
 pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
 pub use registry::{Converted, Converter, OpKey, Registry};
 pub use simplify::{SimplifyReport, simplify, simplify_since};
@@ -63,15 +64,22 @@ pub enum Fallback {
     Silent,
 }
 
-/// How conditionals and while loops with a loop-variant predicate are vectorized.
+/// How conditionals and while loops with a loop-variant predicate are vectorized. In every
+/// mode pfor fails only where the loop fails: no op that may raise on values
+/// ([`Op::raises`](crate::ops::Op::raises)) runs on values of an iteration the loop would not
+/// run it for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum ControlFlowMode {
     /// Partition the active iterations; run each branch / loop step only on the iterations
     /// that take it (never evaluates an untaken branch).
     Subset,
-    /// Run every branch on all iterations and select (cheap branches, no gathers).
+    /// Run every branch on all iterations and select (cheap branches, no gathers); a cond
+    /// with a branch that may raise or has side effects takes the subset form. While loops
+    /// (without side effects) run until no iteration is active; finished iterations'
+    /// raising ops read an active one's inputs.
     Mask,
-    /// Pick per construct from a cost estimate.
+    /// Mask for conds whose branches are small, free of control flow and side effects, and
+    /// cannot raise; subset otherwise (while loops: subset).
     #[default]
     Auto,
 }

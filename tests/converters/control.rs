@@ -6,10 +6,10 @@ use crate::common::*;
 use pfor::prelude::*;
 use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
 
-type Body<'a> = &'a dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>;
+pub(crate) type Body<'a> = &'a dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>;
 
 /// pfor (each mode; static n, dynamic n, chunked) == for_loop, for body(g, x_i).
-fn check(x: Tensor, modes: &[ControlFlowMode], body: Body) {
+pub(crate) fn check(x: Tensor, modes: &[ControlFlowMode], body: Body) {
     let n = x.shape()[0];
     for &mode in modes {
         for variant in 0..3 {

@@ -97,6 +97,19 @@ pub fn check_case(
     seed: u64,
     body: Body,
 ) -> Result<(), String> {
+    check_case_with(specs, stacked, n, dynamic_n, seed, &PforOptions::strict(), body)
+}
+
+/// [`check_case`] with the given pfor options.
+pub fn check_case_with(
+    specs: &[Spec],
+    stacked: &[bool],
+    n: usize,
+    dynamic_n: bool,
+    seed: u64,
+    opts: &PforOptions,
+    body: Body,
+) -> Result<(), String> {
     let ctx = |e: Error| format!("n={n} stacked={stacked:?} dynamic_n={dynamic_n}: {e}");
     let mut g = Graph::new();
     let mut consts = Vec::with_capacity(specs.len());
@@ -112,11 +125,10 @@ pub fn check_case(
         }
         body(g, &xs)
     };
-    let opts = PforOptions::strict();
     let (vec_out, loop_out) = if dynamic_n {
-        (pfor_with(&mut g, n_in, &opts, per_iter).map_err(ctx)?, for_loop(&mut g, n_in, per_iter).map_err(ctx)?)
+        (pfor_with(&mut g, n_in, opts, per_iter).map_err(ctx)?, for_loop(&mut g, n_in, per_iter).map_err(ctx)?)
     } else {
-        (pfor_with(&mut g, n, &opts, per_iter).map_err(ctx)?, for_loop(&mut g, n, per_iter).map_err(ctx)?)
+        (pfor_with(&mut g, n, opts, per_iter).map_err(ctx)?, for_loop(&mut g, n, per_iter).map_err(ctx)?)
     };
     g.verify().map_err(ctx)?;
     let mut fetch = vec_out.clone();

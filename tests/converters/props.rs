@@ -3,13 +3,17 @@
 //! (0 and 1 included), static or dynamic n, and a stacked/unstacked pattern for every
 //! input, and asserts `run(pfor(body)) == stack_i run(body(i))` under `Fallback::Error`.
 //! One property per op family; the exhaustive fixed-shape cases live in the family files.
+//! Guarded-error bodies (an op that fails on the values the guard keeps away from it) check
+//! that pfor never fails where the loop succeeds, in every control-flow mode.
 
 use proptest::prelude::*;
 
-use super::oracle::{Body, Spec, check_case};
+use super::oracle::{Body, Spec, check_case, check_case_with};
+use crate::robustness::pfor_vs_loop::{RISKY, guarded_cond, guarded_while};
 use pfor::ops::slicing::PadMode;
 use pfor::ops::{BinaryKind, UnaryKind};
 use pfor::prelude::*;
+use pfor::vectorize::{ControlFlowMode, PforOptions};
 
 /// The loop lengths drawn: 0 and 1 are the edge cases the issue names.
 fn loop_len() -> impl Strategy<Value = usize> {
@@ -185,6 +189,24 @@ proptest! {
                 g.extract_patches(x[0], [kk, kk], params)?,
             ])
         })?;
+    }
+
+    #[test]
+    fn guarded_error_bodies_never_fail_where_the_loop_succeeds(
+        r in 0..RISKY.len(), in_while in any::<bool>(), mode in 0usize..3,
+        st in pattern(2), n in loop_len(), dynamic in any::<bool>(), seed in 0u64..1000,
+    ) {
+        // x in [-2, 5) hits both sides of every guard; p (also a guard) may be invariant
+        // while x varies, or vary while x is an invariant unsafe value
+        let r = RISKY[r];
+        let mode = [ControlFlowMode::Auto, ControlFlowMode::Subset, ControlFlowMode::Mask][mode];
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let specs = [Spec::int(&[], -2, 5), Spec::bool(&[])];
+        check_case_with(&specs, &st, n, dynamic, seed, &opts, &|g: &mut Graph, x: &[ValueId]| {
+            let y = if in_while { guarded_while(r, g, x[1], x[0])? } else { guarded_cond(r, g, x[1], x[0])? };
+            Ok(vec![y])
+        })
+        .map_err(|e| TestCaseError::fail(format!("{r:?} {mode:?} while={in_while}: {e}")))?;
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! handles, shapes at API edges, memory exhaustion and
 //! budgets, size overflows, runs that would not terminate or would overflow the native
 //! stack (iteration caps, deadlines, cancellation, the stack guard, identically in every
-//! interpreter), and the crash-class harness that runs abort-prone cases in a child process.
+//! interpreter), the crash-class harness that runs abort-prone cases in a child process,
+//! and pfor against the reference loop where the loop succeeds only because control flow
+//! keeps an iteration away from an op that would fail on its values.
 
 mod crash;
 mod handles;
@@ -11,6 +13,7 @@ mod limits;
 mod limits_autobatch;
 mod memory;
 mod panics;
+pub mod pfor_vs_loop;
 mod shapes;
 mod stack;
 
