@@ -22,7 +22,7 @@ pub mod slicing;
 pub mod state;
 pub mod unary;
 
-use crate::ops::{OpKind, StateKind};
+use crate::ops::{ControlKind, OpKind, ShapeKind, StateKind};
 use crate::vectorize::Registry;
 
 /// Register every built-in converter.
@@ -43,12 +43,16 @@ pub fn register_all(r: &mut Registry) {
     nn::register(r);
 }
 
-/// Op kinds deliberately without a converter, with the reason.
+/// Op kinds deliberately without a converter, with the reason (a kind here may still be
+/// registered with a converter that always declines, so the fallback names the reason).
 pub fn unconverted_kinds() -> Vec<(OpKind, &'static str)> {
     let v = vec![
         (OpKind::Input, "no inputs: never loop-variant"),
         (OpKind::Const, "no inputs: never loop-variant"),
         (OpKind::State(StateKind::Read), "no inputs: variable reads are loop-invariant"),
+        // registered only to name the reason in the fallback message:
+        (OpKind::Shape(ShapeKind::Range), "range with loop-variant bounds has a per-iteration length"),
+        (OpKind::Control(ControlKind::For), "a reference loop inside pfor runs as a per-iteration loop"),
     ];
     v
 }

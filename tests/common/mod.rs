@@ -3,6 +3,9 @@
 
 use pfor::prelude::*;
 
+pub mod coverage;
+pub use coverage::{run_recorded, session};
+
 /// f32 tensor from a shape and data.
 pub fn f32t(shape: &[usize], data: &[f32]) -> Tensor {
     Tensor::from_vec(shape, data.to_vec()).unwrap()
@@ -22,7 +25,7 @@ pub fn boolt(shape: &[usize], data: &[bool]) -> Tensor {
 
 /// Evaluate values of a graph with no feeds.
 pub fn eval(g: &Graph, vs: &[ValueId]) -> Vec<Tensor> {
-    run_once(g, vs, &[]).unwrap_or_else(|e| panic!("run failed: {e}\n{g}"))
+    run_recorded(g, vs, &[]).unwrap_or_else(|e| panic!("run failed: {e}\n{g}"))
 }
 /// Evaluate one value.
 pub fn eval1(g: &Graph, v: ValueId) -> Tensor {

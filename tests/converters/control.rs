@@ -2,9 +2,10 @@
 //! reference loop (static and dynamic n, chunked with a remainder), plus nesting, the
 //! stackedness fixpoint, and the guarantee that Subset never runs an untaken branch.
 
+use crate::common::coverage::pfor_recorded;
 use crate::common::*;
 use pfor::prelude::*;
-use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
+use pfor::vectorize::{ControlFlowMode, PforOptions};
 
 pub(crate) type Body<'a> = &'a dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>;
 
@@ -24,8 +25,9 @@ pub(crate) fn check(x: Tensor, modes: &[ControlFlowMode], body: Body) {
             if variant == 2 {
                 opts = opts.with_chunk_size(2);
             }
-            let v = if variant == 1 { pfor_with(&mut g, nv, &opts, per) } else { pfor_with(&mut g, n, &opts, per) }
-                .unwrap_or_else(|e| panic!("{mode:?} variant {variant}: {e}"));
+            let v =
+                if variant == 1 { pfor_recorded(&mut g, nv, &opts, per) } else { pfor_recorded(&mut g, n, &opts, per) }
+                    .unwrap_or_else(|e| panic!("{mode:?} variant {variant}: {e}"));
             let l = for_loop(&mut g, n, per).unwrap();
             g.verify().unwrap();
             let mut fetch = v.clone();
@@ -317,7 +319,7 @@ fn non_recursive_call_is_converted_and_recursive_call_is_auto_batched() {
     .unwrap();
     crate::ops::control::define_fib(&mut g);
     let xc = g.constant(x);
-    let v = pfor_with(&mut g, 4, &PforOptions::strict(), |g, i| {
+    let v = pfor_recorded(&mut g, 4, &PforOptions::strict(), |g, i| {
         let xi = g.gather(xc, i, 0)?;
         g.call("sq_plus", &[xi])
     })

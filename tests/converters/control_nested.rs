@@ -5,9 +5,10 @@
 //! an inner `while` / `cond` whose predicate varies with the inner index is rebuilt by the
 //! enclosing pfor over the combined iteration space (`converters/control/combined.rs`).
 
+use crate::common::coverage::pfor_recorded;
 use crate::common::*;
 use pfor::prelude::*;
-use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
+use pfor::vectorize::{ControlFlowMode, PforOptions};
 
 /// Where the trip count (while) / predicate input (cond) comes from.
 #[derive(Clone, Copy, Debug)]
@@ -118,16 +119,16 @@ fn check_two_levels(what: Construct, trip: Trip, mode: ControlFlowMode, v: Varia
             construct(g, what, t, fi, yij)
         };
         match (vectorized, v.inner_dynamic) {
-            (true, true) => pfor_with(g, m_in, &inner_opts, inner),
-            (true, false) => pfor_with(g, m, &inner_opts, inner),
+            (true, true) => pfor_recorded(g, m_in, &inner_opts, inner),
+            (true, false) => pfor_recorded(g, m, &inner_opts, inner),
             (false, _) => for_loop(g, m, inner),
         }
     };
     let ctx = |e: Error| format!("{what:?} {trip:?} {mode:?} {v:?}: {e}");
     let vec_out = if v.outer_dynamic {
-        pfor_with(&mut g, n_in, &opts, |g, i| body(g, i, true))
+        pfor_recorded(&mut g, n_in, &opts, |g, i| body(g, i, true))
     } else {
-        pfor_with(&mut g, n, &opts, |g, i| body(g, i, true))
+        pfor_recorded(&mut g, n, &opts, |g, i| body(g, i, true))
     }
     .map_err(ctx)?;
     let loop_out = for_loop(&mut g, n, |g, i| body(g, i, false)).map_err(ctx)?;
@@ -192,11 +193,11 @@ fn while_and_cond_in_three_pfor_levels() {
                         let (tc, yc) = (g.gather(tb, c, 0)?, g.gather(yb, c, 0)?);
                         construct(g, what, tc, fa, yc)
                     };
-                    if vectorized { pfor_with(g, 2, &opts, inner) } else { for_loop(g, 2, inner) }
+                    if vectorized { pfor_recorded(g, 2, &opts, inner) } else { for_loop(g, 2, inner) }
                 };
-                if vectorized { pfor_with(g, 3, &opts, mid) } else { for_loop(g, 3, mid) }
+                if vectorized { pfor_recorded(g, 3, &opts, mid) } else { for_loop(g, 3, mid) }
             };
-            let v = pfor_with(&mut g, 2, &opts, |g, a| body(g, a, true))
+            let v = pfor_recorded(&mut g, 2, &opts, |g, a| body(g, a, true))
                 .unwrap_or_else(|e| panic!("{what:?} {mode:?}: {e}"));
             let l = for_loop(&mut g, 2, |g, a| body(g, a, false)).unwrap();
             let mut fetch = v.clone();
@@ -244,13 +245,13 @@ fn nested_subset_never_runs_an_untaken_branch_or_a_finished_loop() {
             )
         };
         if vectorized {
-            pfor_with(g, 3, &PforOptions::strict().with_control_flow(ControlFlowMode::Subset), inner)
+            pfor_recorded(g, 3, &PforOptions::strict().with_control_flow(ControlFlowMode::Subset), inner)
         } else {
             for_loop(g, 3, inner)
         }
     };
     let opts = PforOptions::strict().with_control_flow(ControlFlowMode::Subset);
-    let v = pfor_with(&mut g, 2, &opts, |g, a| body(g, a, true)).unwrap();
+    let v = pfor_recorded(&mut g, 2, &opts, |g, a| body(g, a, true)).unwrap();
     let l = for_loop(&mut g, 2, |g, a| body(g, a, false)).unwrap();
     let r = eval(&g, &[v[0], l[0]]);
     assert_eq!(r[1], f64t(&[2, 3], &[30.0, -1.0, 10.0, -3.0, 20.0, 30.0]));
@@ -265,9 +266,9 @@ fn random_draws_in_a_nested_subset_while_differ_per_pair() {
     let mut g = Graph::new();
     let (tc, key) = (g.constant(t), g.constant(Tensor::scalar(42i64)));
     let opts = PforOptions::strict().with_control_flow(ControlFlowMode::Subset);
-    let v = pfor_with(&mut g, 2, &opts, |g, a| {
+    let v = pfor_recorded(&mut g, 2, &opts, |g, a| {
         let ta = g.gather(tc, a, 0)?;
-        pfor_with(g, 3, &opts, |g, b| {
+        pfor_recorded(g, 3, &opts, |g, b| {
             let tb = g.gather(ta, b, 0)?;
             let (c0, s0) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(0.0f64)));
             let out = g.while_loop(

@@ -1,13 +1,14 @@
 //! The vectorizer driver: fallback policies, custom-op converters through the public API,
 //! chunking, nested pfor, dynamic n, the paper's §4 example, the map APIs, bad input.
 
+use crate::common::coverage::pfor_recorded;
 use std::sync::Arc;
 
 use crate::common::*;
 use pfor::api::{map_fn, pipeline, vectorized_map};
 use pfor::ops::{ControlKind, CustomOp, IndexKind};
 use pfor::prelude::*;
-use pfor::vectorize::{ConvertCtx, Fallback, OpKey, PforOptions, Registry, Wrapped, pfor_with, pfor_with_report};
+use pfor::vectorize::{ConvertCtx, Fallback, OpKey, PforOptions, Registry, Wrapped, pfor_with_report};
 
 /// Kinds of the nodes that computing `outs` runs.
 fn kinds_in(g: &Graph, outs: &[ValueId]) -> Vec<OpKind> {
@@ -19,7 +20,7 @@ fn paper_section4_example_has_no_loop_and_no_gather() {
     let mut g = Graph::new();
     let a = g.constant(Tensor::randn(&[10, 20], 0).unwrap());
     let b = g.input("b", DType::F32, [Dim::fixed(10), Dim::fixed(20)]);
-    let out = pfor_with(&mut g, 10, &PforOptions::strict(), |g, i| {
+    let out = pfor_recorded(&mut g, 10, &PforOptions::strict(), |g, i| {
         let ai = g.gather(a, i, 0)?;
         let bi = g.gather(b, i, 0)?;
         Ok(vec![g.add(ai, bi)?, g.sub(ai, bi)?])
@@ -62,7 +63,7 @@ fn fallback_policies_for_an_op_without_converter() {
     // Error: names the op and the node
     let mut g = Graph::new();
     let x = g.constant(xv.clone());
-    let e = pfor_with(&mut g, 3, &PforOptions::strict(), |g, i| custom_body(g, x, i)).unwrap_err();
+    let e = pfor_recorded(&mut g, 3, &PforOptions::strict(), |g, i| custom_body(g, x, i)).unwrap_err();
     assert!(matches!(&e, Error::NoConverter { op, .. } if op == "scale2"), "{e}");
     assert!(e.to_string().contains("no converter for op scale2 at node %"), "{e}");
     // Silent: a loop for that op only, correct values, reported
@@ -114,8 +115,8 @@ fn chunking_with_remainder_static_and_dynamic() {
         let x = g.constant(xv.clone());
         let n = g.input("n", DType::I64, Shape::scalar());
         let opts = PforOptions::strict().with_chunk_size(chunk);
-        let a = pfor_with(&mut g, 7, &opts, |g, i| body_rows(g, x, i)).unwrap();
-        let d = pfor_with(&mut g, n, &opts, |g, i| body_rows(g, x, i)).unwrap();
+        let a = pfor_recorded(&mut g, 7, &opts, |g, i| body_rows(g, x, i)).unwrap();
+        let d = pfor_recorded(&mut g, n, &opts, |g, i| body_rows(g, x, i)).unwrap();
         let l = for_loop(&mut g, 7, |g, i| body_rows(g, x, i)).unwrap();
         g.verify().unwrap();
         let mut fetch = a.clone();
@@ -129,7 +130,7 @@ fn chunking_with_remainder_static_and_dynamic() {
     }
     let mut g = Graph::new();
     let x = g.constant(xv);
-    assert!(pfor_with(&mut g, 7, &PforOptions::strict().with_chunk_size(0), |g, i| body_rows(g, x, i)).is_err());
+    assert!(pfor_recorded(&mut g, 7, &PforOptions::strict().with_chunk_size(0), |g, i| body_rows(g, x, i)).is_err());
 }
 
 #[test]
@@ -138,9 +139,9 @@ fn nested_pfor_matches_nested_loops() {
     let mut g = Graph::new();
     let x = g.constant(xv);
     let opts = PforOptions::strict();
-    let outer = pfor_with(&mut g, 4, &opts, |g, i| {
+    let outer = pfor_recorded(&mut g, 4, &opts, |g, i| {
         let xi = g.gather(x, i, 0)?;
-        let inner = pfor_with(g, 3, &opts, |g, j| {
+        let inner = pfor_recorded(g, 3, &opts, |g, j| {
             let xij = g.gather(xi, j, 0)?;
             let fj = g.cast(j, DType::F64)?;
             Ok(vec![g.mul(xij, fj)?])
@@ -168,7 +169,7 @@ fn zero_iterations_and_invariant_outputs() {
     let mut g = Graph::new();
     let x = g.constant(Tensor::randn_f64(&[0, 3], 1).unwrap());
     let c = g.constant(f64t(&[2], &[1.0, 2.0]));
-    let out = pfor_with(&mut g, 0, &PforOptions::strict(), |g, i| {
+    let out = pfor_recorded(&mut g, 0, &PforOptions::strict(), |g, i| {
         let xi = g.gather(x, i, 0)?;
         Ok(vec![g.exp(xi)?, g.exp(c)?])
     })
@@ -179,7 +180,7 @@ fn zero_iterations_and_invariant_outputs() {
     // an invariant output is tiled to [n] + shape
     let mut g = Graph::new();
     let c = g.constant(f64t(&[2], &[1.0, 2.0]));
-    let out = pfor_with(&mut g, 3, &PforOptions::strict(), |g, _i| Ok(vec![g.neg(c)?])).unwrap();
+    let out = pfor_recorded(&mut g, 3, &PforOptions::strict(), |g, _i| Ok(vec![g.neg(c)?])).unwrap();
     assert_eq!(eval1(&g, out[0]), f64t(&[3, 2], &[-1.0, -2.0, -1.0, -2.0, -1.0, -2.0]));
 }
 
@@ -187,10 +188,10 @@ fn zero_iterations_and_invariant_outputs() {
 fn bad_loop_lengths_are_errors() {
     let mut g = Graph::new();
     let nf = g.constant(Tensor::scalar(3.0f64));
-    let e = pfor_with(&mut g, nf, &PforOptions::strict(), |_, i| Ok(vec![i])).unwrap_err();
+    let e = pfor_recorded(&mut g, nf, &PforOptions::strict(), |_, i| Ok(vec![i])).unwrap_err();
     assert!(e.to_string().contains("loop length must be an i64 scalar"), "{e}");
     let nv = g.constant(i64t(&[1], &[3]));
-    assert!(pfor_with(&mut g, nv, &PforOptions::strict(), |_, i| Ok(vec![i])).is_err());
+    assert!(pfor_recorded(&mut g, nv, &PforOptions::strict(), |_, i| Ok(vec![i])).is_err());
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! segment ops, top_k, nonzero (one-argument where) with equal and differing lengths.
 
 use super::oracle::{Spec, assert_oracle, check_case};
+use crate::common::coverage::pfor_recorded;
 use crate::common::*;
 use pfor::prelude::*;
 
@@ -31,10 +32,8 @@ fn gather_at_the_loop_index_is_free() {
     // gather(x, i, 0) with invariant x of first dim n is x itself: no gather in the plan.
     let mut g = Graph::new();
     let a = g.constant(Tensor::randn(&[5, 3], 0).unwrap());
-    let out = pfor::vectorize::pfor_with(&mut g, 5, &pfor::vectorize::PforOptions::strict(), |g, i| {
-        Ok(vec![g.gather(a, i, 0)?])
-    })
-    .unwrap();
+    let out =
+        pfor_recorded(&mut g, 5, &pfor::vectorize::PforOptions::strict(), |g, i| Ok(vec![g.gather(a, i, 0)?])).unwrap();
     assert_eq!(out[0], a);
 }
 
@@ -87,8 +86,8 @@ fn agree(
 ) {
     let n_in = g.input("n", DType::I64, Shape::scalar());
     let opts = pfor::vectorize::PforOptions::strict();
-    let a = pfor::vectorize::pfor_with(g, n, &opts, body).unwrap();
-    let d = pfor::vectorize::pfor_with(g, n_in, &opts, body).unwrap();
+    let a = pfor_recorded(g, n, &opts, body).unwrap();
+    let d = pfor_recorded(g, n_in, &opts, body).unwrap();
     let l = for_loop(g, n, body).unwrap();
     let mut feeds = feeds.to_vec();
     feeds.push((n_in, Tensor::scalar(n as i64)));
@@ -119,9 +118,9 @@ fn nonzero_with_equal_lengths_needs_no_fallback() {
     // two pfor levels: each row of each x_i has one nonzero
     let y = g.constant(f64t(&[2, 2, 3], &[0., 7., 0., 1., 0., 0., 0., 0., 2., 0., 3., 0.]));
     let opts = pfor::vectorize::PforOptions::strict();
-    let v = pfor::vectorize::pfor_with(&mut g, 2, &opts, |g, i| {
+    let v = pfor_recorded(&mut g, 2, &opts, |g, i| {
         let yi = g.gather(y, i, 0)?;
-        pfor::vectorize::pfor_with(g, 2, &opts, |g, j| {
+        pfor_recorded(g, 2, &opts, |g, j| {
             let yij = g.gather(yi, j, 0)?;
             Ok(vec![g.nonzero(yij)?])
         })

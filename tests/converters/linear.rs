@@ -2,9 +2,10 @@
 //! stacked b), batch_matmul with broadcasting, and the no-tiling guarantee for weights.
 
 use super::oracle::{Spec, assert_oracle};
+use crate::common::coverage::pfor_recorded;
 use pfor::ops::{LinearKind, ShapeKind};
 use pfor::prelude::*;
-use pfor::vectorize::{PforOptions, pfor_with};
+use pfor::vectorize::PforOptions;
 
 #[test]
 fn sixteen_matmul_combinations() {
@@ -46,7 +47,7 @@ fn an_invariant_weight_is_never_tiled() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [64, 768]);
     let w = g.constant(Tensor::randn(&[768, 768], 1).unwrap());
-    let out = pfor_with(&mut g, 64, &PforOptions::strict(), |g, i| {
+    let out = pfor_recorded(&mut g, 64, &PforOptions::strict(), |g, i| {
         let xi = g.gather(x, i, 0)?;
         let xi = g.reshape(xi, &[1, 768])?;
         Ok(vec![g.matmul(xi, w)?])

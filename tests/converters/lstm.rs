@@ -2,10 +2,11 @@
 //! (Subset and Mask modes) and the hand-padded batched version, checked against the
 //! reference loop and a plain-Rust ndarray LSTM.
 
+use crate::common::coverage::pfor_recorded;
 use crate::common::*;
 use ndarray::{Array1, Array2, Axis, s};
 use pfor::prelude::*;
-use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
+use pfor::vectorize::{ControlFlowMode, PforOptions};
 
 const IN: usize = 4;
 const HID: usize = 3;
@@ -61,7 +62,7 @@ fn lstm(g: &mut Graph, n: usize, mode: Mode, x: ValueId, lens: ValueId, w: Value
     let out = match mode {
         Mode::Subset | Mode::Mask => {
             let cf = if mode == Mode::Subset { ControlFlowMode::Subset } else { ControlFlowMode::Mask };
-            pfor_with(g, n, &PforOptions::strict().with_control_flow(cf), body)?
+            pfor_recorded(g, n, &PforOptions::strict().with_control_flow(cf), body)?
         }
         Mode::Loop => for_loop(g, n, body)?,
         Mode::Padded => {

@@ -22,8 +22,25 @@ pub mod slicing;
 pub mod state;
 pub mod unary;
 
+use crate::common::coverage::{self, Area};
 use pfor::OpKind;
 use pfor::vectorize::{OpKey, Registry};
+
+/// Every kind with a converter (not listed as deliberately unconverted) is converted by some
+/// converter test (derived from the bodies those tests converted, see
+/// `tests/common/coverage.rs`).
+#[test]
+fn every_op_kind_has_a_converter_test() {
+    if coverage::recording() {
+        return;
+    }
+    let r = Registry::builtin();
+    let exempt = pfor::converters::unconverted_kinds();
+    let with_converter =
+        OpKind::all().into_iter().filter(|k| r.contains(&OpKey::Builtin(*k)) && !exempt.iter().any(|(e, _)| e == k));
+    let missing = coverage::missing(coverage::covered(), Area::Converter, with_converter);
+    assert!(missing.is_empty(), "op kinds with a converter that no converter test converts: {missing:?}");
+}
 
 #[test]
 fn every_op_kind_has_a_converter_or_a_stated_reason() {

@@ -3,8 +3,9 @@
 //! `Fallback::Error` so a missing converter fails loudly.
 #![allow(dead_code)]
 
+use crate::common::coverage::pfor_recorded;
 use pfor::prelude::*;
-use pfor::vectorize::{PforOptions, pfor_with};
+use pfor::vectorize::PforOptions;
 
 /// How to generate an input's values.
 #[derive(Clone, Debug)]
@@ -126,9 +127,9 @@ pub fn check_case_with(
         body(g, &xs)
     };
     let (vec_out, loop_out) = if dynamic_n {
-        (pfor_with(&mut g, n_in, opts, per_iter).map_err(ctx)?, for_loop(&mut g, n_in, per_iter).map_err(ctx)?)
+        (pfor_recorded(&mut g, n_in, opts, per_iter).map_err(ctx)?, for_loop(&mut g, n_in, per_iter).map_err(ctx)?)
     } else {
-        (pfor_with(&mut g, n, opts, per_iter).map_err(ctx)?, for_loop(&mut g, n, per_iter).map_err(ctx)?)
+        (pfor_recorded(&mut g, n, opts, per_iter).map_err(ctx)?, for_loop(&mut g, n, per_iter).map_err(ctx)?)
     };
     g.verify().map_err(ctx)?;
     let mut fetch = vec_out.clone();

@@ -1,8 +1,9 @@
 //! Random ops inside pfor under each `Randomness` policy.
 
+use crate::common::coverage::pfor_recorded;
 use crate::common::*;
 use pfor::prelude::*;
-use pfor::vectorize::{PforOptions, Randomness, pfor_with};
+use pfor::vectorize::{PforOptions, Randomness};
 
 /// A body taking the key and the loop index.
 type KeyBody<'a> = &'a dyn Fn(&mut Graph, ValueId, ValueId) -> Result<Vec<ValueId>>;
@@ -11,7 +12,7 @@ fn run_both(policy: Randomness, n: usize, vec_body: KeyBody, loop_body: KeyBody)
     let mut g = Graph::new();
     let key = g.constant(Tensor::scalar(42i64));
     let opts = PforOptions::strict().with_randomness(policy);
-    let a = pfor_with(&mut g, n, &opts, |g, i| vec_body(g, key, i)).unwrap();
+    let a = pfor_recorded(&mut g, n, &opts, |g, i| vec_body(g, key, i)).unwrap();
     let b = for_loop(&mut g, n, |g, i| loop_body(g, key, i)).unwrap();
     g.verify().unwrap();
     (eval(&g, &a), eval(&g, &b))
@@ -74,14 +75,14 @@ fn stacked_keys_and_error_policy() {
     let mut g = Graph::new();
     let key = g.constant(Tensor::scalar(1i64));
     let opts = PforOptions::strict().with_randomness(Randomness::Error);
-    let e = pfor_with(&mut g, 3, &opts, |g, i| {
+    let e = pfor_recorded(&mut g, 3, &opts, |g, i| {
         let x = g.cast(i, DType::F64)?;
         let r = g.random_normal(key, &[2], DType::F64, 0.0, 1.0)?;
         Ok(vec![g.add(r, x)?])
     });
     // a random op in the body draws per iteration even without reading i: a policy decision
     assert!(matches!(e.unwrap_err().root(), Error::Unsupported { .. }));
-    let e = pfor_with(&mut g, 3, &opts, |g, i| {
+    let e = pfor_recorded(&mut g, 3, &opts, |g, i| {
         let x = g.cast(i, DType::F64)?;
         Ok(vec![g.dropout(x, key, 0.5)?])
     })
@@ -104,7 +105,8 @@ fn body_random_ops_are_per_iteration_even_after_prune_reuses_node_ids() {
         assert_eq!(g.prune(&keep).unwrap(), 1);
     }
     let opts = PforOptions::strict().with_randomness(Randomness::Different);
-    let out = pfor_with(&mut g, 4, &opts, |g, _i| Ok(vec![g.random_normal(key, &[3], DType::F64, 0.0, 1.0)?])).unwrap();
+    let out =
+        pfor_recorded(&mut g, 4, &opts, |g, _i| Ok(vec![g.random_normal(key, &[3], DType::F64, 0.0, 1.0)?])).unwrap();
     let loop_out = for_loop(&mut g, 4, |g, i| {
         let k2 = g.fold_in(key, i)?;
         Ok(vec![g.random_normal(k2, &[3], DType::F64, 0.0, 1.0)?])

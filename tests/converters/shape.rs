@@ -1,6 +1,7 @@
 //! Oracle tests: shape ops.
 
 use super::oracle::{Spec, assert_oracle};
+use crate::common::coverage::pfor_recorded;
 use pfor::prelude::*;
 
 #[test]
@@ -71,7 +72,7 @@ fn one_hot_stack_unstack() {
 /// nested pfors take the maximum over every enclosing loop.
 #[test]
 fn loop_max_is_the_maximum_over_the_iterations() {
-    use pfor::vectorize::{PforOptions, pfor_with};
+    use pfor::vectorize::PforOptions;
     let strict = PforOptions::strict();
     for (vals, dynamic) in [(vec![4i64, 0, 2, 7], false), (vec![4, 0, 2, 7], true), (vec![3], false), (vec![], true)] {
         let n = vals.len();
@@ -83,7 +84,7 @@ fn loop_max_is_the_maximum_over_the_iterations() {
         } else {
             LoopLen::Static(n)
         };
-        let out = pfor_with(&mut g, len, &strict, |g, i| {
+        let out = pfor_recorded(&mut g, len, &strict, |g, i| {
             let ki = g.gather(k, i, 0)?;
             let m = g.loop_max(ki)?;
             // A buffer of the bound's size: [m] ones, summed.
@@ -101,9 +102,9 @@ fn loop_max_is_the_maximum_over_the_iterations() {
     // Nested: the maximum over both loops.
     let mut g = Graph::new();
     let k = g.input("k", DType::I64, [2, 3]);
-    let out = pfor_with(&mut g, 2, &strict, |g, i| {
+    let out = pfor_recorded(&mut g, 2, &strict, |g, i| {
         let row = g.gather(k, i, 0)?;
-        pfor_with(g, 3, &strict, |g, j| {
+        pfor_recorded(g, 3, &strict, |g, j| {
             let kij = g.gather(row, j, 0)?;
             Ok(vec![g.loop_max(kij)?])
         })

@@ -2,9 +2,10 @@
 //! counts after the pass, and bit-equal values before/after on random inputs), what it must
 //! never touch (inputs, random and stateful ops, older nodes), and its effect inside pfor.
 
+use crate::common::coverage::pfor_recorded;
 use pfor::ops::{ElementwiseKind, RandomKind, ShapeKind, StateKind, UnaryKind};
 use pfor::prelude::*;
-use pfor::vectorize::{PforOptions, SimplifyReport, pfor_with, pfor_with_report, simplify, simplify_since};
+use pfor::vectorize::{PforOptions, SimplifyReport, pfor_with_report, simplify, simplify_since};
 
 /// Kinds of the nodes computing `outs` (sorted by node, so stable).
 fn kinds(g: &Graph, outs: &[ValueId]) -> Vec<OpKind> {
@@ -387,7 +388,7 @@ fn pfor_keeps_random_draws_and_their_values_with_simplify_on() {
         let mut g = Graph::new();
         let key = g.constant(Tensor::from_vec(&[], vec![11i64]).unwrap());
         let opts = PforOptions::strict().with_simplify(simplify);
-        let out = pfor_with(&mut g, n, &opts, |g, i| {
+        let out = pfor_recorded(&mut g, n, &opts, |g, i| {
             let k = g.fold_in(key, i)?;
             let a = g.random_normal(k, &[2, 3], DType::F64, 0.0, 1.0)?;
             let b = g.random_normal(k, &[2, 3], DType::F64, 0.0, 1.0)?;
@@ -416,9 +417,9 @@ fn nested_pfor_and_chunked_pfor_stay_correct_with_simplify() {
         let inner = PforOptions::strict().with_simplify(simplify);
         let mut outer = inner.clone();
         outer.chunk_size = chunk;
-        let out = pfor_with(&mut g, n, &outer, |g, i| {
+        let out = pfor_recorded(&mut g, n, &outer, |g, i| {
             let xi = g.gather(x, i, 0)?;
-            pfor_with(g, m, &inner, |g, j| chain_body(g, xi, j))
+            pfor_recorded(g, m, &inner, |g, j| chain_body(g, xi, j))
         })
         .unwrap();
         g.verify().unwrap();

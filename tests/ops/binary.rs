@@ -4,11 +4,6 @@ use crate::common::*;
 use pfor::ops::BinaryKind;
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    BinaryKind::ALL.iter().map(|k| OpKind::Binary(*k)).collect()
-}
-
 fn bin(k: BinaryKind, a: Tensor, b: Tensor) -> Tensor {
     apply2(a, b, |g, x, y| g.binary(k, x, y))
 }
@@ -273,7 +268,7 @@ fn run_err(a: Tensor, b: Tensor, k: BinaryKind) -> Error {
     let x = g.constant(a);
     let y = g.constant(b);
     let z = g.binary(k, x, y).unwrap();
-    run_once(&g, &[z], &[]).unwrap_err()
+    run_recorded(&g, &[z], &[]).unwrap_err()
 }
 
 #[test]
@@ -305,9 +300,9 @@ fn dynamic_dims_propagate_and_are_checked_at_run_time() {
     assert_eq!(ty.dtype, DType::F32);
     assert_eq!(ty.shape, Shape::from([Dim::unknown(), Dim::fixed(3)]));
     let xs = f32t(&[1, 3], &[1.0, 2.0, 3.0]);
-    let ok = run_once(&g, &[z], &[(x, xs.clone()), (y, f32t(&[1], &[10.0]))]).unwrap();
+    let ok = run_recorded(&g, &[z], &[(x, xs.clone()), (y, f32t(&[1], &[10.0]))]).unwrap();
     assert_eq!(ok[0], f32t(&[1, 3], &[11.0, 12.0, 13.0]));
-    let e = run_once(&g, &[z], &[(x, xs), (y, f32t(&[2], &[1.0, 2.0]))]).unwrap_err();
+    let e = run_recorded(&g, &[z], &[(x, xs), (y, f32t(&[2], &[1.0, 2.0]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "add"), "{e}");
 }
 
@@ -323,7 +318,7 @@ fn in_place_paths_keep_operand_order_and_constants_intact() {
     let left = g.sub(m1, r).unwrap();
     let m2 = g.mul(x, two).unwrap();
     let right = g.sub(r, m2).unwrap();
-    let mut s = Session::new(&g, &[left, right, x]).unwrap();
+    let mut s = session(&g, &[left, right, x]).unwrap();
     for _ in 0..2 {
         let out = s.run(&[]).unwrap();
         assert_eq!(out[0], f64t(&[2, 3], &[1.0, 3.0, 5.0, 7.0, 9.0, 11.0]));
@@ -372,7 +367,7 @@ fn periodic_broadcast_fast_paths_match_elementwise_values() -> pfor::Result<()> 
             let y = g.constant(bt.clone());
             let z = g.binary(k, x, y)?;
             let w = g.binary(k, y, x)?;
-            let got = run_once(&g, &[z, w, x], &[(x, a.clone())])?;
+            let got = run_recorded(&g, &[z, w, x], &[(x, a.clone())])?;
             assert_eq!(got[0].to_vec::<f64>()?, want_ab);
             assert_eq!(got[1].to_vec::<f64>()?, want_ba);
             assert_eq!(got[2].to_vec::<f64>()?, av);

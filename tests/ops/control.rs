@@ -1,13 +1,7 @@
 //! Value tests for functional control flow: cond, while, call (recursive), for.
 
 use crate::common::*;
-use pfor::ops::ControlKind;
 use pfor::prelude::*;
-
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    ControlKind::ALL.iter().map(|k| OpKind::Control(*k)).collect()
-}
 
 fn scalar_i64() -> TensorType {
     TensorType::scalar(DType::I64)
@@ -60,7 +54,7 @@ fn while_loop_sums_with_captures() {
         )
         .unwrap();
     g.verify().unwrap();
-    let mut s = Session::new(&g, &out).unwrap();
+    let mut s = session(&g, &out).unwrap();
     for (kv, want) in [(0i64, 0i64), (1, 0), (4, 18), (10, 135)] {
         let r = s.run(&[(k, Tensor::scalar(kv))]).unwrap();
         assert_eq!(r[0], Tensor::scalar(kv.max(0)));
@@ -118,7 +112,7 @@ fn recursive_fibonacci_via_call() {
     let n = g.input("n", DType::I64, Shape::scalar());
     let f = g.call("fib", &[n]).unwrap()[0];
     g.verify().unwrap();
-    let mut s = Session::new(&g, &[f]).unwrap();
+    let mut s = session(&g, &[f]).unwrap();
     for (k, want) in [(0i64, 0i64), (1, 1), (5, 5), (6, 8), (9, 34), (15, 610)] {
         assert_eq!(s.run(&[(n, Tensor::scalar(k))]).unwrap()[0], Tensor::scalar(want), "fib({k})");
     }
@@ -154,7 +148,7 @@ fn call_errors() {
     // declared but never defined: an error at run time
     let y = g.constant(Tensor::scalar(1i64));
     let out = g.call("f", &[y]).unwrap()[0];
-    assert!(matches!(run_once(&g, &[out], &[]).unwrap_err().root(), Error::UnknownFunction { .. }));
+    assert!(matches!(run_recorded(&g, &[out], &[]).unwrap_err().root(), Error::UnknownFunction { .. }));
 }
 
 #[test]
@@ -237,7 +231,7 @@ fn lstm_cell_in_a_while_loop_to_a_per_example_length() {
         )
         .unwrap();
     g.verify().unwrap();
-    let mut s = Session::new(&g, &[out[1]]).unwrap();
+    let mut s = session(&g, &[out[1]]).unwrap();
     let xv = xs.to_vec::<f64>().unwrap();
     let rows: Vec<Vec<f64>> = xv.chunks(d_in).map(|r| r.to_vec()).collect();
     for l in [0usize, 1, 4, 6] {

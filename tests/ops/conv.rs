@@ -6,11 +6,6 @@ use pfor::ops::ConvKind;
 use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    ConvKind::ALL.iter().map(|k| OpKind::Conv(*k)).collect()
-}
-
 use Padding::{Same, Valid};
 
 fn p(strides: [usize; 2], padding: Padding, dilations: [usize; 2]) -> Conv2dParams {
@@ -574,13 +569,13 @@ fn dynamic_dims_propagate_and_are_checked_at_run_time() {
     // SAME: the output height follows from the input height alone.
     let pool = g.max_pool(x, [2, 2], [2, 2], Same).unwrap();
     assert_eq!(g.shape(pool).unwrap().dim(1), &Dim::fixed(3));
-    let ok = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 1]).unwrap())]).unwrap();
+    let ok = run_recorded(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 1]).unwrap())]).unwrap();
     assert_close(&ok[0], &Tensor::full(DType::F32, &[2, 2, 1, 2], 9.0).unwrap(), 1e-6);
     // Width 2 < filter width 3: only detectable at run time.
-    let err = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 2, 1]).unwrap())]).unwrap_err();
+    let err = run_recorded(&g, &[y], &[(x, Tensor::ones(DType::F32, &[2, 5, 2, 1]).unwrap())]).unwrap_err();
     assert!(matches!(err.root(), Error::Shape { op, .. } if op == "conv2d"), "{err}");
     // Empty batch.
-    let empty = run_once(&g, &[y], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 1]).unwrap())]).unwrap();
+    let empty = run_recorded(&g, &[y], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 1]).unwrap())]).unwrap();
     assert_eq!(empty[0].shape(), &[0, 2, 1, 2]);
 }
 
@@ -743,9 +738,9 @@ fn extract_patches_shapes_and_errors() {
     assert_eq!(g.shape(y).unwrap(), want);
     let dx = g.extract_patches_grad(y, [3, 2], p([2, 1], Same, [1, 1]), [5, 4]).unwrap();
     assert_eq!(g.shape(dx).unwrap(), g.shape(x).unwrap());
-    let out = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 3]).unwrap())]).unwrap();
+    let out = run_recorded(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[2, 5, 4, 3]).unwrap())]).unwrap();
     assert_eq!((out[0].shape(), out[1].shape()), (&[2, 3, 4, 18][..], &[2, 5, 4, 3][..]));
-    let empty = run_once(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 3]).unwrap())]).unwrap();
+    let empty = run_recorded(&g, &[y, dx], &[(x, Tensor::ones(DType::F32, &[0, 5, 4, 3]).unwrap())]).unwrap();
     assert_eq!((empty[0].shape(), empty[1].shape()), (&[0, 3, 4, 18][..], &[0, 5, 4, 3][..]));
     let xc = g.input("xc", DType::F32, Shape::from_dims([Dim::fixed(1), Dim::fixed(3), Dim::fixed(3), Dim::unknown()]));
     let yc = g.extract_patches(xc, [2, 2], d).unwrap();

@@ -7,11 +7,6 @@ use crate::common::*;
 use pfor::ops::{IndexKind, IndexOp};
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    IndexKind::ALL.iter().map(|k| OpKind::Index(*k)).collect()
-}
-
 /// `[0, 1, ..., n-1]` as i64 with `shape`.
 fn iota(shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
@@ -23,7 +18,7 @@ fn run_err(ins: Vec<Tensor>, f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Va
     let mut g = Graph::new();
     let vs: Vec<ValueId> = ins.into_iter().map(|t| g.constant(t)).collect();
     let y = f(&mut g, &vs).expect("graph builds; the error is at run time");
-    run_once(&g, &[y], &[]).expect_err("must fail at run time").root().clone()
+    run_recorded(&g, &[y], &[]).expect_err("must fail at run time").root().clone()
 }
 
 fn apply3(
@@ -182,7 +177,7 @@ fn tensor_scatter_on_fed_input_runs_in_place() {
     let i = g.constant(i64t(&[1, 1], &[0]));
     let u = g.constant(f32t(&[1], &[9.]));
     let y = g.tensor_scatter_add(t, i, u).unwrap();
-    let out = run_once(&g, &[y], &[(t, f32t(&[3], &[1., 2., 3.]))]).unwrap();
+    let out = run_recorded(&g, &[y], &[(t, f32t(&[3], &[1., 2., 3.]))]).unwrap();
     assert_eq!(out[0], f32t(&[3], &[10., 2., 3.]));
 }
 
@@ -324,7 +319,7 @@ fn nonzero_batch_elements_with_different_counts_are_an_error() {
     let mut g = Graph::new();
     let c = g.constant(f64t(&[3, 2], &[1., 1., 0., 1., 1., 1.]));
     let y = g.nonzero_batched(c, 1).unwrap();
-    let e = run_once(&g, &[y], &[]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[]).unwrap_err();
     assert_shape_err(&e, "nonzero");
     assert!(e.to_string().contains("batch element 1 has 1 nonzero elements, element 0 has 2"), "{e}");
     let e = g.nonzero_batched(c, 3).unwrap_err();
@@ -337,11 +332,11 @@ fn gather_index_out_of_range_at_run_time() {
     let p = g.constant(f32t(&[3], &[1., 2., 3.]));
     let i = g.input("i", DType::I64, [Dim::unknown()]);
     let y = g.gather(p, i, 0).unwrap();
-    let ok = run_once(&g, &[y], &[(i, i64t(&[2], &[2, 0]))]).unwrap();
+    let ok = run_recorded(&g, &[y], &[(i, i64t(&[2], &[2, 0]))]).unwrap();
     assert_eq!(ok[0], f32t(&[2], &[3., 1.]));
-    let e = run_once(&g, &[y], &[(i, i64t(&[2], &[0, 3]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(i, i64t(&[2], &[0, 3]))]).unwrap_err();
     assert_oob(e.root(), "gather", 3, 3);
-    let e = run_once(&g, &[y], &[(i, i64t(&[1], &[-1]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(i, i64t(&[1], &[-1]))]).unwrap_err();
     assert_oob(e.root(), "gather", -1, 3);
 }
 
@@ -380,7 +375,7 @@ fn top_k_k_too_big() {
     // Dynamic last dim: checked at run time.
     let x = g.input("x", DType::F32, [Dim::unknown()]);
     let (v, _) = g.top_k(x, 4).unwrap();
-    let e = run_once(&g, &[v], &[(x, f32t(&[3], &[1., 2., 3.]))]).unwrap_err();
+    let e = run_recorded(&g, &[v], &[(x, f32t(&[3], &[1., 2., 3.]))]).unwrap_err();
     assert_shape_err(&e, "top_k");
 }
 
@@ -429,7 +424,7 @@ fn dynamic_batch_dim_mismatch_is_a_run_time_shape_error() {
     let p = g.constant(iota(&[2, 3]));
     let i = g.input("i", DType::I64, [Dim::unknown(), Dim::fixed(1)]);
     let y = g.gather_batched(p, i, 1, 1).unwrap();
-    let e = run_once(&g, &[y], &[(i, i64t(&[3, 1], &[0, 0, 0]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(i, i64t(&[3, 1], &[0, 0, 0]))]).unwrap_err();
     assert_shape_err(&e, "gather");
 }
 

@@ -1,13 +1,7 @@
 //! Value tests for the linalg family (expected values written literally or in closed form).
 
 use crate::common::*;
-use pfor::ops::LinalgKind;
 use pfor::prelude::*;
-
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    LinalgKind::ALL.iter().map(|k| OpKind::Linalg(*k)).collect()
-}
 
 const FLOATS: [DType; 2] = [DType::F64, DType::F32];
 
@@ -82,13 +76,13 @@ fn singular_matrices_are_numerical_errors() {
             let mut g = Graph::new();
             let c = g.constant(f64t(shape, x).cast(dt));
             let y = g.matrix_inverse(c).unwrap();
-            let e = run_once(&g, &[y], &[]).unwrap_err();
+            let e = run_recorded(&g, &[y], &[]).unwrap_err();
             assert!(matches!(e.root(), Error::Numerical { op, .. } if op == "matrix_inverse"), "{e}");
             assert!(e.to_string().contains("singular"), "{e}");
             let n = shape[shape.len() - 1];
             let b = g.constant(Tensor::zeros(dt, &[&shape[..shape.len() - 1], &[1]].concat()).unwrap());
             let s = g.solve(c, b).unwrap();
-            let e = run_once(&g, &[s], &[]).unwrap_err();
+            let e = run_recorded(&g, &[s], &[]).unwrap_err();
             assert!(matches!(e.root(), Error::Numerical { op, .. } if op == "solve"), "{e} (n={n})");
         }
     }
@@ -134,7 +128,7 @@ fn cholesky_not_positive_definite_is_numerical_error() {
             let mut g = Graph::new();
             let c = g.constant(f64t(&shape, &x).cast(dt));
             let y = g.cholesky(c).unwrap();
-            let e = run_once(&g, &[y], &[]).unwrap_err();
+            let e = run_recorded(&g, &[y], &[]).unwrap_err();
             assert!(
                 matches!(e.root(), Error::Numerical { op, msg } if op == "cholesky" && msg.contains("positive definite")),
                 "{e}"
@@ -208,7 +202,7 @@ fn triangular_solve_values() {
     let a = g.constant(f64t(&[2, 2], &[1.0, 0.0, 5.0, 0.0]));
     let b = g.constant(f64t(&[2, 1], &b));
     let y = g.triangular_solve(a, b, true, false).unwrap();
-    let e = run_once(&g, &[y], &[]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[]).unwrap_err();
     assert!(matches!(e.root(), Error::Numerical { op, .. } if op == "triangular_solve"), "{e}");
 }
 
@@ -252,11 +246,11 @@ fn linalg_dynamic_dims() {
     assert_eq!(t.shape.dim(2), &Dim::fixed(2));
     assert!(!g.value_type(det).unwrap().shape.dim(0).is_fixed());
     assert_eq!(g.value_type(dp).unwrap().shape.rank(), 2);
-    let out = run_once(&g, &[inv, det], &[(x, f64t(&[1, 2, 2], &M2))]).unwrap();
+    let out = run_recorded(&g, &[inv, det], &[(x, f64t(&[1, 2, 2], &M2))]).unwrap();
     assert_close(&out[0], &f64t(&[1, 2, 2], &M2_INV), 1e-12);
     assert_close(&out[1], &f64t(&[1], &[10.0]), 1e-12);
     // Not square at run time.
-    let e = run_once(&g, &[det], &[(x, f64t(&[1, 3, 2], &[0.0; 6]))]).unwrap_err();
+    let e = run_recorded(&g, &[det], &[(x, f64t(&[1, 3, 2], &[0.0; 6]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "determinant"), "{e}");
 }
 

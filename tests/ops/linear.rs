@@ -2,13 +2,7 @@
 
 use crate::common::*;
 use ndarray::{Array2, Array3, Axis, Slice};
-use pfor::ops::LinearKind;
 use pfor::prelude::*;
-
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    LinearKind::ALL.iter().map(|k| OpKind::Linear(*k)).collect()
-}
 
 const A: [f64; 6] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // [2,3]
 const AT: [f64; 6] = [1.0, 4.0, 2.0, 5.0, 3.0, 6.0]; // Aᵀ stored [3,2]
@@ -215,10 +209,10 @@ fn dynamic_dims_propagate_and_are_checked_at_run_time() {
     assert!(!ty.shape.dim(0).is_fixed());
     assert_eq!(ty.shape.dim(1), &Dim::fixed(2));
     assert_eq!(ty.shape.dim(2), &Dim::fixed(2));
-    let out = run_once(&g, &[y], &[(x, f64t(&[1, 2, 3], &A))]).unwrap();
+    let out = run_recorded(&g, &[y], &[(x, f64t(&[1, 2, 3], &A))]).unwrap();
     assert_close(&out[0], &f64t(&[1, 2, 2], &AB), 1e-12);
     // Inner dim known only now: 4 != 3.
-    let e = run_once(&g, &[y], &[(x, f64t(&[1, 2, 4], &[0.0; 8]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(x, f64t(&[1, 2, 4], &[0.0; 8]))]).unwrap_err();
     assert!(
         matches!(e.root(), Error::Shape { op, msg } if op == "batch_matmul" && msg.contains("[1, 2, 4]") && msg.contains("[3, 2]")),
         "{e}"
@@ -283,7 +277,7 @@ fn matmul_timing() {
     let x = g.input("a", DType::F32, [m, k]);
     let y = g.constant(b.clone());
     let z = g.matmul(x, y).unwrap();
-    let mut sess = Session::new(&g, &[z]).unwrap();
+    let mut sess = session(&g, &[z]).unwrap();
     let (av, bv) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
     let mut c = vec![0f32; m * n];
     let reps = 20;
@@ -338,7 +332,7 @@ fn outer_products_exact_small_and_streamed() {
             let mut g = Graph::new();
             let (a, c) = (g.constant(Tensor::from_array(xa)), g.constant(y.clone()));
             let p = g.batch_matmul_t(a, c, adj_a, false).unwrap();
-            let got = Session::new(&g, &[p]).unwrap().run(&[]).unwrap().remove(0).to_array::<T>().unwrap();
+            let got = session(&g, &[p]).unwrap().run(&[]).unwrap().remove(0).to_array::<T>().unwrap();
             assert_eq!(got.shape(), &[b, m, n]);
             let (xv, yv) = (x.to_array::<T>().unwrap(), y.to_array::<T>().unwrap());
             for ((i, r, j), &v) in got.indexed_iter().map(|(ix, v)| ((ix[0], ix[1], ix[2]), v)) {

@@ -1,13 +1,7 @@
 //! Value tests for the nn family (expected values written literally or from closed forms).
 
 use crate::common::*;
-use pfor::ops::NnKind;
 use pfor::prelude::*;
-
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    NnKind::ALL.iter().map(|k| OpKind::Nn(*k)).collect()
-}
 
 /// softmax([1, 2, 3]) and its log.
 const SM123: [f64; 3] = [0.09003057317038046, 0.24472847105479764, 0.6652409557748218];
@@ -23,7 +17,7 @@ fn try_apply(ins: Vec<Tensor>, f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<
     let mut g = Graph::new();
     let vs: Vec<ValueId> = ins.into_iter().map(|t| g.constant(t)).collect();
     let y = f(&mut g, &vs)?;
-    Ok(run_once(&g, &[y], &[])?.remove(0))
+    Ok(run_recorded(&g, &[y], &[])?.remove(0))
 }
 
 fn apply(ins: Vec<Tensor>, f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<ValueId>) -> Tensor {
@@ -306,16 +300,16 @@ fn dynamic_dims_are_checked_at_run_time() {
     let b = g.constant(f64t(&[3], &[1.0, 2.0, 3.0]));
     let y = g.bias_add(x, b).unwrap();
     assert_eq!(g.shape(y).unwrap(), Shape::from([Dim::unknown(), Dim::fixed(3)]));
-    let ok = run_once(&g, &[y], &[(x, f64t(&[1, 3], &[0.0; 3]))]).unwrap();
+    let ok = run_recorded(&g, &[y], &[(x, f64t(&[1, 3], &[0.0; 3]))]).unwrap();
     assert_eq!(ok[0], f64t(&[1, 3], &[1.0, 2.0, 3.0]));
-    let e = run_once(&g, &[y], &[(x, f64t(&[1, 2], &[0.0; 2]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(x, f64t(&[1, 2], &[0.0; 2]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "bias_add"), "{e}");
 
     let mut g = Graph::new();
     let logits = g.input("l", DType::F32, [Dim::unknown(), Dim::fixed(2)]);
     let labels = g.input("z", DType::I64, [Dim::unknown()]);
     let y = g.sparse_softmax_cross_entropy(logits, labels).unwrap();
-    let e = run_once(&g, &[y], &[(logits, f32t(&[2, 2], &[0.0; 4])), (labels, i64t(&[3], &[0; 3]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(logits, f32t(&[2, 2], &[0.0; 4])), (labels, i64t(&[3], &[0; 3]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "sparse_softmax_cross_entropy"), "{e}");
 }
 

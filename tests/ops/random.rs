@@ -2,14 +2,9 @@
 //! gives rows equal to the scalar-key runs), statistics, ranges and errors.
 
 use crate::common::*;
-use pfor::ops::{RandomKind, RandomOp};
+use pfor::ops::RandomOp;
 use pfor::prelude::*;
 use pfor::tensor::{counter_uniform, mix_key};
-
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    RandomKind::ALL.iter().map(|k| OpKind::Random(*k)).collect()
-}
 
 const N: usize = 20_000;
 
@@ -18,7 +13,7 @@ fn try_apply(ins: Vec<Tensor>, f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<
     let mut g = Graph::new();
     let vs: Vec<ValueId> = ins.into_iter().map(|t| g.constant(t)).collect();
     let y = f(&mut g, &vs)?;
-    Ok(run_once(&g, &[y], &[])?.remove(0))
+    Ok(run_recorded(&g, &[y], &[])?.remove(0))
 }
 
 fn apply(ins: Vec<Tensor>, f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<ValueId>) -> Tensor {
@@ -313,10 +308,10 @@ fn random_runtime_errors() {
     let k = g.input("k", DType::I64, [Dim::unknown()]);
     let l = g.input("l", DType::F64, [Dim::unknown(), Dim::fixed(2)]);
     let s = g.random_categorical(k, l, 1).unwrap();
-    let e = run_once(&g, &[s], &[(k, i64t(&[2], &[1, 2])), (l, f64t(&[3, 2], &[0.0; 6]))]).unwrap_err();
+    let e = run_recorded(&g, &[s], &[(k, i64t(&[2], &[1, 2])), (l, f64t(&[3, 2], &[0.0; 6]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "random_categorical"), "{e}");
     let x = g.input("x", DType::F64, [Dim::unknown()]);
     let d = g.dropout(x, k, 0.5).unwrap();
-    let e = run_once(&g, &[d], &[(k, i64t(&[2], &[1, 2])), (x, f64t(&[3], &[0.0; 3]))]).unwrap_err();
+    let e = run_recorded(&g, &[d], &[(k, i64t(&[2], &[1, 2])), (x, f64t(&[3], &[0.0; 3]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "dropout"), "{e}");
 }

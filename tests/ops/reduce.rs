@@ -5,11 +5,6 @@ use crate::common::*;
 use pfor::ops::{ReduceKind, ReduceOp};
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    ReduceKind::ALL.iter().map(|k| OpKind::Reduce(*k)).collect()
-}
-
 /// `arange(24)` as a [2,3,4] tensor of `dt`: x[i,j,k] = 12i + 4j + k.
 fn ar(dt: DType) -> Tensor {
     Tensor::arange(24).unwrap().reshape(&[2, 3, 4]).unwrap().cast(dt)
@@ -343,9 +338,9 @@ fn argmax_of_an_empty_axis_is_a_shape_error() {
     let x = g.input("x", DType::F64, [Dim::unknown(), Dim::fixed(2)]);
     let y = g.argmin(x, 0).unwrap();
     assert_eq!(g.shape(y).unwrap(), Shape::fixed(&[2]));
-    let e = run_once(&g, &[y], &[(x, Tensor::zeros(DType::F64, &[0, 2]).unwrap())]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(x, Tensor::zeros(DType::F64, &[0, 2]).unwrap())]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "argmin"), "{e}");
-    let ok = run_once(&g, &[y], &[(x, f64t(&[2, 2], &[3.0, 1.0, 2.0, 4.0]))]).unwrap();
+    let ok = run_recorded(&g, &[y], &[(x, f64t(&[2, 2], &[3.0, 1.0, 2.0, 4.0]))]).unwrap();
     assert_eq!(ok[0], i64t(&[2], &[1, 0]));
 }
 
@@ -446,7 +441,7 @@ fn dynamic_dims_are_reduced_or_kept_as_one() {
     assert_eq!(g.shape(d).unwrap(), Shape::from_dims([Dim::dynamic("n"), Dim::fixed(3)]));
     assert_eq!(g.shape(e).unwrap(), Shape::from_dims([Dim::dynamic("n")]));
     let feed = f32t(&[2, 3], &[1.0, 5.0, 3.0, 4.0, 2.0, 6.0]);
-    let out = run_once(&g, &[a, b, c, d, e], &[(x, feed)]).unwrap();
+    let out = run_recorded(&g, &[a, b, c, d, e], &[(x, feed)]).unwrap();
     assert_eq!(out[0], f32t(&[3], &[5.0, 7.0, 9.0]));
     assert_eq!(out[1], f32t(&[1, 3], &[4.0, 5.0, 6.0]));
     assert_eq!(out[2], f32t(&[2, 1], &[3.0, 4.0]));

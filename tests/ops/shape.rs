@@ -4,18 +4,13 @@ use crate::common::*;
 use pfor::ops::ShapeKind;
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    ShapeKind::ALL.iter().map(|k| OpKind::Shape(*k)).collect()
-}
-
 fn iota_f32(shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
     f32t(shape, &(0..n).map(|i| i as f32).collect::<Vec<_>>())
 }
 
 fn run(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
-    Session::new(g, fetches)?.run(feeds)
+    session(g, fetches)?.run(feeds)
 }
 
 /// Assert a build-time error of `op` with the given root variant.

@@ -4,11 +4,6 @@ use crate::common::*;
 use pfor::ops::slicing::{AxisSelect, PadMode, SlicingKind, SlicingOp, StridedSliceSpec};
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    SlicingKind::ALL.iter().map(|k| OpKind::Slicing(*k)).collect()
-}
-
 /// `0..n` as an i64 tensor of `shape`.
 fn ar(shape: &[usize]) -> Tensor {
     let n: usize = shape.iter().product();
@@ -40,7 +35,7 @@ fn run_fed(
     let mut g = Graph::new();
     let x = g.input("x", dtype, shape);
     let y = f(&mut g, x).unwrap();
-    (g.shape(y).unwrap(), run_once(&g, &[y], &[(x, feed)]))
+    (g.shape(y).unwrap(), run_recorded(&g, &[y], &[(x, feed)]))
 }
 
 fn ss(x: Tensor, spec: StridedSliceSpec) -> Tensor {
@@ -79,15 +74,15 @@ fn concat_dynamic_dims() {
     let w = g.concat(&[x, x], 0).unwrap();
     assert_eq!(g.shape(w).unwrap(), Shape::from([Dim::unknown(), Dim::fixed(2)]));
     let fx = f32t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]);
-    let got = run_once(&g, &[z], &[(x, fx.clone()), (y, f32t(&[2, 1], &[5.0, 6.0]))]).unwrap();
+    let got = run_recorded(&g, &[z], &[(x, fx.clone()), (y, f32t(&[2, 1], &[5.0, 6.0]))]).unwrap();
     assert_eq!(got[0], f32t(&[2, 3], &[1.0, 2.0, 5.0, 3.0, 4.0, 6.0]));
     // Rows disagree at run time: a named dim is checked across the feeds, ...
-    let e = run_once(&g, &[z], &[(x, fx.clone()), (y, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
+    let e = run_recorded(&g, &[z], &[(x, fx.clone()), (y, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
     assert_err!(e, Error::Shape { .. }, "feed");
     // ... anonymous ones by the kernel.
     let a = g.input("a", DType::F32, [Dim::unknown(), Dim::fixed(1)]);
     let za = g.concat(&[x, a], 1).unwrap();
-    let e = run_once(&g, &[za], &[(x, fx), (a, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
+    let e = run_recorded(&g, &[za], &[(x, fx), (a, f32t(&[3, 1], &[5.0, 6.0, 7.0]))]).unwrap_err();
     assert_err!(e, Error::Shape { .. }, "concat");
 }
 
@@ -121,7 +116,7 @@ fn concat_large_and_strided_parts() {
     let b = g.transpose(bt, &[2, 1, 0]).unwrap();
     let e = g.constant(i64t(&[rows, 1, 0], &[]));
     let y = g.concat(&[a, e, b], 2).unwrap();
-    let out = run_once(&g, &[y], &[]).unwrap().remove(0);
+    let out = run_recorded(&g, &[y], &[]).unwrap().remove(0);
     assert_eq!(out.shape(), &[rows, 1, a_w + b_w]);
     let v = out.to_vec::<i64>().unwrap();
     for r in 0..rows {
@@ -134,7 +129,7 @@ fn concat_large_and_strided_parts() {
     let y0 = g.concat(&[a, a], 0).unwrap();
     let bs = g.slice(b, &[0, 0, 0], &[-1, -1, a_w as i64]).unwrap();
     let st = g.stack(&[bs, a], 1).unwrap();
-    let outs = run_once(&g, &[y0, st], &[]).unwrap();
+    let outs = run_recorded(&g, &[y0, st], &[]).unwrap();
     let av = ar(&[rows, 1, a_w]).to_vec::<i64>().unwrap();
     assert_eq!(outs[0].to_vec::<i64>().unwrap(), [av.clone(), av.clone()].concat());
     assert_eq!(outs[1].shape(), &[rows, 2, 1, a_w]);
@@ -155,7 +150,7 @@ fn split_values() {
     let x = g.constant(ar(&[2, 5]));
     let parts = g.split(x, -1, &[1, 4]).unwrap();
     let rows = g.split(x, 0, &[2, 0]).unwrap();
-    let got = run_once(&g, &[parts[0], parts[1], rows[0], rows[1]], &[]).unwrap();
+    let got = run_recorded(&g, &[parts[0], parts[1], rows[0], rows[1]], &[]).unwrap();
     assert_eq!(got[0], i64t(&[2, 1], &[0, 5]));
     assert_eq!(got[1], i64t(&[2, 4], &[1, 2, 3, 4, 6, 7, 8, 9]));
     assert_eq!(got[2], ar(&[2, 5]));
@@ -164,7 +159,7 @@ fn split_values() {
     let mut g = Graph::new();
     let x = g.constant(f32t(&[6], &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]));
     let p = g.split(x, 0, &[3, 1, 2]).unwrap();
-    let got = run_once(&g, &p, &[]).unwrap();
+    let got = run_recorded(&g, &p, &[]).unwrap();
     assert_eq!(got, vec![f32t(&[3], &[0.0, 1.0, 2.0]), f32t(&[1], &[3.0]), f32t(&[2], &[4.0, 5.0])]);
 }
 
@@ -181,9 +176,9 @@ fn split_errors_and_dynamic_axis() {
     let x = g.input("x", DType::I64, [Dim::unknown(), Dim::fixed(2)]);
     let p = g.split(x, 0, &[1, 2]).unwrap();
     assert_eq!(g.shape(p[1]).unwrap(), Shape::fixed(&[2, 2]));
-    let got = run_once(&g, &p, &[(x, ar(&[3, 2]))]).unwrap();
+    let got = run_recorded(&g, &p, &[(x, ar(&[3, 2]))]).unwrap();
     assert_eq!(got, vec![i64t(&[1, 2], &[0, 1]), i64t(&[2, 2], &[2, 3, 4, 5])]);
-    let e = run_once(&g, &p, &[(x, ar(&[4, 2]))]).unwrap_err();
+    let e = run_recorded(&g, &p, &[(x, ar(&[4, 2]))]).unwrap_err();
     assert_err!(e, Error::Shape { .. }, "split");
 }
 
@@ -238,12 +233,12 @@ fn dynamic_slice_values() {
     let b = g.input("b", DType::I64, [2]);
     let y = g.dynamic_slice(xc, b, &[2, 3]).unwrap();
     assert_eq!(g.shape(y).unwrap(), Shape::fixed(&[2, 3]));
-    assert_eq!(run_once(&g, &[y], &[(b, i64t(&[2], &[0, 1]))]).unwrap()[0], i64t(&[2, 3], &[1, 2, 3, 5, 6, 7]));
-    assert_eq!(run_once(&g, &[y], &[(b, i64t(&[2], &[1, 1]))]).unwrap()[0], i64t(&[2, 3], &[5, 6, 7, 9, 10, 11]));
+    assert_eq!(run_recorded(&g, &[y], &[(b, i64t(&[2], &[0, 1]))]).unwrap()[0], i64t(&[2, 3], &[1, 2, 3, 5, 6, 7]));
+    assert_eq!(run_recorded(&g, &[y], &[(b, i64t(&[2], &[1, 1]))]).unwrap()[0], i64t(&[2, 3], &[5, 6, 7, 9, 10, 11]));
     // Out of range at run time: an error, never clamped.
-    let e = run_once(&g, &[y], &[(b, i64t(&[2], &[2, 0]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(b, i64t(&[2], &[2, 0]))]).unwrap_err();
     assert_err!(e, Error::IndexOutOfRange { index: 2, bound: 2, .. }, "dynamic_slice");
-    let e = run_once(&g, &[y], &[(b, i64t(&[2], &[0, -1]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(b, i64t(&[2], &[0, -1]))]).unwrap_err();
     assert_err!(e, Error::IndexOutOfRange { index: -1, bound: 2, .. }, "dynamic_slice");
 }
 
@@ -261,7 +256,7 @@ fn dynamic_slice_errors() {
     // A dynamic-length begin is checked at run time.
     let b = g.input("b", DType::I64, [Dim::unknown()]);
     let y = g.dynamic_slice(x, b, &[1, 1]).unwrap();
-    let e = run_once(&g, &[y], &[(b, i64t(&[1], &[0]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(b, i64t(&[1], &[0]))]).unwrap_err();
     assert_err!(e, Error::Shape { .. }, "dynamic_slice");
 }
 
@@ -517,7 +512,7 @@ fn roll_values() {
     let x = g.constant(m);
     let s = g.input("s", DType::I64, [2]);
     let y = g.roll(x, s, &[1, 0]).unwrap();
-    let got = run_once(&g, &[y], &[(s, i64t(&[2], &[-2, 2]))]).unwrap();
+    let got = run_recorded(&g, &[y], &[(s, i64t(&[2], &[-2, 2]))]).unwrap();
     assert_eq!(got[0], i64t(&[3, 4], &[6, 7, 4, 5, 10, 11, 8, 9, 2, 3, 0, 1]));
 }
 
@@ -534,7 +529,7 @@ fn roll_errors() {
     assert_err!(g.roll(x, s1, &[-3]).unwrap_err(), Error::Axis { axis: -3, .. }, "roll");
     let s = g.input("s", DType::I64, [Dim::unknown()]);
     let y = g.roll(x, s, &[0]).unwrap();
-    let e = run_once(&g, &[y], &[(s, i64t(&[2], &[1, 1]))]).unwrap_err();
+    let e = run_recorded(&g, &[y], &[(s, i64t(&[2], &[1, 1]))]).unwrap_err();
     assert_err!(e, Error::Shape { .. }, "roll");
 }
 

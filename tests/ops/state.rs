@@ -1,13 +1,7 @@
 //! Value tests for variables.
 
 use crate::common::*;
-use pfor::ops::StateKind;
 use pfor::prelude::*;
-
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    StateKind::ALL.iter().map(|k| OpKind::State(*k)).collect()
-}
 
 #[test]
 fn assign_and_assign_add_update_the_session_state() {
@@ -15,7 +9,7 @@ fn assign_and_assign_add_update_the_session_state() {
     let _ = g.variable("acc", f64t(&[2], &[1.0, 2.0])).unwrap();
     let d = g.constant(f64t(&[2], &[10.0, 20.0]));
     let added = g.assign_add("acc", d).unwrap();
-    let mut s = Session::new(&g, &[added]).unwrap();
+    let mut s = session(&g, &[added]).unwrap();
     assert_eq!(s.run(&[]).unwrap()[0], f64t(&[2], &[11.0, 22.0]));
     assert_eq!(s.run(&[]).unwrap()[0], f64t(&[2], &[21.0, 42.0]));
     assert_eq!(s.variable("acc").unwrap(), f64t(&[2], &[21.0, 42.0]));
@@ -25,7 +19,7 @@ fn assign_and_assign_add_update_the_session_state() {
     let read = g.read_variable("acc").unwrap();
     let doubled = g.add(read, read).unwrap();
     // program order: assign (earlier node) runs before the later read
-    let mut s = Session::new(&g, &[set, doubled]).unwrap();
+    let mut s = session(&g, &[set, doubled]).unwrap();
     let out = s.run(&[]).unwrap();
     assert_eq!(out[0], f64t(&[2], &[0.5, 0.5]));
     assert_eq!(out[1], f64t(&[2], &[1.0, 1.0]));

@@ -4,11 +4,6 @@ use crate::common::*;
 use pfor::ops::UnaryKind;
 use pfor::prelude::*;
 
-/// Kinds checked by this file.
-pub fn tested_kinds() -> Vec<OpKind> {
-    UnaryKind::ALL.iter().map(|k| OpKind::Unary(*k)).collect()
-}
-
 fn check(k: UnaryKind, xs: &[f64], want: &[f64]) {
     let n = xs.len();
     for dt in [DType::F64, DType::F32] {
@@ -154,11 +149,11 @@ fn allocator_tuning_applies_and_keeps_results() -> pfor::Result<()> {
     let x = g.input("x", pfor::DType::F32, [300, 1000]);
     let y = g.tanh(x)?;
     let feed = pfor::Tensor::randn(&[300, 1000], 5).unwrap();
-    let before = pfor::run_once(&g, &[y], &[(x, feed.clone())])?;
+    let before = run_recorded(&g, &[y], &[(x, feed.clone())])?;
     let applied = pfor::tune_system_allocator()?;
     assert_eq!(applied, cfg!(all(target_os = "linux", target_env = "gnu")));
     assert_eq!(pfor::tune_system_allocator()?, applied);
-    let after = pfor::run_once(&g, &[y], &[(x, feed)])?;
+    let after = run_recorded(&g, &[y], &[(x, feed)])?;
     assert_eq!(before[0].to_vec::<f32>()?, after[0].to_vec::<f32>()?);
     Ok(())
 }
