@@ -4,7 +4,7 @@
 //! into one graph that computes all iterations at once with batched kernels (the
 //! technique of Agarwal & Ganichev, "Auto-Vectorizing TensorFlow Graphs").
 //!
-//! Layers (see `DESIGN.md`): [`tensor`] (dtype-tagged ndarray tensors), [`ir`] (the graph
+//! Layers (see `docs/ARCHITECTURE.md`): [`tensor`] (dtype-tagged ndarray tensors), [`ir`] (the graph
 //! IR on petgraph), [`ops`] (the op set, one file per family), [`exec`] (compile-once
 //! sessions), [`reference`] (the per-iteration loop, the correctness oracle).
 #![warn(missing_docs)]

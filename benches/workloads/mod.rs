@@ -1,4 +1,4 @@
-//! Benchmark workloads of DESIGN.md §8, each buildable in three modes in one process:
+//! Benchmark workloads W1–W5 (the paper's evaluation), each buildable in three modes in one process:
 //! `Pfor` (vectorized), `Loop` (reference per-iteration loop) and `Hand` (hand-batched).
 //! Shared by the criterion benches and `examples/bench_report.rs` via `#[path]`.
 #![allow(dead_code)]

@@ -1,4 +1,4 @@
-//! Runs the benchmark workloads W1–W7 of DESIGN.md §8 in pfor / loop / hand modes in ONE
+//! Runs the benchmark workloads W1–W7 (`benches/workloads/`) in pfor / loop / hand modes in ONE
 //! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
 //! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
 //! auto-batching) read from the CSVs `benches/peers/run.sh` writes.

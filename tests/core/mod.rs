@@ -7,5 +7,6 @@ mod fuse_patch_product;
 mod ir;
 mod pretranspose;
 mod random_graphs;
+mod standalone;
 mod tensor;
 mod workers;
