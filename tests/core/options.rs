@@ -147,3 +147,32 @@ fn a_session_hands_its_runs_to_the_workers_it_holds() {
     // (bit-identical only where both pools have as many threads)
     assert!(shared.iter().zip(&own).all(|(a, b)| (a - b).abs() <= 1e-3 * (1.0 + a.abs())));
 }
+
+#[test]
+fn a_copy_of_a_function_is_a_new_identity() {
+    // compiled plans are cached by function id: a copy (which may be rebuilt differently by
+    // whoever holds it) must never find the original's plan, nor two functions one id
+    let g = Graph::new();
+    let f = Function::build(&g, &[TensorType::new(DType::F32, Shape::fixed(&[2]))], |g, p| Ok(vec![g.tanh(p[0])?]))
+        .unwrap();
+    let h = Function::build(&g, &[], |_, _| Ok(vec![])).unwrap();
+    let copy = f.clone();
+    assert_ne!(copy.id(), f.id());
+    assert_ne!(h.id(), f.id());
+    assert_ne!(h.id(), copy.id());
+}
+
+#[test]
+fn cpu_capabilities_are_probed_into_one_table() {
+    let caps = pfor::kernels::cpu::caps();
+    assert_eq!(caps, pfor::kernels::cpu::CpuCaps::detect());
+    #[cfg(target_arch = "x86_64")]
+    assert_eq!(
+        (caps.avx, caps.avx2, caps.avx512f),
+        (
+            std::arch::is_x86_feature_detected!("avx"),
+            std::arch::is_x86_feature_detected!("avx2"),
+            std::arch::is_x86_feature_detected!("avx512f")
+        )
+    );
+}
