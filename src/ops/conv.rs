@@ -29,7 +29,7 @@
 //! `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, tap-major, zero at padded
 //! positions, with `conv2d`'s geometry; `extract_patches_grad` is its exact adjoint
 //! (scatter-add of every tap, padding dropped). They run the conv kernels' own im2col /
-//! col2im, in parallel over row chunks / whole images above [`PAR_THRESHOLD`] elements.
+//! col2im, in parallel over row chunks / whole images above [`PAR_THRESHOLD`](crate::kernels::PAR_THRESHOLD) elements.
 //! [`patches`] wraps them as `[M,OH,OW,KH*KW,C]` graph values for derivative rules and
 //! converters (the batched per-example conv GEMMs).
 
