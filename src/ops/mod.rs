@@ -13,6 +13,11 @@
 //! `infer` is total over its inputs: any shape or dtype it cannot handle is an `Err`
 //! (never a panic), so `eval` can rely on inputs matching the inferred types (the
 //! executor also checks every output against the inferred type).
+//!
+//! Inside a run, ops reach the executor only through the [`EvalCtx`] trait this module owns
+//! (`ops::ctx`; `exec::ExecCtx` implements it): variables, function calls, the run's limits,
+//! its buffer pool and the session's knobs. `ops` never names `exec`; numeric kernels live
+//! in `crate::kernels`.
 
 mod util;
 
