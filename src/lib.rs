@@ -25,7 +25,7 @@ pub mod vectorize;
 pub mod converters;
 
 pub use error::{Error, Result};
-pub use exec::{CancelToken, ExecOptions, RunOptions, Session, run_function, run_once};
+pub use exec::{CancelToken, ExecOptions, RunOptions, Session, Workers, run_function, run_once};
 pub use ir::{Function, Graph, NodeId, ValueId};
 pub use kernels::alloc::tune_system_allocator;
 pub use ops::{Op, OpKind};
@@ -34,7 +34,7 @@ pub use tensor::{DType, Dim, Shape, Tensor, TensorType};
 /// Everything a typical user needs.
 pub mod prelude {
     pub use crate::error::{Error, Result};
-    pub use crate::exec::{CancelToken, ExecOptions, RunOptions, Session, run_once};
+    pub use crate::exec::{CancelToken, ExecOptions, RunOptions, Session, Workers, run_once};
     pub use crate::ir::{Function, Graph, NodeId, ValueId};
     pub use crate::ops::{Conv2dParams, IterationCap, Op, OpKind, Padding};
     pub use crate::reference::{LoopLen, for_loop};

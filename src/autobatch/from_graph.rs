@@ -30,9 +30,8 @@ use super::primop::PrimOp;
 use super::program::{FuncId, Program, Var, VarType};
 use super::vm::Vm;
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
 use crate::ir::{Function, Graph, NodeId, ValueId};
-use crate::ops::{ControlOp, CustomOp, Op};
+use crate::ops::{ControlOp, CustomOp, EvalCtx, Op};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 use crate::vectorize::{LoopInfo, PforOptions, Wrapped, convert_function, tile};
 
@@ -416,12 +415,14 @@ impl CustomOp for AutobatchCall {
 
     /// The session's call-depth limit (the VM counts depth as sessions do, but runs self
     /// tail calls as jumps), deadline and cancel token.
-    fn eval_in(&self, inputs: &[Tensor], ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
-        let mut config = ExecConfig { max_stack_depth: ctx.options().max_call_depth, ..ExecConfig::default() };
-        if let Some(i) = ctx.interrupt() {
-            config.deadline = i.deadline;
-            config.cancel.clone_from(&i.cancel);
-        }
+    fn eval_in(&self, inputs: &[Tensor], ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
+        let (deadline, cancel) = ctx.limits();
+        let config = ExecConfig {
+            max_stack_depth: ctx.max_call_depth(),
+            deadline,
+            cancel: cancel.cloned(),
+            ..ExecConfig::default()
+        };
         Ok(self.vm.run(inputs, &config)?.outputs)
     }
 }

@@ -30,36 +30,13 @@
 //!
 //! [`IterationCap`]: crate::ops::IterationCap
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+pub use crate::ops::CancelToken;
 
 /// Native stack the recursion guard keeps free on the thread (see the module docs).
 pub const STACK_RESERVE: usize = 256 << 10;
-
-/// Cancels runs from any thread: clones share one flag, and every run given the token (or
-/// a clone) stops at its next check with [`Error::Cancelled`].
-#[derive(Clone, Debug, Default)]
-pub struct CancelToken(Arc<AtomicBool>);
-
-impl CancelToken {
-    /// A token that is not cancelled.
-    pub fn new() -> CancelToken {
-        CancelToken::default()
-    }
-
-    /// Cancel every run holding this token (now or later: cancellation is sticky).
-    pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
-
-    /// Whether [`cancel`](Self::cancel) was called.
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
-    }
-}
 
 /// Options of one session run ([`Session::run_with`](super::Session::run_with)).
 #[derive(Clone, Debug, Default)]

@@ -21,12 +21,18 @@
 //!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
 //!   results are bit-identical to the unfused plan;
 //! - a `matmul` whose right operand is a constant reads a row-major copy of it, made once
-//!   at compile time (see `pretranspose`).
+//!   at compile time (see `pretranspose`; [`ExecOptions::pretranspose`]);
+//! - every knob is a field of [`ExecOptions`], held by the session and handed to ops and
+//!   kernels through the [`EvalCtx`](crate::ops::EvalCtx) it implements; function bodies
+//!   are compiled with the session's options (see `plans`); nothing reads the environment
+//!   except [`ExecOptions::from_env`] (which [`Default`] calls).
 
 mod checks;
+mod ctx;
 mod fuse;
 pub mod limits;
 
+mod plans;
 mod pool;
 mod pretranspose;
 mod profile;
@@ -39,13 +45,24 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, Library, NodeId, ValueId};
+use crate::kernels::KernelOptions;
 use crate::ops::Op;
 use crate::tensor::{Tensor, TensorType};
+pub use ctx::ExecCtx;
 pub use limits::{CancelToken, RunOptions};
+use plans::FunctionPlans;
 use pool::BufferPool;
 pub use profile::{Profile, ProfileEntry};
+pub use workers::Workers;
 
-/// Execution options.
+/// Execution options: every knob of the executor and its kernels (the README's knob table
+/// lists them with their environment variables).
+///
+/// [`ExecOptions::builtin`] is the built-in configuration; [`ExecOptions::from_env`] is that
+/// with the `PFOR_*` environment variables applied (read once per call, nowhere else); and
+/// [`Default`] is `from_env()`, so `Session::new` honours the A/B switches without code
+/// changes. Ops evaluated outside any session (`XOp::eval`, constant folding) take the
+/// built-in kernel choices.
 #[derive(Clone, Debug)]
 pub struct ExecOptions {
     /// Maximum nesting of `Call`s (recursion depth) before `Error::RecursionLimit`. A depth
@@ -61,9 +78,11 @@ pub struct ExecOptions {
     pub max_while_iterations: Option<u64>,
     /// Check every kernel output against its static type.
     pub check_types: bool,
-    /// Time every executed node (see [`Profile`]); on by default when the environment
-    /// variable `PFOR_PROFILE` is set.
+    /// Time every executed node (see [`Profile`]). Off built in; `PFOR_PROFILE` turns it on.
     pub profile: bool,
+    /// Print the profile's `k` most expensive nodes to stderr when the session is dropped
+    /// (if it ran). `None` built in; `PFOR_PROFILE=k` sets it (25 when `k` is not a number).
+    pub profile_report: Option<usize>,
     /// Recycle large buffers (≥ 4 MiB) between kernels of a run and from the previous run's
     /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
     /// big fresh allocations on every run.
@@ -71,19 +90,30 @@ pub struct ExecOptions {
     /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains, and connected groups
     /// of f32 unary / binary / `bias_add` ops of one shape, into one step each (a value is
     /// fused away only when it is not fetched and nothing else reads it; results are
-    /// bit-identical). On by default unless the environment variable `PFOR_NO_FUSE` is set.
+    /// bit-identical). Function bodies follow it too. On built in; `PFOR_NO_FUSE` turns it
+    /// off.
     pub fuse: bool,
     /// Hand a run whose plan issues several parallel kernels to one of pfor's worker threads
     /// (it then takes part in every parallel kernel instead of sleeping between them; see
     /// `exec::workers`); results are identical. Only when the session's previous run took at
-    /// least [`HAND_OFF_MIN_RUN`] (the hand-off itself costs a cross-thread round trip). On by
-    /// default unless the environment variable `PFOR_ON_CALLER` is set.
+    /// least [`HAND_OFF_MIN_RUN`] (the hand-off itself costs a cross-thread round trip). The
+    /// pool is the session's [`Workers`] ([`Session::set_workers`]). On built in;
+    /// `PFOR_ON_CALLER` turns it off.
     pub on_workers: bool,
     /// Run f32 convs with 5x5 stride-1 filters and channel counts that are multiples of 16
     /// by Winograd F(2x2, 5x5) on AVX-512 CPUs (2.8x fewer multiplies; rounding differs from
-    /// a direct sum's, see `ops::conv`). On by default unless the environment variable
-    /// `PFOR_NO_WINOGRAD` is set; off, those convs run as im2col + GEMM.
+    /// a direct sum's, see `ops::conv`). On built in; `PFOR_NO_WINOGRAD` turns it off; off,
+    /// those convs run as im2col + GEMM.
     pub winograd: bool,
+    /// Run batched `Aᵀ B` products of depth-major items (per-example weight gradients, the
+    /// fused patch product) with the crate's AVX-512 depth-major GEMM kernel where it takes
+    /// the shapes (see `kernels::gemm::atb_batched`), else with faer. On built in;
+    /// `PFOR_NO_ATB` turns it off.
+    pub atb: bool,
+    /// Give every `matmul` whose right operand is a constant a row-major copy of it, made
+    /// once when the plan compiles (see `exec::pretranspose`). On built in;
+    /// `PFOR_NO_PRETRANSPOSE` turns it off.
+    pub pretranspose: bool,
     /// Memory budget: the largest tensor, in bytes, a run may hold — feeds, constants,
     /// variables and kernel outputs. A step whose output would exceed it fails with
     /// [`Error::OutOfMemory`] naming the node, checked before its kernel allocates wherever
@@ -100,26 +130,61 @@ pub struct ExecOptions {
 /// Runs shorter than this stay on the caller's thread (see [`ExecOptions::on_workers`]).
 pub const HAND_OFF_MIN_RUN: Duration = Duration::from_micros(100);
 
-impl Default for ExecOptions {
-    fn default() -> Self {
+impl ExecOptions {
+    /// The built-in options: no environment variable read.
+    pub const fn builtin() -> ExecOptions {
         ExecOptions {
             max_call_depth: 200,
             max_while_iterations: None,
             check_types: true,
-            profile: profile::env_top().is_some(),
+            profile: false,
+            profile_report: None,
             recycle_buffers: true,
-            fuse: fuse_by_default(),
-            on_workers: std::env::var_os("PFOR_ON_CALLER").is_none(),
-            winograd: crate::ops::conv::winograd_by_default(),
+            fuse: true,
+            on_workers: true,
+            winograd: true,
+            atb: true,
+            pretranspose: true,
             max_tensor_bytes: None,
         }
     }
+
+    /// [`builtin`](Self::builtin) with the `PFOR_*` environment variables applied (see the
+    /// README's knob table): the one place the executor reads the environment.
+    pub fn from_env() -> ExecOptions {
+        ExecOptions::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// [`builtin`](Self::builtin) with the `PFOR_*` variables that `var` returns applied
+    /// (`var(name)` is the variable's value, `None` when unset): [`from_env`](Self::from_env)
+    /// with another source.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> ExecOptions {
+        let set = |name: &str| var(name).is_some();
+        let profile_report = var("PFOR_PROFILE").map(|v| profile::report_top(&v));
+        ExecOptions {
+            profile: profile_report.is_some(),
+            profile_report,
+            fuse: !set("PFOR_NO_FUSE"),
+            on_workers: !set("PFOR_ON_CALLER"),
+            winograd: !set("PFOR_NO_WINOGRAD"),
+            atb: !set("PFOR_NO_ATB"),
+            pretranspose: !set("PFOR_NO_PRETRANSPOSE"),
+            ..ExecOptions::builtin()
+        }
+    }
+
+    /// The kernel-level knobs, as kernels take them.
+    #[inline]
+    pub fn kernel_options(&self) -> KernelOptions {
+        KernelOptions { winograd: self.winograd, atb: self.atb }
+    }
 }
 
-/// Fusion is on unless the environment variable `PFOR_NO_FUSE` is set (for A/B timing;
-/// function bodies, whose plans are cached with the function, follow it too).
-fn fuse_by_default() -> bool {
-    std::env::var_os("PFOR_NO_FUSE").is_none()
+impl Default for ExecOptions {
+    /// [`ExecOptions::from_env`].
+    fn default() -> Self {
+        ExecOptions::from_env()
+    }
 }
 
 #[derive(Debug)]
@@ -163,13 +228,19 @@ pub struct Plan {
 
 impl Plan {
     /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run),
-    /// with fusion.
+    /// with the default options ([`ExecOptions::default`]).
     pub fn compile(g: &Graph, fetches: &[ValueId], keep_effects: bool) -> Result<Plan> {
-        Plan::compile_with(g, fetches, keep_effects, fuse_by_default())
+        Plan::compile_options(g, fetches, keep_effects, &ExecOptions::default())
     }
 
-    /// [`Plan::compile`], fusing conv chains only when `fuse`.
+    /// [`Plan::compile`], fusing only when `fuse`.
     pub fn compile_with(g: &Graph, fetches: &[ValueId], keep_effects: bool, fuse: bool) -> Result<Plan> {
+        Plan::compile_options(g, fetches, keep_effects, &ExecOptions { fuse, ..ExecOptions::default() })
+    }
+
+    /// [`Plan::compile`] with `options` (those that shape a plan: `fuse`, `pretranspose`).
+    pub fn compile_options(g: &Graph, fetches: &[ValueId], keep_effects: bool, options: &ExecOptions) -> Result<Plan> {
+        let fuse = options.fuse;
         let mut roots: Vec<ValueId> = fetches.to_vec();
         if keep_effects {
             for n in g.node_ids() {
@@ -215,7 +286,7 @@ impl Plan {
                 fused: None,
             });
         }
-        if pretranspose::by_default() {
+        if options.pretranspose {
             pretranspose::pretranspose_constants(&mut steps, &mut n_slots, &pinned);
         }
         if fuse {
@@ -302,9 +373,9 @@ impl Plan {
 
     /// Whether a run of this plan from the current thread would be handed to a pfor worker
     /// thread (see [`ExecOptions::on_workers`]; the session also requires its previous run to
-    /// have taken [`HAND_OFF_MIN_RUN`]).
+    /// have taken [`HAND_OFF_MIN_RUN`]), on the shared default [`Workers`].
     pub fn hands_off(&self) -> bool {
-        workers::would_hand_off(self.parallel_kernels)
+        Workers::shared().would_hand_off(self.parallel_kernels)
     }
 
     /// Number of steps (nodes that run).
@@ -403,118 +474,6 @@ fn estimate_parallel(steps: &[Step], n_slots: usize, lib: &Library) -> usize {
     total.min(workers::SEVERAL)
 }
 
-/// Runtime context handed to stateful and control-flow kernels.
-pub struct ExecCtx<'a> {
-    vars: &'a mut HashMap<String, Tensor>,
-    library: &'a Library,
-    options: &'a ExecOptions,
-    depth: usize,
-    profile: Option<&'a mut Profile>,
-    pool: Option<&'a mut BufferPool>,
-    /// The run's deadline and cancel token, if any.
-    interrupt: Option<limits::Interrupt>,
-    stack: limits::StackGuard,
-}
-
-impl ExecCtx<'_> {
-    /// Run a function on arguments (compiling and caching its plan on first use).
-    pub fn run_function(&mut self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        let plan = match f.plan.get() {
-            Some(p) => p.clone(),
-            None => {
-                let p = Arc::new(Plan::compile(&f.graph, &f.results, true)?);
-                f.plan.get_or_init(|| p).clone()
-            }
-        };
-        if args.len() != f.params.len() {
-            return Err(Error::arity("function", f.params.len().to_string(), args.len()));
-        }
-        let mut init = Vec::with_capacity(args.len());
-        for (p, a) in f.params.iter().zip(args) {
-            if let Some(is) = plan.inputs.iter().find(|is| is.value == *p) {
-                init.push((is.slot, a));
-            }
-        }
-        plan.run(init, self)
-    }
-
-    /// Call a named library function, enforcing the recursion limit, the native stack left
-    /// and the run's deadline and cancel token.
-    pub fn call(&mut self, name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
-        if self.depth >= self.options.max_call_depth {
-            return Err(Error::RecursionLimit { function: name.to_string(), limit: self.options.max_call_depth });
-        }
-        self.stack.check(|| name.to_string(), self.depth + 1)?;
-        self.check_interrupt(|| format!("calling function '{name}' at depth {}", self.depth + 1))?;
-        let f = self.library.get(name)?;
-        self.depth += 1;
-        let r = self.run_function(&f, args);
-        self.depth -= 1;
-        r
-    }
-
-    /// Current value of a variable.
-    pub fn read_variable(&self, name: &str) -> Result<Tensor> {
-        self.vars.get(name).cloned().ok_or_else(|| Error::UnknownVariable { name: name.to_string() })
-    }
-
-    /// Replace a variable's value.
-    pub fn write_variable(&mut self, name: &str, v: Tensor) -> Result<()> {
-        match self.vars.get_mut(name) {
-            Some(slot) => {
-                *slot = v;
-                Ok(())
-            }
-            None => Err(Error::UnknownVariable { name: name.to_string() }),
-        }
-    }
-
-    /// The execution options.
-    pub fn options(&self) -> &ExecOptions {
-        self.options
-    }
-
-    /// The run's deadline and cancel token, if it has either.
-    pub(crate) fn interrupt(&self) -> Option<&limits::Interrupt> {
-        self.interrupt.as_ref()
-    }
-
-    /// `Err(Cancelled | DeadlineExceeded)` if the run was cancelled or is past its deadline
-    /// (`at` says where: called only then). One branch when the run has neither.
-    pub fn check_interrupt(&self, at: impl FnOnce() -> String) -> Result<()> {
-        limits::check(self.interrupt.as_ref(), at)
-    }
-
-    /// Offer a tensor a kernel no longer needs (kept only if large and uniquely owned).
-    pub(crate) fn recycle(&mut self, t: Tensor) {
-        if let Some(pool) = self.pool.as_deref_mut() {
-            pool.donate(t);
-        }
-    }
-
-    /// A recycled buffer of exactly `len` elements with STALE content (the caller must
-    /// overwrite every element), or `None`: then allocate as usual.
-    pub(crate) fn recycled<T: crate::tensor::Element>(&mut self, len: usize) -> Option<Vec<T>> {
-        self.pool.as_deref_mut()?.take(len)
-    }
-}
-
-impl<'a> ExecCtx<'a> {
-    /// A context outside any session: no profile, pool, deadline or token.
-    fn detached(vars: &'a mut HashMap<String, Tensor>, library: &'a Library, options: &'a ExecOptions) -> Self {
-        ExecCtx {
-            vars,
-            library,
-            options,
-            depth: 0,
-            profile: None,
-            pool: None,
-            interrupt: None,
-            stack: limits::StackGuard::default(),
-        }
-    }
-}
-
 /// A compiled graph plus variable state: compile once, run many times.
 pub struct Session {
     plan: Arc<Plan>,
@@ -523,6 +482,10 @@ pub struct Session {
     options: ExecOptions,
     profile: Profile,
     pool: BufferPool,
+    /// Plans of the function bodies run so far, compiled with `options`.
+    plans: FunctionPlans,
+    /// The pool runs are handed to (see [`ExecOptions::on_workers`]).
+    workers: Arc<Workers>,
     /// The last run's outputs (recycled at the next run if the caller dropped them).
     last_outputs: Vec<Tensor>,
     /// How long the last run took (decides whether the next one is handed to a worker).
@@ -540,7 +503,7 @@ impl Session {
         for f in fetches {
             graph.check_value(*f)?;
         }
-        let plan = Arc::new(Plan::compile_with(graph, fetches, false, options.fuse)?);
+        let plan = Arc::new(Plan::compile_options(graph, fetches, false, &options)?);
         let library = graph.library().clone();
         let vars = library.variables().into_iter().map(|v| (v.name, v.init)).collect();
         Ok(Session {
@@ -550,6 +513,8 @@ impl Session {
             options,
             profile: Profile::default(),
             pool: BufferPool::default(),
+            plans: FunctionPlans::default(),
+            workers: Workers::shared(),
             last_outputs: Vec::new(),
             last_run: None,
         })
@@ -581,12 +546,13 @@ impl Session {
             depth: 0,
             profile,
             pool,
+            plans: Some(&mut self.plans),
             interrupt: run.interrupt(),
             stack: limits::StackGuard::default(),
         };
         let t0 = Instant::now();
         let r = if hand_off {
-            workers::run(plan.parallel_kernels, || plan.run(init, &mut ctx))
+            self.workers.run(plan.parallel_kernels, || plan.run(init, &mut ctx))
         } else {
             plan.run(init, &mut ctx)
         };
@@ -633,10 +599,26 @@ impl Session {
         Ok(())
     }
 
-    /// Whether the next run from this thread would be handed to a pfor worker thread
-    /// (see [`ExecOptions::on_workers`]).
+    /// Whether the next run from this thread would be handed to a thread of the session's
+    /// [`Workers`] (see [`ExecOptions::on_workers`]).
     pub fn hands_off(&self) -> bool {
-        self.may_hand_off() && self.plan.hands_off()
+        self.may_hand_off() && self.workers.would_hand_off(self.plan.parallel_kernels)
+    }
+
+    /// The pool this session hands runs to ([`Workers::shared`] unless replaced).
+    pub fn workers(&self) -> &Arc<Workers> {
+        &self.workers
+    }
+
+    /// Hand this session's runs to `workers` from now on (e.g. a pool of its own, or one
+    /// shared by a group of sessions) instead of the shared default.
+    pub fn set_workers(&mut self, workers: Arc<Workers>) {
+        self.workers = workers;
+    }
+
+    /// The session's options.
+    pub fn options(&self) -> &ExecOptions {
+        &self.options
     }
 
     /// The session's side of the hand-off rule: allowed, and the last run was long enough.
@@ -663,7 +645,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if self.profile.runs() > 0
-            && let Some(top) = profile::env_top()
+            && let Some(top) = self.options.profile_report
         {
             eprintln!("{}", self.profile.report(top));
         }
@@ -676,21 +658,29 @@ pub fn run_once(graph: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)])
 }
 
 /// Evaluate a pure op on concrete inputs outside any run (no variables, no library): for
-/// constant folding at graph-rewrite time.
+/// constant folding at graph-rewrite time, with the built-in options.
 pub(crate) fn eval_detached(op: &Op, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    const BUILTIN: ExecOptions = ExecOptions::builtin();
     let mut vars = HashMap::new();
     let library = Library::default();
-    let options = ExecOptions::default();
+    let options = BUILTIN;
     let mut ctx = ExecCtx::detached(&mut vars, &library, &options);
     op.eval(inputs, &mut ctx)
 }
 
-/// Run a function on arguments outside any session (no variables). Used for graph
-/// `Function`s as batched primitive ops (e.g. by the auto-batching interpreter).
+/// Run a function on arguments outside any session (no variables), with the built-in
+/// options ([`ExecOptions::builtin`]: no environment read on this path, which the
+/// auto-batching interpreters take for every graph-function primop). Plans come from a
+/// process-wide cache (see `plans`).
 pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    const BUILTIN: ExecOptions = ExecOptions::builtin();
+    run_function_with(f, args, &BUILTIN)
+}
+
+/// [`run_function`] with `options`.
+pub fn run_function_with(f: &Function, args: Vec<Tensor>, options: &ExecOptions) -> Result<Vec<Tensor>> {
     let mut vars = HashMap::new();
     let library = f.graph.library().clone();
-    let options = ExecOptions::default();
-    let mut ctx = ExecCtx::detached(&mut vars, &library, &options);
+    let mut ctx = ExecCtx::detached(&mut vars, &library, options);
     ctx.run_function(f, args)
 }

@@ -17,7 +17,7 @@
 //! plus `MAX_BUFFERS` of its largest intermediates; `ExecOptions::recycle_buffers = false`
 //! turns all of this off.
 
-use crate::tensor::{Element, Tensor};
+use crate::tensor::{DType, Tensor};
 
 /// Smallest buffer worth recycling (smaller ones are reused by the allocator anyway).
 pub const MIN_BYTES: usize = 4 << 20;
@@ -48,11 +48,10 @@ impl BufferPool {
         }
     }
 
-    /// A buffer of exactly `len` elements of `T` with stale content, if one is pooled.
-    pub fn take<T: Element>(&mut self, len: usize) -> Option<Vec<T>> {
-        let pos = self.bufs.iter().position(|t| t.dtype() == T::DTYPE && t.len() == len)?;
-        let a = T::unwrap(self.bufs.swap_remove(pos)).ok()?;
-        let (v, offset) = a.try_into_owned_nocopy().ok()?.into_raw_vec_and_offset();
-        (offset.unwrap_or(0) == 0 && v.len() == len).then_some(v)
+    /// A pooled tensor of `dtype` with exactly `len` elements (stale content), if one is
+    /// pooled (its buffer is taken with `<dyn EvalCtx>::recycled`).
+    pub fn take(&mut self, dtype: DType, len: usize) -> Option<Tensor> {
+        let pos = self.bufs.iter().position(|t| t.dtype() == dtype && t.len() == len)?;
+        Some(self.bufs.swap_remove(pos))
     }
 }

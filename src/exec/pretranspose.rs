@@ -16,7 +16,7 @@
 //! reading a `W` that is contiguous in either order: each output is then a contiguous dot
 //! product, as fast as or faster than the row-major form (W5's loop baseline, made of such
 //! products: 33.3 ms CPU per run reading a row-major `Wᵀ`, 30.8 reading `W` transposed).
-//! `PFOR_NO_PRETRANSPOSE=1` turns the rewrite off (A/B timing).
+//! `ExecOptions::pretranspose` (`PFOR_NO_PRETRANSPOSE=1`) turns the rewrite off (A/B timing).
 //!
 //! Invariants:
 //! - each product is unchanged: the copy holds exactly the elements of `op(W)`, so every
@@ -33,11 +33,6 @@ use hashbrown::{HashMap, HashSet};
 use super::Step;
 use crate::ops::{LinearOp, Op};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
-
-/// Whether the rewrite is on: unless the environment variable `PFOR_NO_PRETRANSPOSE` is set.
-pub(super) fn by_default() -> bool {
-    std::env::var_os("PFOR_NO_PRETRANSPOSE").is_none()
-}
 
 /// Rewrite every eligible `matmul` step of `steps` (before fusion); new slots are numbered
 /// from `*n_slots` on.

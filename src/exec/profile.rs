@@ -1,12 +1,13 @@
 //! Opt-in per-node timing of plan execution.
 //!
-//! Enabled by [`ExecOptions::profile`](super::ExecOptions::profile) (which defaults to on
-//! when the environment variable `PFOR_PROFILE` is set). Every executed step adds its wall
+//! Enabled by [`ExecOptions::profile`](super::ExecOptions::profile) (which
+//! `ExecOptions::from_env` turns on when the environment variable `PFOR_PROFILE` is set).
+//! Every executed step adds its wall
 //! time to an entry keyed by (plan, step): the op, its node, its input shapes (of the first
 //! run) and its output shapes. [`Profile::report`] prints the most expensive nodes and a
-//! total per op name. A [`Session`](super::Session) created with profiling on prints its
-//! report to stderr when dropped if `PFOR_PROFILE` is set (so benchmarks and examples need no
-//! code change: `PFOR_PROFILE=30 cargo run --release --example ...` prints the top 30 nodes).
+//! total per op name. A [`Session`](super::Session) prints its report to stderr when dropped
+//! if [`ExecOptions::profile_report`](super::ExecOptions::profile_report) is set, as
+//! `PFOR_PROFILE` does (so benchmarks and examples need no code change: `PFOR_PROFILE=30 cargo run --release --example ...` prints the top 30 nodes).
 //!
 //! Invariants: profiling never changes results; when off, the executor does no timing (one
 //! branch per step). Steps of functions (control-flow bodies, calls) are recorded under their
@@ -135,7 +136,7 @@ impl Profile {
     }
 }
 
-/// The number of nodes to print when `PFOR_PROFILE` is set (its value, default 25).
-pub(crate) fn env_top() -> Option<usize> {
-    std::env::var("PFOR_PROFILE").ok().map(|v| v.parse().unwrap_or(25))
+/// The number of nodes to print for `PFOR_PROFILE=value` (the value, default 25).
+pub(crate) fn report_top(value: &str) -> usize {
+    value.parse().unwrap_or(25)
 }

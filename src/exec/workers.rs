@@ -9,23 +9,31 @@
 //! W3: +10 %). A plan that issues at most one (small graphs, GEMVs) stays on the caller, whom the
 //! hand-off would cost one round trip per run.
 //!
+//! The pool is a value, [`Workers`]: a session holds an `Arc` of one, the process-wide
+//! [`Workers::shared`] (created on first use) unless replaced
+//! (`Session::set_workers`), so an application can give sessions a pool of its own.
+//!
 //! Invariants:
-//! - results are identical either way: the same kernels run in the same order, and the pool
-//!   has the thread count of the caller's rayon pool, so work splits are the same;
+//! - results are identical either way: the same kernels run in the same order, and the
+//!   shared pool has the thread count of the caller's rayon pool, so work splits are the
+//!   same (a replacement pool with another thread count splits work as a rayon pool of
+//!   that many threads would);
 //! - a run hands off only from a thread outside pfor's pool (a nested run, e.g. a custom op
 //!   running a session, stays where it is), only when [`ExecOptions::on_workers`] allows it
 //!   and the plan's estimate of the parallel kernels it issues ([`op_estimate`]) is at least
 //!   two;
 //! - pool threads have [`STACK_BYTES`] stacks (reserved, committed as touched), so `call`
 //!   recursion to the default depth limit fits as it does on a main thread;
-//! - if the pool cannot be built, runs stay on the caller.
+//! - if the shared pool cannot be built, runs stay on the caller.
 //!
 //! [`ExecOptions::on_workers`]: super::ExecOptions::on_workers
 
-use std::sync::OnceLock;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use hashbrown::HashSet;
 
+use crate::error::{Error, Result};
 use crate::ir::{Graph, Library};
 use crate::ops::{ControlOp, LinearOp, Op};
 use crate::tensor::{Tensor, TensorType};
@@ -41,40 +49,71 @@ const VM_HAND_OFF_BATCH: usize = 256;
 /// Estimates saturate here: "several".
 pub(crate) const SEVERAL: usize = 2;
 
-static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
-
-fn pool() -> Option<&'static rayon::ThreadPool> {
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(rayon::current_num_threads())
-            .stack_size(STACK_BYTES)
-            .thread_name(|i| format!("pfor-worker-{i}"))
-            .build()
-            .ok()
-    })
-    .as_ref()
+/// A pool of worker threads that whole runs are handed to (see the module docs).
+pub struct Workers {
+    /// `None`: the pool could not be built; runs stay on the caller.
+    pool: Option<rayon::ThreadPool>,
 }
 
-/// True if a run with this estimate would be handed to a worker from the current thread.
-pub(crate) fn would_hand_off(estimate: usize) -> bool {
-    estimate >= SEVERAL
-        && rayon::current_num_threads() > 1
-        && pool().is_some_and(|p| p.current_num_threads() > 1 && p.current_thread_index().is_none())
+impl fmt::Debug for Workers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Workers({} threads)", self.threads())
+    }
+}
+
+fn build(threads: usize, name: &str) -> std::result::Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    let name = name.to_string();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .stack_size(STACK_BYTES)
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+}
+
+impl Workers {
+    /// A pool of its own: `threads` threads (at least 1) named `name-0`, `name-1`, ..., with
+    /// [`STACK_BYTES`] stacks.
+    pub fn new(threads: usize, name: &str) -> Result<Arc<Workers>> {
+        let pool = build(threads.max(1), name)
+            .map_err(|e| Error::InvalidArgument(format!("Workers::new: cannot start {threads} threads: {e}")))?;
+        Ok(Arc::new(Workers { pool: Some(pool) }))
+    }
+
+    /// The process-wide default pool (`pfor-worker-i`, as many threads as the global rayon
+    /// pool), created on first use; every session holds it unless given another.
+    pub fn shared() -> Arc<Workers> {
+        static SHARED: OnceLock<Arc<Workers>> = OnceLock::new();
+        SHARED
+            .get_or_init(|| Arc::new(Workers { pool: build(rayon::current_num_threads(), "pfor-worker").ok() }))
+            .clone()
+    }
+
+    /// Number of threads (0 when the pool could not be built).
+    pub fn threads(&self) -> usize {
+        self.pool.as_ref().map_or(0, rayon::ThreadPool::current_num_threads)
+    }
+
+    /// True if a run with this estimate would be handed to this pool from the current thread.
+    pub(crate) fn would_hand_off(&self, estimate: usize) -> bool {
+        estimate >= SEVERAL
+            && rayon::current_num_threads() > 1
+            && self.pool.as_ref().is_some_and(|p| p.current_num_threads() > 1 && p.current_thread_index().is_none())
+    }
+
+    /// Run `f` on a pool thread when [`would_hand_off`](Self::would_hand_off), else here.
+    pub(crate) fn run<R: Send>(&self, estimate: usize, f: impl FnOnce() -> R + Send) -> R {
+        match &self.pool {
+            Some(p) if self.would_hand_off(estimate) => p.install(f),
+            _ => f(),
+        }
+    }
 }
 
 /// Run an auto-batching interpreter's `f` on `inputs` (`[batch] + event shape` each) on a
-/// pool thread from batch [`VM_HAND_OFF_BATCH`] on, else here.
+/// thread of the shared pool from batch [`VM_HAND_OFF_BATCH`] on, else here.
 pub(crate) fn run_batched<R: Send>(inputs: &[Tensor], f: impl FnOnce() -> R + Send) -> R {
     let batch = inputs.first().and_then(|t| t.shape().first().copied()).unwrap_or(0);
-    run(if batch >= VM_HAND_OFF_BATCH { SEVERAL } else { 0 }, f)
-}
-
-/// Run `f` on a pool thread when [`would_hand_off`], else here.
-pub(crate) fn run<R: Send>(estimate: usize, f: impl FnOnce() -> R + Send) -> R {
-    match pool() {
-        Some(p) if would_hand_off(estimate) => p.install(f),
-        _ => f(),
-    }
+    Workers::shared().run(if batch >= VM_HAND_OFF_BATCH { SEVERAL } else { 0 }, f)
 }
 
 fn elements(t: &TensorType) -> usize {

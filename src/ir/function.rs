@@ -10,10 +10,14 @@
 //! A function may carry an opaque origin record left by the pass that generated it
 //! (`Function::origin`); nothing that runs or differentiates a function reads it, and
 //! a deep copy ([`Clone`]) or anything derived from the function does not inherit it.
+//! Every function has a process-wide unique [`Function::id`] (a copy gets a fresh one):
+//! the executor keys the plans it compiles for function bodies by it (`exec::plans`); the
+//! IR itself caches nothing.
 
 use std::any::Any;
 use std::fmt;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use hashbrown::HashMap;
 
@@ -40,8 +44,8 @@ pub struct Function {
     pub(crate) params: Vec<ValueId>,
     /// Result values, in order.
     pub(crate) results: Vec<ValueId>,
-    /// Compiled execution plan, built on first run.
-    pub(crate) plan: OnceLock<Arc<crate::exec::Plan>>,
+    /// Process-wide unique identity (see [`Function::id`]).
+    id: u64,
     /// What generated this function, when a pass recorded it (see `Function::origin`).
     origin: Option<Arc<dyn Any + Send + Sync>>,
 }
@@ -52,10 +56,16 @@ impl Clone for Function {
             graph: self.graph.clone(),
             params: self.params.clone(),
             results: self.results.clone(),
-            plan: OnceLock::new(),
+            id: fresh_id(),
             origin: None,
         }
     }
+}
+
+/// A process-wide unique function id (never reused, never 0).
+fn fresh_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl fmt::Debug for Function {
@@ -92,7 +102,7 @@ impl Function {
         for r in &results {
             g.check_value(*r)?;
         }
-        Ok(Function { graph: g, params, results, plan: OnceLock::new(), origin: None })
+        Ok(Function { graph: g, params, results, id: fresh_id(), origin: None })
     }
 
     /// Assemble a function from an existing graph.
@@ -105,7 +115,7 @@ impl Function {
                 return Err(Error::InvalidArgument(format!("function parameter {p} is not an Input node")));
             }
         }
-        Ok(Function { graph, params, results, plan: OnceLock::new(), origin: None })
+        Ok(Function { graph, params, results, id: fresh_id(), origin: None })
     }
 
     /// This function with an origin record: how the pass that built it derived it (pfor's
@@ -119,6 +129,13 @@ impl Function {
     /// The origin record of type `T`, if one was attached ([`Function::with_origin`]).
     pub(crate) fn origin<T: Any>(&self) -> Option<&T> {
         self.origin.as_deref()?.downcast_ref::<T>()
+    }
+
+    /// This function's process-wide unique identity: never shared with another function,
+    /// not even a copy ([`Clone`] gives a fresh one), so what is cached under it (the
+    /// executor's compiled plans) can never be taken for another function's.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// The body.

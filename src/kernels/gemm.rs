@@ -116,14 +116,12 @@ pub fn atb_applies(m: usize, k: usize, n: usize) -> bool {
 
 /// Batched products of `batch` depth-major items that run [`GemmElem::atb`] per item (one
 /// item per task) instead of faer: kernel shapes, enough items for every thread, and not
-/// turned off by the environment variable `PFOR_NO_ATB` (for A/B measurements; read once).
-/// The one decision `batch_matmul` and the executor's fused patch product share, so the
-/// fused kernel runs exactly where the unfused product would run `atb`.
-pub fn atb_batched(batch: usize, m: usize, k: usize, n: usize) -> bool {
-    static OFF: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    batch >= 2 * rayon::current_num_threads()
-        && atb_applies(m, k, n)
-        && !*OFF.get_or_init(|| std::env::var_os("PFOR_NO_ATB").is_some())
+/// turned off by [`KernelOptions::atb`](super::KernelOptions::atb) (`ExecOptions::atb`,
+/// `PFOR_NO_ATB=1`: for A/B measurements). The one decision `batch_matmul` and the
+/// executor's fused patch product share, so the fused kernel runs exactly where the unfused
+/// product would run `atb`.
+pub fn atb_batched(opts: super::KernelOptions, batch: usize, m: usize, k: usize, n: usize) -> bool {
+    opts.atb && batch >= 2 * rayon::current_num_threads() && atb_applies(m, k, n)
 }
 
 macro_rules! faer_gemm {
@@ -218,14 +216,7 @@ faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never);
 
 /// The CPU has AVX-512F (what the f32 [`GemmElem::atb`] kernel needs).
 fn avx512() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    crate::kernels::cpu::caps().avx512f
 }
 
 /// No kernel on any CPU.

@@ -24,7 +24,7 @@ pub fn clear_upper() {
         fn vzeroupper() {
             std::arch::x86_64::_mm256_zeroupper();
         }
-        if std::arch::is_x86_feature_detected!("avx") {
+        if crate::kernels::cpu::caps().avx {
             // SAFETY: the CPU supports AVX (checked just above).
             unsafe { vzeroupper() }
         }
@@ -56,11 +56,11 @@ pub fn widest<R>(f: impl FnOnce() -> R) -> R {
         fn avx2<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if std::arch::is_x86_feature_detected!("avx512f") {
+        if crate::kernels::cpu::caps().avx512f {
             // SAFETY: the CPU supports AVX-512F (checked just above).
             return unsafe { avx512(f) };
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
+        if crate::kernels::cpu::caps().avx2 {
             // SAFETY: the CPU supports AVX2 (checked just above).
             return unsafe { avx2(f) };
         }
@@ -76,7 +76,7 @@ macro_rules! stream_outer_rows {
         /// CPUs without AVX-512F.
         pub fn $name<'a>(out: &mut [$t], n: usize, x: &dyn Fn(usize) -> $t, y: &dyn Fn(usize) -> &'a [$t]) -> bool {
             #[cfg(target_arch = "x86_64")]
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if crate::kernels::cpu::caps().avx512f {
                 #[target_feature(enable = "avx512f")]
                 fn nt<'a>(out: &mut [$t], n: usize, x: &dyn Fn(usize) -> $t, y: &dyn Fn(usize) -> &'a [$t]) {
                     use std::arch::x86_64::{_mm_sfence, $loadu, $mul, $set1, $stream};

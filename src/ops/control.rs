@@ -26,8 +26,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
 use crate::ir::{Capture, Function, FunctionSignature, Graph, Library, ValueId};
+use crate::ops::EvalCtx;
 use crate::ops::{Op, Raises, expect_dtype};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 
@@ -300,7 +300,7 @@ impl ControlOp {
     }
 
     /// Evaluate by running the functions.
-    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         match self {
             ControlOp::Cond { then, else_ } => {
@@ -314,7 +314,7 @@ impl ControlOp {
                 let k = *num_carries;
                 let mut carries = inputs;
                 let captures = carries.split_off(k);
-                let cap = max_iterations.or_else(|| ctx.options().max_while_iterations.map(IterationCap::error));
+                let cap = max_iterations.or_else(|| ctx.max_while_iterations().map(IterationCap::error));
                 let mut trips = 0u64;
                 loop {
                     ctx.check_interrupt(|| format!("at trip {trips} of a while loop"))?;

@@ -19,17 +19,9 @@
 //! run time). Zero strides, dilations or windows, channel mismatches, rank ≠ 4 and windows
 //! larger than a VALID input are errors naming the op and the shapes.
 //!
-//! Kernels: `conv2d` and its gradients run as im2col + GEMM over row chunks of the patch
-//! matrix (≤ 64 MiB of patches in flight). Chunks are sized so each GEMM stays below the
-//! GEMM kernel's parallel threshold and run in parallel with rayon; only very wide layers
-//! (`KH*KW*C*O` large) run their chunks in order with faer's parallel GEMM. 1x1 stride-1
-//! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
-//! direct loops over contiguous channel vectors, parallel over rows or images above
-//! [`PAR_THRESHOLD`] multiply-adds. On AVX-512 CPUs, f32 single-channel stride-1 convs use a
-//! direct register-tiled kernel instead (`narrow`), and f32 5x5 stride-1 convs with channel
-//! counts that are multiples of 16 use Winograd F(2x2, 5x5) (`winograd`: 2.8x fewer
-//! multiplies, rounding within a small multiple of a direct sum's; `ExecOptions::winograd`
-//! turns it off). Inside a run, outputs are written into
+//! Kernels: `crate::kernels::conv` (im2col + GEMM, direct loops, the AVX-512 narrow and
+//! Winograd kernels); the op picks one by shape and by the session's
+//! [`KernelOptions`](crate::kernels::KernelOptions). Inside a run, outputs are written into
 //! buffers recycled by the executor's pool and operands read for the last time go back to
 //! it; otherwise outputs are allocated written (first touch in parallel).
 //!
@@ -37,33 +29,27 @@
 //! `ExtractImagePatches`): `[N,H,W,C] -> [N,OH,OW,KH*KW*C]`, tap-major, zero at padded
 //! positions, with `conv2d`'s geometry; `extract_patches_grad` is its exact adjoint
 //! (scatter-add of every tap, padding dropped). They run the conv kernels' own im2col /
-//! col2im, in parallel over row chunks / whole images above [`PAR_THRESHOLD`] elements.
+//! col2im, in parallel over row chunks / whole images above [`PAR_THRESHOLD`](crate::kernels::PAR_THRESHOLD) elements.
 //! [`patches`] wraps them as `[M,OH,OW,KH*KW,C]` graph values for derivative rules and
 //! converters (the batched per-example conv GEMMs).
 
 mod builders;
-mod direct;
 mod fused;
 mod geom;
-mod im2col;
-mod narrow;
 mod patch_product;
 pub mod patches;
-mod winograd;
 
 use std::fmt;
 
 use ndarray::{CowArray, IxDyn};
-use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
-use crate::kernels::gemm::GemmElem;
-use crate::ops::unary::PAR_THRESHOLD;
+use crate::kernels::KernelOptions as Kernels;
+use crate::kernels::conv::{Float, Geom, OutBuf, direct, im2col};
+use crate::ops::EvalCtx;
 use crate::ops::{Raises, expect_arity, expect_float};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
-use geom::{Geom, num_taps, out_dim, positive, rank4, unify, window};
-pub(crate) use winograd::by_default as winograd_by_default;
+use geom::{num_taps, out_dim, positive, rank4, unify, window};
 
 /// Convolution / pooling padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -280,165 +266,6 @@ pub(crate) struct ConvEpilogue<'a> {
     pub relu: bool,
 }
 
-/// Which optional kernels a call may take (see `ExecOptions::winograd`).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Kernels {
-    /// Winograd F(2x2, 5x5) for the convs [`winograd`] handles.
-    pub winograd: bool,
-}
-
-impl Kernels {
-    /// The session's choice inside a run, the process default outside one.
-    fn of(ctx: Option<&ExecCtx<'_>>) -> Kernels {
-        Kernels { winograd: ctx.map_or_else(winograd::by_default, |c| c.options().winograd) }
-    }
-}
-
-/// Float element types the kernels run on.
-trait Float: GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum {
-    fn is_nan(self) -> bool;
-    /// `conv2d` by a kernel specialised for its shapes (the direct kernel for few input
-    /// channels, [`narrow`]; Winograd for 5x5 filters, [`winograd`]) into `out`; false
-    /// (nothing written) where none applies.
-    fn special_conv(
-        g: &Geom,
-        x: &[Self],
-        w: &[Self],
-        epi: im2col::Epilogue<'_, Self>,
-        out: &mut [Self],
-        k: Kernels,
-    ) -> bool {
-        let _ = (g, x, w, epi, out, k);
-        false
-    }
-    /// `conv2d_backprop_input` by a kernel specialised for its shapes (Winograd for 5x5
-    /// filters: the input gradient is a conv of `dy` with the flipped filter), or the buffer
-    /// back where none applies.
-    fn special_backprop_input(
-        g: &Geom,
-        w: &[Self],
-        dy: &[Self],
-        buf: OutBuf<Self>,
-        k: Kernels,
-    ) -> std::result::Result<Vec<Self>, OutBuf<Self>> {
-        let _ = (g, w, dy, k);
-        Err(buf)
-    }
-    /// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, into `out`; false (nothing
-    /// written) where no pooled kernel takes the shapes.
-    fn conv_pool(
-        g: &Geom,
-        x: &[Self],
-        w: &[Self],
-        epi: im2col::Epilogue<'_, Self>,
-        out: &mut [Self],
-        k: Kernels,
-    ) -> Result<bool> {
-        let _ = k;
-        im2col::conv2d_pool(g, x, w, epi, out)
-    }
-}
-impl Float for f32 {
-    fn is_nan(self) -> bool {
-        f32::is_nan(self)
-    }
-    fn special_conv(
-        g: &Geom,
-        x: &[f32],
-        w: &[f32],
-        epi: im2col::Epilogue<'_, f32>,
-        out: &mut [f32],
-        k: Kernels,
-    ) -> bool {
-        narrow::conv2d(g, x, w, epi, out) || (k.winograd && winograd::conv2d(g, x, w, epi, out))
-    }
-    fn conv_pool(
-        g: &Geom,
-        x: &[f32],
-        w: &[f32],
-        epi: im2col::Epilogue<'_, f32>,
-        out: &mut [f32],
-        k: Kernels,
-    ) -> Result<bool> {
-        Ok(narrow::conv2d_pool(g, x, w, epi, out)
-            || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out))
-            || im2col::conv2d_pool(g, x, w, epi, out)?)
-    }
-    fn special_backprop_input(
-        g: &Geom,
-        w: &[f32],
-        dy: &[f32],
-        buf: OutBuf<f32>,
-        k: Kernels,
-    ) -> std::result::Result<Vec<f32>, OutBuf<f32>> {
-        match k.winograd.then(|| winograd::transposed(g)).flatten() {
-            Some(t) => {
-                let mut dx = buf.overwritten(g.n * g.h * g.w * g.c);
-                if winograd::conv2d_backprop_input(&t, w, dy, &mut dx) { Ok(dx) } else { Err(OutBuf(Some(dx))) }
-            }
-            None => Err(buf),
-        }
-    }
-}
-impl Float for f64 {
-    fn is_nan(self) -> bool {
-        f64::is_nan(self)
-    }
-}
-
-/// Run `f(chunk_index, chunk)` over `len`-sized chunks of `out`, with rayon when `parallel`.
-fn for_each_chunk<T: Send>(out: &mut [T], len: usize, parallel: bool, f: impl Fn(usize, &mut [T]) + Sync + Send) {
-    if len == 0 {
-        return;
-    }
-    if parallel && rayon::current_num_threads() > 1 {
-        out.par_chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
-    } else {
-        out.chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
-    }
-}
-
-/// `len` copies of `v`, written explicitly (in parallel when large). Unlike `vec![0; n]`
-/// (lazily zeroed pages, which a read-modify-write kernel then faults twice on, with TLB
-/// shootdowns), every page is first touched by a write here.
-fn filled<T: Float>(len: usize, v: T) -> Vec<T> {
-    let mut out = Vec::with_capacity(len);
-    if is_parallel(len) {
-        out.par_extend(rayon::iter::repeat_n(v, len));
-    } else {
-        out.resize(len, v);
-    }
-    out
-}
-
-/// Where a kernel's output buffer comes from: a buffer recycled by the run (stale content,
-/// see `exec::pool`) or, without one, a fresh allocation.
-struct OutBuf<T>(Option<Vec<T>>);
-
-impl<T: Float> OutBuf<T> {
-    /// `len` copies of `v`.
-    fn filled(self, len: usize, v: T) -> Vec<T> {
-        match self.0 {
-            Some(mut b) if b.len() == len => {
-                for_each_chunk(&mut b, 1 << 16, is_parallel(len), |_, c| c.fill(v));
-                b
-            }
-            _ => filled(len, v),
-        }
-    }
-    /// `len` elements that the kernel overwrites, every one (stale when recycled).
-    fn overwritten(self, len: usize) -> Vec<T> {
-        match self.0 {
-            Some(b) if b.len() == len => b,
-            _ => filled(len, T::default()),
-        }
-    }
-}
-
-fn is_parallel(work: usize) -> bool {
-    work >= PAR_THRESHOLD && rayon::current_num_threads() > 1
-}
-
 impl ConvOp {
     /// The kind.
     pub fn kind(&self) -> ConvKind {
@@ -635,7 +462,7 @@ impl ConvOp {
     }
 
     /// Evaluate inside a run, writing the output into a recycled buffer when one fits.
-    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         self.eval_fused(inputs, ConvEpilogue::default(), Some(ctx))
     }
 
@@ -646,7 +473,7 @@ impl ConvOp {
         &self,
         inputs: Vec<Tensor>,
         epi: ConvEpilogue<'_>,
-        mut ctx: Option<&mut ExecCtx<'_>>,
+        mut ctx: Option<&mut (dyn EvalCtx + '_)>,
     ) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         if (epi.bias.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
@@ -663,7 +490,7 @@ impl ConvOp {
             return Err(Error::shape(op, format!("output shape {out_shape:?} too large")));
         }
         let len: usize = out_shape.iter().product();
-        let kernels = Kernels::of(ctx.as_deref());
+        let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
         let out = crate::dispatch_float!(out_ty.dtype, T => {
             let buf = OutBuf(ctx.as_deref_mut().and_then(|c| c.recycled::<T>(len)));
             self.run::<T>(&inputs, &out_shape, epi, buf, kernels)?

@@ -24,10 +24,10 @@ use ndarray::{ArcArray, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{Zeroable, checked_len, try_zeroed};
 use crate::kernels::gemm::{GemmElem, PAR_FLOPS, atb_batched, gemm};
+use crate::ops::EvalCtx;
 use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
 
@@ -156,11 +156,11 @@ impl LinearOp {
     }
 
     /// Evaluate inside a run, writing the output into a recycled buffer when one fits.
-    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         self.eval_impl(inputs, Some(ctx))
     }
 
-    fn eval_impl(&self, inputs: Vec<Tensor>, mut ctx: Option<&mut ExecCtx<'_>>) -> Result<Vec<Tensor>> {
+    fn eval_impl(&self, inputs: Vec<Tensor>, mut ctx: Option<&mut (dyn EvalCtx + '_)>) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         expect_arity(op, &inputs, 2)?;
         let (adj_a, adj_b) = self.flags();
@@ -265,7 +265,7 @@ fn batched_product<T: GemmElem + Zeroable>(
     adj_a: bool,
     b: &ArcArray<T, IxDyn>,
     adj_b: bool,
-    ctx: Option<&mut ExecCtx<'_>>,
+    ctx: Option<&mut (dyn EvalCtx + '_)>,
 ) -> Result<ArcArray<T, IxDyn>> {
     let (sa, sb) = (a.shape(), b.shape());
     let (ra, rb) = (sa.len(), sb.len());
@@ -280,6 +280,7 @@ fn batched_product<T: GemmElem + Zeroable>(
     out_shape.extend([m, n]);
     let len = checked_len(op, &out_shape)?;
     let batch = checked_len(op, &out_batch)?;
+    let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
     // A recycled buffer has stale content: every path below overwrites all of it.
     let mut out = match ctx.and_then(|c| c.recycled::<T>(len)) {
         Some(mut v) if k == 0 => {
@@ -318,7 +319,7 @@ fn batched_product<T: GemmElem + Zeroable>(
             } else {
                 out.chunks_mut(block * n).enumerate().for_each(rows);
             }
-        } else if lhs.trans && !rhs.trans && T::has_atb() && atb_batched(batch, m, k, n) {
+        } else if lhs.trans && !rhs.trans && T::has_atb() && atb_batched(kernels, batch, m, k, n) {
             // Aᵀ B of depth-major items (per-example weight gradients), one item per task
             let one = |(i, c): (usize, &mut [T])| {
                 let done = T::atb(m, k, n, lhs.item(i, la), rhs.item(i, lb), c);

@@ -24,8 +24,15 @@
 //! op that does not say, a loop that may not terminate, a recursive call) raises on
 //! [`Raises::Any`] input. pfor uses it to never evaluate a raising op on iterations that did
 //! not reach it (see `converters/control.rs`).
+//!
+//! Inside a run, ops reach the executor only through the [`EvalCtx`] trait this module owns
+//! (`ops::ctx`; `exec::ExecCtx` implements it): variables, function calls, the run's limits,
+//! its buffer pool and the session's knobs. `ops` never names `exec`; numeric kernels live
+//! in `crate::kernels`.
 
 mod util;
+
+pub mod ctx;
 
 pub mod binary;
 pub mod control;
@@ -48,13 +55,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::exec::ExecCtx;
 use crate::ir::Library;
 use crate::tensor::{Tensor, TensorType};
 
 pub use binary::BinaryKind;
 pub use control::{ControlKind, ControlOp, IterationCap, OnLimit};
 pub use conv::{Conv2dParams, ConvKind, ConvOp, Padding};
+pub use ctx::{CancelToken, EvalCtx};
 pub use elementwise::{ElementwiseKind, ElementwiseOp};
 pub use indexing::{IndexKind, IndexOp};
 pub use linalg::{LinalgKind, LinalgOp};
@@ -76,9 +83,9 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     /// Compute the outputs.
     fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
     /// [`eval`](Self::eval) inside a session run: `ctx` has the run's options and its
-    /// deadline and cancel token ([`ExecCtx::check_interrupt`]), which an op that loops or
+    /// deadline and cancel token ([`EvalCtx::check_interrupt_dyn`]), which an op that loops or
     /// recurses should honour. Defaults to `eval`.
-    fn eval_in(&self, inputs: &[Tensor], ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    fn eval_in(&self, inputs: &[Tensor], ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         let _ = ctx;
         self.eval(inputs)
     }
@@ -351,7 +358,7 @@ impl Op {
 
     /// Evaluate on concrete inputs. Inputs are owned so kernels can reuse a buffer in place
     /// when they hold its only reference.
-    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         match self {
             Op::Input { name } => Err(crate::Error::MissingFeed { name: name.clone(), value: "?".into() }),
             Op::Const { value } => Ok(vec![value.clone()]),

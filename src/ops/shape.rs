@@ -32,9 +32,9 @@ use std::fmt;
 use ndarray::{ArcArray, ArrayView, Axis, IxDyn};
 
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{checked_len as count, try_filled, try_vec};
+use crate::ops::EvalCtx;
 use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
@@ -432,7 +432,12 @@ fn range_kernel<T: RangeElem>(op: &str, ins: &[Tensor]) -> Result<Tensor> {
     Tensor::from_vec(&[n], data)
 }
 
-fn stack_kernel<T: Element>(op: &str, ins: &[Tensor], axis: usize, ctx: Option<&mut ExecCtx<'_>>) -> Result<Tensor> {
+fn stack_kernel<T: Element>(
+    op: &str,
+    ins: &[Tensor],
+    axis: usize,
+    ctx: Option<&mut (dyn EvalCtx + '_)>,
+) -> Result<Tensor> {
     let views =
         ins.iter().map(|t| t.array::<T>().map(|a| a.view())).collect::<Result<Vec<ArrayView<'_, T, IxDyn>>>>()?;
     if let Some(bad) = views.iter().find(|v| v.shape() != views[0].shape()) {
@@ -637,11 +642,11 @@ impl ShapeOp {
     }
 
     /// Evaluate inside a run (a large `stack` writes into a recycled buffer when one fits).
-    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub(crate) fn eval_in(&self, inputs: Vec<Tensor>, ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         self.eval_impl(inputs, Some(ctx))
     }
 
-    fn eval_impl(&self, inputs: Vec<Tensor>, ctx: Option<&mut ExecCtx<'_>>) -> Result<Vec<Tensor>> {
+    fn eval_impl(&self, inputs: Vec<Tensor>, ctx: Option<&mut (dyn EvalCtx + '_)>) -> Result<Vec<Tensor>> {
         use ShapeOp as O;
         let op = self.kind().name();
         let one = |t: Result<Tensor>| t.map(|t| vec![t]);

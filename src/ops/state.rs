@@ -8,8 +8,8 @@
 use std::fmt;
 
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
+use crate::ops::EvalCtx;
 use crate::ops::{Op, Raises, expect_arity};
 use crate::tensor::{Tensor, TensorType};
 
@@ -99,7 +99,7 @@ impl StateOp {
         }
     }
     /// Evaluate against the session's variable store.
-    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    pub fn eval(&self, inputs: Vec<Tensor>, ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
         match self {
             StateOp::Read { var, .. } => Ok(vec![ctx.read_variable(var)?]),

@@ -12,8 +12,7 @@ use crate::ir::{Graph, ValueId};
 use crate::ops::{Op, Raises, expect_arity};
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
-/// Elements above which elementwise kernels use rayon (rayon costs ~15–35 µs per call).
-pub const PAR_THRESHOLD: usize = 1 << 17;
+pub use crate::kernels::PAR_THRESHOLD;
 
 macro_rules! unary_kinds {
     ($($variant:ident => $name:literal, $rule:ident;)*) => {

@@ -5,6 +5,7 @@ mod fuse;
 mod fuse_elementwise;
 mod fuse_patch_product;
 mod ir;
+mod options;
 mod pretranspose;
 mod random_graphs;
 mod standalone;

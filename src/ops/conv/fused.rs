@@ -5,9 +5,9 @@
 //! the unfused ops compute (the conv kernel's own GEMMs and epilogue, `max_pool`'s selection
 //! rule) or `None` having run nothing, so the caller's op-by-op path reports every error.
 
-use super::{ConvEpilogue, ConvOp, Float, Geom, Kernels, OutBuf, im2col};
+use super::{ConvEpilogue, ConvOp, Float, Geom, OutBuf, im2col};
 use crate::error::{Error, Result};
-use crate::exec::ExecCtx;
+use crate::ops::EvalCtx;
 use crate::tensor::{Tensor, TensorType};
 
 impl ConvOp {
@@ -19,7 +19,7 @@ impl ConvOp {
         &self,
         inputs: &[Tensor],
         epi: ConvEpilogue<'_>,
-        ctx: Option<&mut ExecCtx<'_>>,
+        ctx: Option<&mut (dyn EvalCtx + '_)>,
     ) -> Result<Option<Tensor>> {
         let ConvOp::Conv2D { params } = *self else { return Ok(None) };
         let [x, w] = inputs else { return Ok(None) };
@@ -53,7 +53,7 @@ fn pooled<T: Float>(
     x: &Tensor,
     w: &Tensor,
     epi: ConvEpilogue<'_>,
-    ctx: Option<&mut ExecCtx<'_>>,
+    ctx: Option<&mut (dyn EvalCtx + '_)>,
 ) -> Result<Option<Tensor>> {
     let (xa, wa) = (x.array::<T>()?.as_standard_layout(), w.array::<T>()?.as_standard_layout());
     let bias = epi.bias.map(|b| b.array::<T>()).transpose()?;
@@ -63,7 +63,7 @@ fn pooled<T: Float>(
         Some(b) => Some(b.as_slice().ok_or_else(|| Error::shape("conv2d", "internal: non-contiguous bias"))?),
         None => None,
     };
-    let kernels = Kernels::of(ctx.as_deref());
+    let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
     let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
     let len: usize = shape.iter().product();
     let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);

@@ -8,6 +8,7 @@
 
 use super::Padding;
 use crate::error::{Error, Result};
+use crate::kernels::conv::Geom;
 use crate::tensor::{Dim, TensorType};
 
 /// Output size and leading padding of one spatial axis (input `i`, window `k`, stride `s`,
@@ -94,30 +95,9 @@ pub(super) fn positive(op: &str, what: &str, v: [usize; 2]) -> Result<()> {
     Ok(())
 }
 
-/// Concrete geometry of one op application (`o`: conv output channels, depthwise channel
-/// multiplier, or `c` for pools).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Geom {
-    pub(super) n: usize,
-    pub(super) h: usize,
-    pub(super) w: usize,
-    pub(super) c: usize,
-    pub(super) kh: usize,
-    pub(super) kw: usize,
-    pub(super) o: usize,
-    pub(super) oh: usize,
-    pub(super) ow: usize,
-    pub(super) sh: usize,
-    pub(super) sw: usize,
-    pub(super) dh: usize,
-    pub(super) dw: usize,
-    pub(super) pt: usize,
-    pub(super) pl: usize,
-}
-
 impl Geom {
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
+    pub(crate) fn new(
         op: &str,
         nhwc: [usize; 4],
         k: [usize; 2],
@@ -132,48 +112,4 @@ impl Geom {
         let [n, h, w, c] = nhwc;
         Ok(Geom { n, h, w, c, kh: k[0], kw: k[1], o, oh, ow, sh: s[0], sw: s[1], dh: d[0], dw: d[1], pt, pl })
     }
-    /// A 1x1 stride-1 window (no padding): the conv is a plain GEMM on the input.
-    pub(super) fn pointwise(&self) -> bool {
-        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1
-    }
-    /// `(ky, iy)` for the in-bounds taps of output row `oy`.
-    pub(super) fn taps_y(&self, oy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
-        taps(oy * self.sh, self.pt, self.dh, self.kh, self.h)
-    }
-    /// `(kx, ix)` for the in-bounds taps of output column `ox`.
-    pub(super) fn taps_x(&self, ox: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
-        taps(ox * self.sw, self.pl, self.dw, self.kw, self.w)
-    }
-    /// `(ky, oy)` for the output rows whose window covers input row `iy`.
-    pub(super) fn rev_taps_y(&self, iy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {
-        rev_taps(iy + self.pt, self.dh, self.sh, self.kh, self.oh)
-    }
-    /// The output columns whose tap `kx` is in bounds; their input column is [`Geom::ix`].
-    pub(super) fn cols_for_tap(&self, kx: usize) -> std::ops::Range<usize> {
-        let off = kx * self.dw;
-        let lo = self.pl.saturating_sub(off).div_ceil(self.sw);
-        let hi = (self.w + self.pl).saturating_sub(off).div_ceil(self.sw).min(self.ow);
-        lo..hi.max(lo)
-    }
-    /// Input column of output column `ox`, tap `kx` (in bounds for `ox` in `cols_for_tap(kx)`).
-    pub(super) fn ix(&self, ox: usize, kx: usize) -> usize {
-        ox * self.sw + kx * self.dw - self.pl
-    }
-}
-
-pub(super) fn taps(start: usize, pad: usize, d: usize, k: usize, limit: usize) -> impl Iterator<Item = (usize, usize)> {
-    (0..k).filter_map(move |t| (start + t * d).checked_sub(pad).filter(|&p| p < limit).map(|p| (t, p)))
-}
-
-pub(super) fn rev_taps(
-    padded: usize,
-    d: usize,
-    s: usize,
-    k: usize,
-    limit: usize,
-) -> impl Iterator<Item = (usize, usize)> {
-    (0..k).filter_map(move |t| {
-        let q = padded.checked_sub(t * d)?;
-        (q % s == 0 && q / s < limit).then_some((t, q / s))
-    })
 }

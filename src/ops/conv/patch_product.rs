@@ -2,9 +2,9 @@
 //! patches (see `exec::fuse::patch_product`): the vectorized `conv2d_backprop_filter` with
 //! both operands stacked is `batch_matmul(adj_a)` of `extract_patches(x)` reshaped to
 //! `[B, E*OH*OW, KH*KW*C]` and `dy [B, E*OH*OW, O]`, and the patches (`KH*KW` times the
-//! input) cost a full write and read of memory. Here each example is copied once into a
-//! zero-padded buffer and the register-blocked kernel of [`crate::kernels::micro`] reads
-//! every tap's window straight from it: the depth walk `(e, oy, ox)` with per-level strides.
+//! input) cost a full write and read of memory. Here the kernel
+//! (`kernels::conv::patch_product`) reads every tap's window straight from a zero-padded
+//! copy of each example.
 //!
 //! Invariants: [`ConvOp::eval_patch_product`] runs only where the unfused product would run
 //! the depth-major kernel ([`crate::kernels::gemm::atb_batched`] with the same shapes), and
@@ -12,12 +12,11 @@
 //! padded tap reads the zero that the patch holds), so the result is bit-identical; it
 //! returns `None` having run nothing otherwise.
 
-use rayon::prelude::*;
-
 use super::{ConvOp, Geom};
 use crate::error::Result;
-use crate::exec::ExecCtx;
+use crate::kernels::conv::patch_product::product;
 use crate::kernels::gemm::{GemmElem, atb_batched};
+use crate::ops::EvalCtx;
 use crate::ops::Op;
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 
@@ -33,7 +32,7 @@ impl ConvOp {
         x: &Tensor,
         dy: &Tensor,
         reshapes: impl IntoIterator<Item = &'a Op>,
-        ctx: Option<&mut ExecCtx<'_>>,
+        ctx: Option<&mut (dyn EvalCtx + '_)>,
     ) -> Result<Option<Tensor>> {
         let ConvOp::ExtractPatches { ksize, params } = *self else { return Ok(None) };
         if x.dtype() != DType::F32 || dy.dtype() != DType::F32 || x.rank() != 4 || dy.rank() != 3 {
@@ -68,7 +67,8 @@ impl ConvOp {
         if lhs.shape.as_fixed().as_deref() != Some(&[b, rows, kc][..]) {
             return Ok(None);
         }
-        if !(f32::has_atb() && atb_batched(b, kc, rows, o)) {
+        let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
+        if !(f32::has_atb() && atb_batched(kernels, b, kc, rows, o)) {
             return Ok(None);
         }
         let (xa, da) = (x.array::<f32>()?, dy.array::<f32>()?);
@@ -81,72 +81,4 @@ impl ConvOp {
         }
         Ok(Some(Tensor::from_vec(&[b, kc, o], out)?))
     }
-}
-
-/// `out [B, KH*KW*C, O]`, item `i` the sum over its `e` examples' output pixels of the tap
-/// values times `dy`; false (nothing written) without AVX-512F.
-fn product(g: &Geom, e: usize, x: &[f32], dy: &[f32], out: &mut [f32]) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        let (c, o) = (g.c, g.o);
-        // the padded input: every tap of every window inside
-        let hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
-        let wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-        let (img, pimg) = (g.h * g.w * c, hp * wp * c);
-        let (rows, cols) = (g.h.min(hp.saturating_sub(g.pt)), g.w.min(wp.saturating_sub(g.pl)));
-        let depth = crate::kernels::micro::Depth {
-            n: [e, g.oh, g.ow],
-            sa: [pimg, g.sh * wp * c, g.sw * c],
-            sb: [g.oh * g.ow * o, g.ow * o, o],
-        };
-        let r_blk = 6;
-        let item_in = e * g.oh * g.ow * o;
-        out.par_chunks_mut(g.kh * g.kw * c * o).enumerate().for_each_init(
-            || vec![0.0f32; e * pimg],
-            |pad, (i, dst)| {
-                pad.fill(0.0);
-                for (ex, p) in pad.chunks_exact_mut(pimg).enumerate() {
-                    let src = &x[(i * e + ex) * img..][..img];
-                    for (iy, row) in src.chunks_exact(g.w * c).take(rows).enumerate() {
-                        p[((iy + g.pt) * wp + g.pl) * c..][..cols * c].copy_from_slice(&row[..cols * c]);
-                    }
-                }
-                let d = &dy[i * item_in..][..item_in];
-                for ky in 0..g.kh {
-                    // row `m = (ky*KW + kx)*C + c` of the item's output reads the padded input at
-                    // `ky*DH*WP*C + kx*DW*C + c`: one run of stride 1 over a whole filter row
-                    // when DW = 1 (a block may span taps), else one run per tap
-                    let runs = if g.dw == 1 { 1 } else { g.kw };
-                    let run_len = g.kw * c / runs;
-                    for run in 0..runs {
-                        let (m_at, a_at) = ((ky * g.kw + run) * c, (ky * g.dh * wp + run * g.dw) * c);
-                        for m0 in (0..run_len).step_by(r_blk) {
-                            for o0 in (0..o).step_by(64) {
-                                let (r, nv) = ((run_len - m0).min(r_blk), ((o - o0) / 16).min(4));
-                                // SAFETY: AVX-512F is present; the walk stays inside the
-                                // padded examples (the last window ends at `hp`, `wp`), `d`
-                                // (E*OH*OW rows of O) and `dst` (rows `m_at + m0 ..`, columns
-                                // `o0 .. o0 + 16nv` with `o` a multiple of 16: `atb_applies`).
-                                unsafe {
-                                    crate::kernels::micro::micro_dyn(
-                                        r,
-                                        nv,
-                                        pad.as_ptr().add(a_at + m0),
-                                        1,
-                                        d.as_ptr().add(o0),
-                                        &depth,
-                                        dst.as_mut_ptr().add((m_at + m0) * o + o0),
-                                        o,
-                                    )
-                                };
-                            }
-                        }
-                    }
-                }
-            },
-        );
-        return true;
-    }
-    let _ = (g, e, x, dy, out);
-    false
 }

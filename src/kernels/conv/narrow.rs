@@ -35,7 +35,7 @@ const PIXELS: usize = 8;
 const TASK_VALUES: usize = 1 << 15;
 
 /// Whether this kernel handles an f32 conv of this geometry on this CPU.
-pub(super) fn applies(g: &Geom) -> bool {
+pub(crate) fn applies(g: &Geom) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         g.c == 1
@@ -43,7 +43,7 @@ pub(super) fn applies(g: &Geom) -> bool {
             && g.o > 0
             && g.o.is_multiple_of(2 * BLOCK)
             && g.kh * g.kw > 1
-            && std::arch::is_x86_feature_detected!("avx512f")
+            && crate::kernels::cpu::caps().avx512f
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -55,7 +55,7 @@ pub(super) fn applies(g: &Geom) -> bool {
 /// `out [N*OH*OW, O] = epi(conv2d(x, w))` with `w` the `[KH*KW*C, O]` filter; every element
 /// of `out` is written. Callers check [`applies`] first; a call where it does not hold
 /// leaves `out` untouched and returns false.
-pub(super) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
     if !applies(g) || epi.bias.is_some_and(|b| b.len() != g.o) || w.len() != g.kh * g.kw * g.c * g.o {
         return false;
     }
@@ -86,7 +86,7 @@ pub(super) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out
 /// the conv output never reaches memory. The pool's rule is `max_pool`'s: the first maximal
 /// element in row-major window order wins, a NaN counts as maximal. Returns false (nothing
 /// written) where [`applies`] does not hold.
-pub(super) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
     if !applies(g) || epi.bias.is_some_and(|b| b.len() != g.o) || w.len() != g.kh * g.kw * g.c * g.o {
         return false;
     }
@@ -152,7 +152,7 @@ mod avx512 {
 
     /// One output row, epilogue included.
     #[target_feature(enable = "avx512f")]
-    pub(super) fn row(g: &Geom, band: &[f32], taps: &[usize], w: &[f32], epi: &Epilogue<'_, f32>, orow: &mut [f32]) {
+    pub(crate) fn row(g: &Geom, band: &[f32], taps: &[usize], w: &[f32], epi: &Epilogue<'_, f32>, orow: &mut [f32]) {
         pairs(g, band, taps, w, epi, orow)
     }
 

@@ -18,7 +18,7 @@ use crate::kernels::gemm::{PAR_FLOPS, gemm};
 /// and its order are those of the separate `bias_add` and `relu` kernels, so fused results
 /// are bit-identical to unfused ones.
 #[derive(Clone, Copy)]
-pub(super) struct Epilogue<'a, T> {
+pub(crate) struct Epilogue<'a, T> {
     /// Per-output-channel bias (`O` values).
     pub bias: Option<&'a [T]>,
     /// Apply `relu` (NaN propagates; `-0.0` and negatives become `0.0`).
@@ -27,11 +27,11 @@ pub(super) struct Epilogue<'a, T> {
 
 impl<T: Float> Epilogue<'_, T> {
     /// Nothing to apply.
-    pub(super) fn is_none(&self) -> bool {
+    pub(crate) fn is_none(&self) -> bool {
         self.bias.is_none() && !self.relu
     }
     /// Apply to `out`, whole rows of `o` channels (one branch-free loop per case).
-    pub(super) fn apply(&self, out: &mut [T], o: usize) {
+    pub(crate) fn apply(&self, out: &mut [T], o: usize) {
         let zero = T::default();
         let relu = |v: T| if v > zero || v.is_nan() { v } else { zero };
         match (self.bias, self.relu) {
@@ -191,7 +191,7 @@ fn add_to<T: Float>(dst: &mut [T], src: &[T]) {
 /// GEMM output chunk. The output is written once up front in parallel ([`filled`]): a
 /// lazily zeroed `vec!` was measured slower, as the allocator memsets recycled heap
 /// blocks in one thread.
-pub(super) fn conv2d<T: Float>(
+pub(crate) fn conv2d<T: Float>(
     g: &Geom,
     x: &[T],
     w: &[T],
@@ -250,7 +250,7 @@ pub(super) fn conv2d<T: Float>(
 /// unfused kernel's row count (the last of a chunk fewer), and the pool's rule is
 /// `max_pool`'s (first maximal element in row-major window order, NaN maximal). False
 /// (nothing written) for odd `OH` or `OW`.
-pub(super) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>, out: &mut [T]) -> Result<bool> {
+pub(crate) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_, T>, out: &mut [T]) -> Result<bool> {
     let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     let pair = 2 * g.ow;
     if !g.oh.is_multiple_of(2) || !g.ow.is_multiple_of(2) || out.len() != rows / 4 * o {
@@ -306,7 +306,7 @@ pub(super) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_
 }
 
 /// `dx = col2im(dy [N*OH*OW, O] · filterᵀ)`; chunks are whole images (disjoint scatters).
-pub(super) fn conv2d_backprop_input<T: Float>(
+pub(crate) fn conv2d_backprop_input<T: Float>(
     g: &Geom,
     w: &[T],
     dy: &[T],
@@ -352,7 +352,7 @@ pub(super) fn conv2d_backprop_input<T: Float>(
 }
 
 /// `dfilter [KH*KW*C, O] = patches(x)ᵀ · dy [N*OH*OW, O]`, chunk partial sums reduced.
-pub(super) fn conv2d_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Result<Vec<T>> {
+pub(crate) fn conv2d_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Result<Vec<T>> {
     let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     let zero = T::default();
     let mut dw = vec![zero; k * o];
@@ -397,7 +397,7 @@ pub(super) fn conv2d_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> R
 
 /// `extract_patches`: the patch matrix `[N*OH*OW, KH*KW*C]` itself, filled by [`im2col`]
 /// over chunks of whole rows (in parallel above the parallel threshold).
-pub(super) fn extract_patches<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn extract_patches<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (rows, k) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c);
     // im2col writes every element of its rows (zeros in the padding)
     let mut out = buf.overwritten(rows * k);
@@ -412,7 +412,7 @@ pub(super) fn extract_patches<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Ve
 
 /// `extract_patches_grad`: [`col2im`] of the patch gradients `[N*OH*OW, KH*KW*C]` into
 /// `[N,H,W,C]`, in parallel over whole images (scatters of different images never overlap).
-pub(super) fn extract_patches_grad<T: Float>(g: &Geom, dcol: &[T], buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn extract_patches_grad<T: Float>(g: &Geom, dcol: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (ohw, k, img_len) = (g.oh * g.ow, g.kh * g.kw * g.c, g.h * g.w * g.c);
     let mut dx = buf.filled(g.n * img_len, T::default());
     if dx.is_empty() || ohw == 0 || k == 0 {

@@ -28,13 +28,13 @@ fn madd<T: Float>(o: &mut [T], a: &[T], b: &[T], m: usize) {
 /// `v` wins over the current maximum `cur`: strictly greater, or the first NaN (written
 /// without short-circuits, so loops of selects on it vectorize).
 #[inline]
-pub(super) fn better<T: Float>(v: T, cur: T) -> bool {
+pub(crate) fn better<T: Float>(v: T, cur: T) -> bool {
     ((v > cur) | v.is_nan()) & !cur.is_nan()
 }
 
 /// 2x2 stride-2 max pool of one pair of rows (`r0`, `r1`: `2*PW` pixels of `o` channels
 /// each) into `dst` (`PW` pixels): taps in row-major window order, [`better`] decides.
-pub(super) fn pool_pair<T: Float>(r0: &[T], r1: &[T], o: usize, dst: &mut [T]) {
+pub(crate) fn pool_pair<T: Float>(r0: &[T], r1: &[T], o: usize, dst: &mut [T]) {
     for (px, d) in dst.chunks_exact_mut(o).enumerate() {
         let (a, b) = (&r0[2 * px * o..(2 * px + 2) * o], &r1[2 * px * o..(2 * px + 2) * o]);
         d.copy_from_slice(&a[..o]);
@@ -76,7 +76,7 @@ fn pool_pair_grad<T: Float>(r0: &[T], r1: &[T], dy: &[T], c: usize, d0: &mut [T]
 }
 
 /// Depthwise conv: `out[n,oy,ox,c*M+m] = Σ x[n,iy,ix,c] · w[ky,kx,c,m]`.
-pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T], buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, m) = (g.c, g.o);
     let (cm, row_len) = (c * m, g.w * c);
     let mut out = buf.filled(g.n * g.oh * g.ow * cm, T::default());
@@ -99,7 +99,7 @@ pub(super) fn depthwise<T: Float>(g: &Geom, x: &[T], w: &[T], buf: OutBuf<T>) ->
 
 /// Gradient w.r.t. the input, per input row (n, iy) from the output rows whose windows
 /// cover it: `dx[n,iy,ix,c] += Σ_m dy[n,oy,ox,c*M+m] · w[ky,kx,c,m]`.
-pub(super) fn depthwise_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn depthwise_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, m) = (g.c, g.o);
     let (cm, dy_row) = (c * m, g.ow * c * m);
     let mut dx = buf.filled(g.n * g.h * g.w * c, T::default());
@@ -134,7 +134,7 @@ pub(super) fn depthwise_backprop_input<T: Float>(g: &Geom, w: &[T], dy: &[T], bu
 
 /// Gradient w.r.t. the filter: `dw[ky,kx,c,m] = Σ x[n,iy,ix,c] · dy[n,oy,ox,c*M+m]`,
 /// partial sums per output row folded in parallel.
-pub(super) fn depthwise_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Vec<T> {
+pub(crate) fn depthwise_backprop_filter<T: Float>(g: &Geom, x: &[T], dy: &[T]) -> Vec<T> {
     let (c, m) = (g.c, g.o);
     let (cm, row_len) = (c * m, g.w * c);
     let (dw_len, rows) = (g.kh * g.kw * cm, g.n * g.oh);
@@ -232,7 +232,7 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
 }
 
 /// Max or average pooling (average over the in-bounds elements of each window).
-pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool, buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn pool<T: Float>(g: &Geom, x: &[T], max: bool, buf: OutBuf<T>) -> Vec<T> {
     let inside = g.pt == 0
         && g.pl == 0
         && g.oh > 0
@@ -281,7 +281,7 @@ pub(super) fn pool<T: Float>(g: &Geom, x: &[T], max: bool, buf: OutBuf<T>) -> Ve
 
 /// Max-pool gradient: each `dy` element is added at the first maximal element of its window
 /// (row-major window order).
-pub(super) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn max_pool_grad<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) -> Vec<T> {
     if tiled(g) {
         return max_pool_grad_tiled(g, x, dy, buf);
     }
@@ -405,7 +405,7 @@ fn max_pool_grad_tiled<T: Float>(g: &Geom, x: &[T], dy: &[T], buf: OutBuf<T>) ->
 
 /// Average-pool gradient, per input row: `dx[iy,ix] += dy[oy,ox] / count(oy,ox)` over the
 /// windows covering `(iy,ix)`.
-pub(super) fn avg_pool_grad<T: Float>(g: &Geom, dy: &[T], buf: OutBuf<T>) -> Vec<T> {
+pub(crate) fn avg_pool_grad<T: Float>(g: &Geom, dy: &[T], buf: OutBuf<T>) -> Vec<T> {
     let (c, dy_row) = (g.c, g.ow * g.c);
     let cnt_y: Vec<usize> = (0..g.oh).map(|oy| g.taps_y(oy).count()).collect();
     let cnt_x = col_counts(g);

@@ -26,8 +26,8 @@
 //! differ from im2col's by rounding: the transforms scale values by up to ~100 before the
 //! products, so errors are a small multiple of a direct sum's (measured in the tests), and
 //! inputs with infinities can give NaN where a direct sum gives ±inf.
-//! `ExecOptions::winograd` (default: on unless the environment variable `PFOR_NO_WINOGRAD`
-//! is set) turns the kernel off for a session, leaving the im2col path.
+//! `ExecOptions::winograd` (`PFOR_NO_WINOGRAD`; on built in) turns the kernel off for a
+//! session, leaving the im2col path; outside a run it is on.
 
 use rayon::prelude::*;
 
@@ -44,15 +44,8 @@ const BATCH: usize = 30;
 /// Tiles per parallel task, about.
 const TASK_TILES: usize = 64;
 
-/// Whether convs outside a run (`ConvOp::eval`) take this kernel: yes unless the environment
-/// variable `PFOR_NO_WINOGRAD` is set (inside a run, `ExecOptions::winograd` decides).
-pub(crate) fn by_default() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("PFOR_NO_WINOGRAD").is_none())
-}
-
 /// Whether this kernel handles an f32 conv of this geometry on this CPU.
-pub(super) fn applies(g: &Geom) -> bool {
+pub(crate) fn applies(g: &Geom) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         g.kh == 5
@@ -62,7 +55,7 @@ pub(super) fn applies(g: &Geom) -> bool {
             && g.o > 0
             && g.c.is_multiple_of(LANES)
             && g.o.is_multiple_of(LANES)
-            && std::arch::is_x86_feature_detected!("avx512f")
+            && crate::kernels::cpu::caps().avx512f
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -73,20 +66,20 @@ pub(super) fn applies(g: &Geom) -> bool {
 
 /// `out [N, OH, OW, O] = epi(conv2d(x, w))` with `w` the `[5, 5, C, O]` filter; every
 /// element of `out` is written. False (nothing written) where [`applies`] does not hold.
-pub(super) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
     run(g, x, w, epi, out, false)
 }
 
 /// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]`. False (nothing
 /// written) where [`applies`] does not hold or `OH`, `OW` are odd.
-pub(super) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
     g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true)
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
 /// O]`, filter `[5, 5, O, C]` flipped, output `[N, H, W, C]`, leading padding `4 - p`),
 /// where this kernel handles it.
-pub(super) fn transposed(g: &Geom) -> Option<Geom> {
+pub(crate) fn transposed(g: &Geom) -> Option<Geom> {
     let t = Geom {
         h: g.oh,
         w: g.ow,
@@ -106,7 +99,7 @@ pub(super) fn transposed(g: &Geom) -> Option<Geom> {
 /// `dx [N, H, W, C]` of a 5x5 stride-1 conv with filter `w [5, 5, C, O]`: the conv of `dy`
 /// by the flipped, transposed filter over the [`transposed`] geometry `t`. False (nothing
 /// written) where the kernel does not take it.
-pub(super) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) -> bool {
+pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) -> bool {
     let (c, o) = (t.o, t.c);
     if w.len() != 25 * c * o {
         return false;
@@ -217,12 +210,12 @@ mod avx512 {
     use std::ops::Range;
 
     use super::{BATCH, G, Job, LANES, POINTS, Scratch, T6};
+    use crate::kernels::conv::Geom;
     use crate::kernels::micro::{Depth, micro_dyn};
-    use crate::ops::conv::Geom;
 
     /// `U [36, C, O] = G g Gᵀ` per `(c, o)`, `g` the 5x5 taps of `w [5, 5, C, O]`.
     #[target_feature(enable = "avx512f")]
-    pub(super) fn filter(g: &Geom, w: &[f32]) -> Vec<f32> {
+    pub(crate) fn filter(g: &Geom, w: &[f32]) -> Vec<f32> {
         let (c, o) = (g.c, g.o);
         let mut u = vec![0.0f32; POINTS * c * o];
         // `gw [6, 5, O]`: G applied along the filter rows, for one input channel
@@ -264,7 +257,7 @@ mod avx512 {
     /// The CPU supports AVX-512F; `s` was sized for `job.g`; `tiles` has at most [`BATCH`]
     /// tiles and their outputs lie inside `chunk`.
     #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn batch(job: &Job<'_>, s: &mut Scratch, tiles: Range<usize>, base: usize, chunk: &mut [f32]) {
+    pub(crate) unsafe fn batch(job: &Job<'_>, s: &mut Scratch, tiles: Range<usize>, base: usize, chunk: &mut [f32]) {
         let g = job.g;
         let (c, o, nt) = (g.c, g.o, tiles.len());
         for (t, f) in tiles.clone().enumerate() {

@@ -1,0 +1,192 @@
+//! The convolution and pooling kernels behind `ops::conv` (NHWC inputs, `[KH, KW, C, O]`
+//! filters, the window geometry [`Geom`] that `ops::conv` computes and checks).
+//!
+//! `conv2d` and its gradients run as im2col + GEMM over row chunks of the patch
+//! matrix (≤ 64 MiB of patches in flight). Chunks are sized so each GEMM stays below the
+//! GEMM kernel's parallel threshold and run in parallel with rayon; only very wide layers
+//! (`KH*KW*C*O` large) run their chunks in order with faer's parallel GEMM. 1x1 stride-1
+//! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
+//! direct loops over contiguous channel vectors, parallel over rows or images above
+//! [`PAR_THRESHOLD`] multiply-adds. On AVX-512 CPUs, f32 single-channel stride-1 convs use a
+//! direct register-tiled kernel instead (`narrow`), and f32 5x5 stride-1 convs with channel
+//! counts that are multiples of 16 use Winograd F(2x2, 5x5) (`winograd`: 2.8x fewer
+//! multiplies, rounding within a small multiple of a direct sum's; `KernelOptions::winograd`
+//! turns it off).
+//!
+//!
+//! Typed entry points: [`im2col`] (`conv2d`, its gradients, `extract_patches` and its
+//! adjoint), [`direct`] (depthwise convs, pools and their gradients), and through
+//! [`Float`] the shape-specialised kernels ([`narrow`], [`winograd`]) and the pooled conv.
+//!
+//! Invariants: every entry point writes every element of its output (a recycled buffer's
+//! stale content never shows); a specialised kernel either computes the whole output or
+//! returns `false` having written nothing, so the caller falls back to im2col; the optional
+//! kernels run only where their [`KernelOptions`] field allows and the CPU has them
+//! ([`crate::kernels::cpu::caps`]).
+
+pub(crate) mod direct;
+mod geom;
+pub(crate) mod im2col;
+pub(crate) mod narrow;
+pub(crate) mod patch_product;
+pub(crate) mod winograd;
+
+use rayon::prelude::*;
+
+use super::KernelOptions as Kernels;
+use super::PAR_THRESHOLD;
+use super::gemm::GemmElem;
+use crate::error::Result;
+pub(crate) use geom::Geom;
+
+/// Float element types the kernels run on.
+pub(crate) trait Float:
+    GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum
+{
+    fn is_nan(self) -> bool;
+    /// `conv2d` by a kernel specialised for its shapes (the direct kernel for few input
+    /// channels, [`narrow`]; Winograd for 5x5 filters, [`winograd`]) into `out`; false
+    /// (nothing written) where none applies.
+    fn special_conv(
+        g: &Geom,
+        x: &[Self],
+        w: &[Self],
+        epi: im2col::Epilogue<'_, Self>,
+        out: &mut [Self],
+        k: Kernels,
+    ) -> bool {
+        let _ = (g, x, w, epi, out, k);
+        false
+    }
+    /// `conv2d_backprop_input` by a kernel specialised for its shapes (Winograd for 5x5
+    /// filters: the input gradient is a conv of `dy` with the flipped filter), or the buffer
+    /// back where none applies.
+    fn special_backprop_input(
+        g: &Geom,
+        w: &[Self],
+        dy: &[Self],
+        buf: OutBuf<Self>,
+        k: Kernels,
+    ) -> std::result::Result<Vec<Self>, OutBuf<Self>> {
+        let _ = (g, w, dy, k);
+        Err(buf)
+    }
+    /// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, into `out`; false (nothing
+    /// written) where no pooled kernel takes the shapes.
+    fn conv_pool(
+        g: &Geom,
+        x: &[Self],
+        w: &[Self],
+        epi: im2col::Epilogue<'_, Self>,
+        out: &mut [Self],
+        k: Kernels,
+    ) -> Result<bool> {
+        let _ = k;
+        im2col::conv2d_pool(g, x, w, epi, out)
+    }
+}
+impl Float for f32 {
+    fn is_nan(self) -> bool {
+        f32::is_nan(self)
+    }
+    fn special_conv(
+        g: &Geom,
+        x: &[f32],
+        w: &[f32],
+        epi: im2col::Epilogue<'_, f32>,
+        out: &mut [f32],
+        k: Kernels,
+    ) -> bool {
+        narrow::conv2d(g, x, w, epi, out) || (k.winograd && winograd::conv2d(g, x, w, epi, out))
+    }
+    fn conv_pool(
+        g: &Geom,
+        x: &[f32],
+        w: &[f32],
+        epi: im2col::Epilogue<'_, f32>,
+        out: &mut [f32],
+        k: Kernels,
+    ) -> Result<bool> {
+        Ok(narrow::conv2d_pool(g, x, w, epi, out)
+            || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out))
+            || im2col::conv2d_pool(g, x, w, epi, out)?)
+    }
+    fn special_backprop_input(
+        g: &Geom,
+        w: &[f32],
+        dy: &[f32],
+        buf: OutBuf<f32>,
+        k: Kernels,
+    ) -> std::result::Result<Vec<f32>, OutBuf<f32>> {
+        match k.winograd.then(|| winograd::transposed(g)).flatten() {
+            Some(t) => {
+                let mut dx = buf.overwritten(g.n * g.h * g.w * g.c);
+                if winograd::conv2d_backprop_input(&t, w, dy, &mut dx) { Ok(dx) } else { Err(OutBuf(Some(dx))) }
+            }
+            None => Err(buf),
+        }
+    }
+}
+impl Float for f64 {
+    fn is_nan(self) -> bool {
+        f64::is_nan(self)
+    }
+}
+
+/// Run `f(chunk_index, chunk)` over `len`-sized chunks of `out`, with rayon when `parallel`.
+pub(crate) fn for_each_chunk<T: Send>(
+    out: &mut [T],
+    len: usize,
+    parallel: bool,
+    f: impl Fn(usize, &mut [T]) + Sync + Send,
+) {
+    if len == 0 {
+        return;
+    }
+    if parallel && rayon::current_num_threads() > 1 {
+        out.par_chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
+    } else {
+        out.chunks_mut(len).enumerate().for_each(|(i, c)| f(i, c));
+    }
+}
+
+/// `len` copies of `v`, written explicitly (in parallel when large). Unlike `vec![0; n]`
+/// (lazily zeroed pages, which a read-modify-write kernel then faults twice on, with TLB
+/// shootdowns), every page is first touched by a write here.
+pub(crate) fn filled<T: Float>(len: usize, v: T) -> Vec<T> {
+    let mut out = Vec::with_capacity(len);
+    if is_parallel(len) {
+        out.par_extend(rayon::iter::repeat_n(v, len));
+    } else {
+        out.resize(len, v);
+    }
+    out
+}
+
+/// Where a kernel's output buffer comes from: a buffer recycled by the run (stale content,
+/// see `exec::pool`) or, without one, a fresh allocation.
+pub(crate) struct OutBuf<T>(pub(crate) Option<Vec<T>>);
+
+impl<T: Float> OutBuf<T> {
+    /// `len` copies of `v`.
+    pub(crate) fn filled(self, len: usize, v: T) -> Vec<T> {
+        match self.0 {
+            Some(mut b) if b.len() == len => {
+                for_each_chunk(&mut b, 1 << 16, is_parallel(len), |_, c| c.fill(v));
+                b
+            }
+            _ => filled(len, v),
+        }
+    }
+    /// `len` elements that the kernel overwrites, every one (stale when recycled).
+    pub(crate) fn overwritten(self, len: usize) -> Vec<T> {
+        match self.0 {
+            Some(b) if b.len() == len => b,
+            _ => filled(len, T::default()),
+        }
+    }
+}
+
+pub(crate) fn is_parallel(work: usize) -> bool {
+    work >= PAR_THRESHOLD && rayon::current_num_threads() > 1
+}
