@@ -65,12 +65,11 @@ use std::sync::Arc;
 
 use combined::SubsetForm;
 
-use crate::autobatch::from_graph;
 use crate::ops::{ControlKind, ControlOp, IterationCap, Op, OpKind};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 use crate::vectorize::{
     ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function,
-    convert_function_masked, tile,
+    convert_function_masked, handoff, tile,
 };
 use crate::{Error, Function, Graph, Result, ValueId};
 
@@ -640,44 +639,10 @@ fn subset_pred(
     Ok(force_stacked(g, &ainfo, pr[0], true)?.value)
 }
 
-/// True if `name` can reach itself through calls.
+/// True if `name` can reach itself through calls (an unknown callee is not recursion: the
+/// in-place conversion reports it).
 fn is_recursive(g: &Graph, name: &str) -> bool {
-    let lib = g.library();
-    let mut stack = vec![name.to_string()];
-    let mut seen = hashbrown::HashSet::new();
-    while let Some(f) = stack.pop() {
-        let Ok(func) = lib.get(&f) else { continue };
-        for n in all_calls(&func.graph) {
-            if n == name {
-                return true;
-            }
-            if seen.insert(n.clone()) {
-                stack.push(n);
-            }
-        }
-    }
-    false
-}
-
-fn all_calls(g: &Graph) -> Vec<String> {
-    let mut out = Vec::new();
-    for n in g.node_ids() {
-        let Ok(nd) = g.node(n) else { continue };
-        match &nd.op {
-            Op::Control(ControlOp::Call { function, .. }) => out.push(function.clone()),
-            Op::Control(ControlOp::Cond { then, else_ }) => {
-                out.extend(all_calls(&then.graph));
-                out.extend(all_calls(&else_.graph));
-            }
-            Op::Control(ControlOp::While { cond, body, .. }) => {
-                out.extend(all_calls(&cond.graph));
-                out.extend(all_calls(&body.graph));
-            }
-            Op::Control(ControlOp::For { body, .. }) => out.extend(all_calls(&body.graph)),
-            _ => {}
-        }
-    }
-    out
+    matches!(g.library().recursion_via(name), Ok(Some(_)))
 }
 
 /// A recursive call: hand the whole call off to the auto-batching VM (one node running
@@ -690,8 +655,8 @@ fn recursive_call(ctx: &mut ConvertCtx<'_>, function: &str) -> Result<Converted>
     let in_types: Vec<TensorType> = (0..k).map(|j| ctx.input_type(j).clone()).collect();
     let out_types: Vec<TensorType> = ctx.out_types.clone();
     let options = ctx.options().clone();
-    let call = from_graph::translate(ctx.graph(), function, &in_types, &options)
-        .and_then(|p| from_graph::AutobatchCall::new(p, function, out_types));
+    let call = handoff::translate(ctx.graph(), function, &in_types, &options)
+        .and_then(|p| handoff::AutobatchCall::new(p, function, out_types));
     let call = match call {
         Ok(c) => c,
         Err(e) => {

@@ -41,13 +41,13 @@
 
 mod alloc;
 pub mod builder;
-pub mod from_graph;
 pub mod lower;
 mod mask;
 pub mod primop;
 pub mod program;
 pub mod reference;
 mod rows;
+mod run_loop;
 mod segment;
 pub mod stackless;
 mod types;
