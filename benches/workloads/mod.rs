@@ -3,6 +3,7 @@
 //! Shared by the criterion benches and `examples/bench_report.rs` via `#[path]`.
 #![allow(dead_code)]
 
+use pfor::api::lstm_cell;
 use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
@@ -188,33 +189,6 @@ pub const W3_IN: usize = 128;
 /// W3 state size.
 pub const W3_HIDDEN: usize = 256;
 
-/// One LSTM cell step on a batch of rows: `z = concat(x_t, h) [m,in+hid] @ w [in+hid,4hid] + b`,
-/// gates `(i, f, o, u)`; returns `(h', c')`.
-pub fn lstm_cell(
-    g: &mut Graph,
-    xt: ValueId,
-    h: ValueId,
-    c: ValueId,
-    w: ValueId,
-    b: ValueId,
-    hid: usize,
-) -> Result<(ValueId, ValueId)> {
-    let z = g.concat(&[xt, h], 1)?;
-    let z = g.matmul(z, w)?;
-    let z = g.bias_add(z, b)?;
-    let gates = g.split(z, 1, &[hid; 4])?;
-    let ig = g.sigmoid(gates[0])?;
-    let fg = g.sigmoid(gates[1])?;
-    let og = g.sigmoid(gates[2])?;
-    let u = g.tanh(gates[3])?;
-    let fc = g.mul(fg, c)?;
-    let iu = g.mul(ig, u)?;
-    let c2 = g.add(fc, iu)?;
-    let tc = g.tanh(c2)?;
-    let h2 = g.mul(og, tc)?;
-    Ok((h2, c2))
-}
-
 /// The W3 graph for `x [n,max_len,in]` and `lens [n]` (i64, each in 1..=max_len) with
 /// weights `(w [in+hid,4hid], b [4hid])`; returns the final `h [n,hid]`.
 pub fn lstm_graph(
@@ -233,7 +207,7 @@ pub fn lstm_graph(
         // carries t, h [1,hid], c [1,hid]; captures len, x_i [max_len,in], w, b
         let xt = g.gather(a[4], a[0], 0)?;
         let xt = g.reshape(xt, &[1, in_dim as i64])?;
-        let (h, c) = lstm_cell(g, xt, a[1], a[2], a[5], a[6], hid)?;
+        let (h, c) = lstm_cell(g, xt, a[1], a[2], a[5], a[6])?;
         let one = g.constant(Tensor::scalar(1i64));
         Ok(vec![g.add(a[0], one)?, h, c])
     };
@@ -265,7 +239,7 @@ pub fn lstm_graph(
                     // x_t = x[:, t, :] for the whole batch; rows past their length keep
                     // their state through the mask
                     let xt = g.gather(a[5], a[0], 1)?;
-                    let (h, c) = lstm_cell(g, xt, a[1], a[2], a[6], a[7], hid)?;
+                    let (h, c) = lstm_cell(g, xt, a[1], a[2], a[6], a[7])?;
                     let live = g.less(a[0], a[4])?;
                     let live = g.expand_dims(live, 1)?;
                     let h = g.select(live, h, a[1])?;

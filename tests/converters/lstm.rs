@@ -4,6 +4,7 @@
 
 use crate::common::*;
 use ndarray::{Array1, Array2, Axis, s};
+use pfor::api::lstm_cell;
 use pfor::prelude::*;
 use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
 
@@ -17,23 +18,6 @@ enum Mode {
     Mask,
     Loop,
     Padded,
-}
-
-/// One LSTM cell on rows: `concat(x_t, h) @ w + b`, gates (i, f, o, u).
-fn cell(g: &mut Graph, xt: ValueId, h: ValueId, c: ValueId, w: ValueId, b: ValueId) -> Result<(ValueId, ValueId)> {
-    let z = g.concat(&[xt, h], 1)?;
-    let z = g.matmul(z, w)?;
-    let z = g.bias_add(z, b)?;
-    let gates = g.split(z, 1, &[HID; 4])?;
-    let ig = g.sigmoid(gates[0])?;
-    let fg = g.sigmoid(gates[1])?;
-    let og = g.sigmoid(gates[2])?;
-    let u = g.tanh(gates[3])?;
-    let fc = g.mul(fg, c)?;
-    let iu = g.mul(ig, u)?;
-    let c2 = g.add(fc, iu)?;
-    let tc = g.tanh(c2)?;
-    Ok((g.mul(og, tc)?, c2))
 }
 
 /// The final `h [n,HID]` of every sequence, built in `mode`.
@@ -51,7 +35,7 @@ fn lstm(g: &mut Graph, n: usize, mode: Mode, x: ValueId, lens: ValueId, w: Value
             |g, a| {
                 let xt = g.gather(a[4], a[0], 0)?;
                 let xt = g.reshape(xt, &[1, IN as i64])?;
-                let (h, c) = cell(g, xt, a[1], a[2], a[5], a[6])?;
+                let (h, c) = lstm_cell(g, xt, a[1], a[2], a[5], a[6])?;
                 let one = g.constant(Tensor::scalar(1i64));
                 Ok(vec![g.add(a[0], one)?, h, c])
             },
@@ -75,7 +59,7 @@ fn lstm(g: &mut Graph, n: usize, mode: Mode, x: ValueId, lens: ValueId, w: Value
                 |g, a| g.less(a[0], a[3]),
                 |g, a| {
                     let xt = g.gather(a[5], a[0], 1)?;
-                    let (h, c) = cell(g, xt, a[1], a[2], a[6], a[7])?;
+                    let (h, c) = lstm_cell(g, xt, a[1], a[2], a[6], a[7])?;
                     let live = g.less(a[0], a[4])?;
                     let live = g.expand_dims(live, 1)?;
                     let h = g.select(live, h, a[1])?;
