@@ -29,8 +29,9 @@ mod registry;
 mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
-pub(crate) use driver::convert_function_masked;
-pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
+pub use driver::{
+    FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with, pfor_with_report,
+};
 pub use registry::{Converted, Converter, OpKey, Registry};
 pub use simplify::{SimplifyReport, simplify, simplify_since};
 
