@@ -30,7 +30,8 @@ mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
 pub use driver::{
-    FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with, pfor_with_report,
+    FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with,
+    pfor_with_report,
 };
 pub use registry::{Converted, Converter, OpKey, Registry};
 pub use simplify::{SimplifyReport, simplify, simplify_since};
