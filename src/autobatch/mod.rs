@@ -24,9 +24,9 @@
 //!    calls by recursive interpretation vs. pushes, pops and return addresses — is each
 //!    one's `Machine`.
 //!
-//! Layering: this module depends on `ir`, `ops`, `exec` and `tensor` only. pfor's hand-off of
-//! recursive calls to the VM lives above it, in [`crate::vectorize::handoff`]; nothing here
-//! imports the vectorizer or the converters (a test checks it).
+//! Layering: this module depends on `ir`, `ops`, `exec`, `kernels` and `tensor` only. pfor's
+//! hand-off of recursive calls to the VM lives above it, in [`crate::vectorize::handoff`];
+//! nothing here imports the vectorizer or the converters (a test checks it).
 //!
 //! Invariants: every logical thread follows exactly the sequential semantics of the
 //! program (the interpreters only choose which threads run together); inputs and outputs
