@@ -19,7 +19,7 @@ use super::mask::{Mask, WaitQueue};
 use super::primop::BlockRun;
 use super::program::{Program, Terminator};
 use super::segment::{PlanCache, Step};
-use super::{ExecConfig, RunCounters, rows};
+use super::{ExecConfig, Execution, RunCounters, check_inputs, collect_outputs, empty_outputs, rows};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -49,6 +49,33 @@ pub(crate) trait Machine {
         queue: &mut WaitQueue,
         counters: &mut RunCounters,
     ) -> Result<()>;
+}
+
+/// One run of `p` on `inputs` (each `[batch] + event shape`; on the worker pool when the batch
+/// is large enough to pay for the hand-off): check the inputs, answer an empty batch, else give
+/// `interpret` the registers holding the inputs and the batch size, and read the outputs from
+/// the registers it returns.
+pub(crate) fn run_program(
+    p: &Program,
+    cache: &PlanCache,
+    inputs: &[Tensor],
+    config: &ExecConfig,
+    interpret: impl FnOnce(Vec<Option<Tensor>>, usize, &mut RunCounters) -> Result<Vec<Option<Tensor>>> + Send,
+) -> Result<Execution> {
+    crate::exec::workers::run_batched(inputs, || {
+        let batch = check_inputs(p, inputs)?;
+        let mut counters = RunCounters::new(cache.names().len(), config);
+        if batch == 0 {
+            return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(cache.names()) });
+        }
+        let mut regs: Vec<Option<Tensor>> = vec![None; p.var_defs.len()];
+        for (v, t) in p.vars_in.iter().zip(inputs) {
+            regs[v.0] = Some(t.clone());
+        }
+        let regs = interpret(regs, batch, &mut counters)?;
+        let outputs = collect_outputs(p, &regs)?;
+        Ok(Execution { outputs, stats: counters.into_stats(cache.names()) })
+    })
 }
 
 /// Run graph `gi` of `p` (0 = main, f + 1 = function f) from block `pc` for the threads in

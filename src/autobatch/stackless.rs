@@ -22,11 +22,9 @@
 use super::mask::{Mask, WaitQueue};
 use super::primop::{BlockRun, Layout};
 use super::program::{Program, Terminator, VariableAllocation};
-use super::run_loop::{Machine, run_blocks};
+use super::run_loop::{Machine, run_blocks, run_program};
 use super::segment::{PlanCache, Step};
-use super::{
-    ExecConfig, Execution, RunCounters, Trips, block_at, check_inputs, collect_outputs, empty_outputs, graph_name,
-};
+use super::{ExecConfig, Execution, RunCounters, Trips, block_at, graph_name};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -45,23 +43,10 @@ impl Executor {
 
     /// Run on inputs of shape `[batch] + event shape` each.
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        crate::exec::workers::run_batched(inputs, || self.run_here(inputs, config))
-    }
-
-    fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        let p = &self.program;
-        let batch = check_inputs(p, inputs)?;
-        let mut counters = RunCounters::new(self.cache.names().len(), config);
-        if batch == 0 {
-            return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
-        }
-        let mut regs: Vec<Option<Tensor>> = vec![None; p.var_defs.len()];
-        for (v, t) in p.vars_in.iter().zip(inputs) {
-            regs[v.0] = Some(t.clone());
-        }
-        self.interpret(0, &mut regs, Mask::all(batch), 0, config, &mut counters)?;
-        let outputs = collect_outputs(p, &regs)?;
-        Ok(Execution { outputs, stats: counters.into_stats(self.cache.names()) })
+        run_program(&self.program, &self.cache, inputs, config, |mut regs, batch, counters| {
+            self.interpret(0, &mut regs, Mask::all(batch), 0, config, counters)?;
+            Ok(regs)
+        })
     }
 
     /// Interpret graph `gi` (0 = main, f + 1 = function f) for the threads in `mask`, with

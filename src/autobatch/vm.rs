@@ -25,9 +25,9 @@ use super::lower::{check_runnable, lower_with_entries};
 use super::mask::{Mask, WaitQueue};
 use super::primop::BlockRun;
 use super::program::{Program, Terminator, Var};
-use super::run_loop::{Machine, run_blocks};
+use super::run_loop::{Machine, run_blocks, run_program};
 use super::segment::{PlanCache, Step};
-use super::{ExecConfig, Execution, RunCounters, Trips, block_at, check_inputs, collect_outputs, empty_outputs, rows};
+use super::{ExecConfig, Execution, RunCounters, Trips, block_at, rows};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -208,35 +208,23 @@ impl Vm {
 
     /// Run on inputs of shape `[batch] + event shape` each.
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        crate::exec::workers::run_batched(inputs, || self.run_here(inputs, config))
-    }
-
-    fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
         let p = &self.lowered;
-        let batch = check_inputs(p, inputs)?;
-        let mut counters = RunCounters::new(self.cache.names().len(), config);
-        if batch == 0 {
-            return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
-        }
-        let nv = p.var_defs.len();
-        let mut st = State {
-            prog: p,
-            vm: self,
-            batch,
-            max_depth: config.max_stack_depth,
-            regs: vec![None; nv],
-            stacks: (0..nv).map(|_| None).collect(),
-            ret: vec![],
-            ret_sp: vec![0; batch],
-            trips: Trips::new(config, batch),
-            ret_trips: vec![],
-        };
-        for (v, t) in p.vars_in.iter().zip(inputs) {
-            st.regs[v.0] = Some(t.clone());
-        }
-        run_blocks(&mut st, p, &self.cache, 0, 0, Mask::all(batch), config, &mut counters)?;
-        let outputs = collect_outputs(p, &st.regs)?;
-        Ok(Execution { outputs, stats: counters.into_stats(self.cache.names()) })
+        run_program(p, &self.cache, inputs, config, |regs, batch, counters| {
+            let mut st = State {
+                prog: p,
+                vm: self,
+                batch,
+                max_depth: config.max_stack_depth,
+                stacks: (0..regs.len()).map(|_| None).collect(),
+                regs,
+                ret: vec![],
+                ret_sp: vec![0; batch],
+                trips: Trips::new(config, batch),
+                ret_trips: vec![],
+            };
+            run_blocks(&mut st, p, &self.cache, 0, 0, Mask::all(batch), config, counters)?;
+            Ok(st.regs)
+        })
     }
 }
 
