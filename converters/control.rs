@@ -65,12 +65,11 @@ use std::sync::Arc;
 
 use combined::SubsetForm;
 
-use crate::autobatch::from_graph;
 use crate::ops::{ControlKind, ControlOp, IterationCap, Op, OpKind};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 use crate::vectorize::{
     ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function,
-    convert_function_masked, tile,
+    convert_function_masked, handoff, tile,
 };
 use crate::{Error, Function, Graph, Result, ValueId};
 
@@ -140,7 +139,7 @@ fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, lik
 }
 
 fn has_side_effects(f: &Function) -> bool {
-    f.graph.node_ids().into_iter().any(|n| f.graph.node(n).map_or(true, |nd| nd.op.has_side_effects()))
+    f.graph().node_ids().into_iter().any(|n| f.graph().node(n).map_or(true, |nd| nd.op.has_side_effects()))
 }
 
 /// True if `f` may run on iterations that did not reach it (the mask form): none of its ops
@@ -153,8 +152,8 @@ fn maskable(f: &Function) -> bool {
 /// Auto's choice of the mask form for a branch: small (≤ 16 nodes), without control flow,
 /// and [`maskable`].
 fn small_and_safe(f: &Function) -> bool {
-    f.graph.num_nodes() <= 16
-        && f.graph.node_ids().into_iter().all(|n| f.graph.node(n).is_ok_and(|nd| !matches!(nd.op, Op::Control(_))))
+    f.graph().num_nodes() <= 16
+        && f.graph().node_ids().into_iter().all(|n| f.graph().node(n).is_ok_and(|nd| !matches!(nd.op, Op::Control(_))))
         && maskable(f)
 }
 
@@ -166,7 +165,7 @@ fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -
     let args: Vec<Wrapped> = ctx.inputs()[1..].to_vec();
     let info = ctx.loop_info().clone();
     let options = ctx.options().clone();
-    let out_types: Vec<TensorType> = (0..then.results.len()).map(|k| ctx.output_type(k).clone()).collect();
+    let out_types: Vec<TensorType> = (0..then.results().len()).map(|k| ctx.output_type(k).clone()).collect();
     let g = ctx.graph();
     if !pred.stacked {
         return cond_invariant(g, &info, &options, pred.value, &args, then, else_);
@@ -357,7 +356,7 @@ fn while_loop(
     let captures: Vec<Wrapped> = ctx.inputs()[k..].to_vec();
     let per_iter: Vec<TensorType> = (0..k).map(|j| ctx.input_type(j).clone()).collect();
     // Pass-through carries (the body returns its own parameter) never change.
-    let pass: Vec<bool> = (0..k).map(|j| body.results[j] == body.params[j]).collect();
+    let pass: Vec<bool> = (0..k).map(|j| body.results()[j] == body.params()[j]).collect();
     let g = ctx.graph();
     // Stackedness fixpoint over the body.
     let mut st: Vec<bool> = carries.iter().map(|w| w.stacked).collect();
@@ -640,44 +639,10 @@ fn subset_pred(
     Ok(force_stacked(g, &ainfo, pr[0], true)?.value)
 }
 
-/// True if `name` can reach itself through calls.
+/// True if `name` can reach itself through calls (an unknown callee is not recursion: the
+/// in-place conversion reports it).
 fn is_recursive(g: &Graph, name: &str) -> bool {
-    let lib = g.library();
-    let mut stack = vec![name.to_string()];
-    let mut seen = hashbrown::HashSet::new();
-    while let Some(f) = stack.pop() {
-        let Ok(func) = lib.get(&f) else { continue };
-        for n in all_calls(&func.graph) {
-            if n == name {
-                return true;
-            }
-            if seen.insert(n.clone()) {
-                stack.push(n);
-            }
-        }
-    }
-    false
-}
-
-fn all_calls(g: &Graph) -> Vec<String> {
-    let mut out = Vec::new();
-    for n in g.node_ids() {
-        let Ok(nd) = g.node(n) else { continue };
-        match &nd.op {
-            Op::Control(ControlOp::Call { function, .. }) => out.push(function.clone()),
-            Op::Control(ControlOp::Cond { then, else_ }) => {
-                out.extend(all_calls(&then.graph));
-                out.extend(all_calls(&else_.graph));
-            }
-            Op::Control(ControlOp::While { cond, body, .. }) => {
-                out.extend(all_calls(&cond.graph));
-                out.extend(all_calls(&body.graph));
-            }
-            Op::Control(ControlOp::For { body, .. }) => out.extend(all_calls(&body.graph)),
-            _ => {}
-        }
-    }
-    out
+    matches!(g.library().recursion_via(name), Ok(Some(_)))
 }
 
 /// A recursive call: hand the whole call off to the auto-batching VM (one node running
@@ -688,10 +653,10 @@ fn recursive_call(ctx: &mut ConvertCtx<'_>, function: &str) -> Result<Converted>
         return ConvertCtx::unhandled(format!("recursive function '{function}' without arguments"));
     }
     let in_types: Vec<TensorType> = (0..k).map(|j| ctx.input_type(j).clone()).collect();
-    let out_types: Vec<TensorType> = ctx.out_types.clone();
+    let out_types: Vec<TensorType> = ctx.output_types().to_vec();
     let options = ctx.options().clone();
-    let call = from_graph::translate(ctx.graph(), function, &in_types, &options)
-        .and_then(|p| from_graph::AutobatchCall::new(p, function, out_types));
+    let call = handoff::translate(ctx.graph(), function, &in_types, &options)
+        .and_then(|p| handoff::AutobatchCall::new(p, function, out_types));
     let call = match call {
         Ok(c) => c,
         Err(e) => {

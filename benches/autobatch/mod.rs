@@ -1,66 +1,18 @@
 //! Auto-batching workloads W6 (recursive fibonacci) and W7 (NUTS-like doubling tree with a
-//! heavy leaf), shared by `benches/w6_fib.rs`, `benches/w7_nuts.rs` and
-//! `examples/recursive_fib.rs` through `#[path]`.
+//! heavy leaf), shared by `benches/w6_fib.rs`, `benches/w7_nuts.rs`, the W7 profile and
+//! `bench_report` through `#[path]`. W6's fibonacci program lives in the user-facing example
+//! `examples/recursive_fib.rs` (included here), so the example shows the code it runs.
 #![allow(dead_code)]
 
 use pfor::autobatch::{Program, ProgramBuilder, VarType};
 use pfor::prelude::*;
 
-fn i64_map(f: fn(i64) -> i64) -> impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static {
-    move |x| Ok(x[0].array::<i64>()?.mapv(f).into())
-}
-
-/// Doubly-recursive fibonacci as in TFP's frontend test:
-/// `fib(n) = if n <= 1 { 1 } else { fib(n - 2) + fib(n - 1) }`.
-pub fn fib_program() -> Result<Program> {
-    let mut pb = ProgramBuilder::new();
-    let fib = pb.declare("fib", &["n"], &["ans"])?;
-    pb.define(fib, |f| {
-        let n = f.param(0)?;
-        let ans = f.result(0)?;
-        let base = f.prim("base", &[n], |x| Ok(x[0].array::<i64>()?.mapv(|n| n <= 1).into()))?;
-        f.if_else(
-            base,
-            |f| {
-                f.constant_into(ans, 1i64)?;
-                f.ret(&[ans])
-            },
-            |f| {
-                let left = f.local("left");
-                let nm2 = f.prim("nm2", &[n], i64_map(|n| n - 2))?;
-                f.call_into(fib, &[nm2], &[left])?;
-                let nm1 = f.prim("nm1", &[n], i64_map(|n| n - 1))?;
-                let right = f.call(fib, &[nm1])?[0];
-                f.prim_into("add", &[left, right], &[ans], |x| {
-                    Ok(vec![(x[0].array::<i64>()? + x[1].array::<i64>()?).into()])
-                })?;
-                f.ret(&[ans])
-            },
-        )
-    })?;
-    pb.build(fib, &[VarType::scalar(DType::I64)])
-}
-
-/// Invocations of `fib(n)` in the doubly recursive definition.
-pub fn fib_calls(n: i64) -> u64 {
-    if n <= 1 { 1 } else { 1 + fib_calls(n - 1) + fib_calls(n - 2) }
-}
-
-/// fib(n) directly.
-pub fn fib_ref(n: i64) -> i64 {
-    let (mut a, mut b) = (1i64, 1i64);
-    for _ in 0..n.max(0) {
-        (a, b) = (b, a + b);
-    }
-    a
-}
-
-/// A batch of n ~ U{3..12} (seeded by the batch size) and its total number of fib calls.
-pub fn fib_inputs(batch: usize) -> (Tensor, u64) {
-    let t = Tensor::rand_uniform(DType::I64, &[batch], 3.0, 13.0, batch as u64).expect("a benchmark input shape");
-    let calls = t.to_vec::<i64>().expect("i64").iter().map(|&n| fib_calls(n)).sum();
-    (t, calls)
-}
+// W6's program is the one `examples/recursive_fib.rs` shows (one definition).
+#[path = "../../examples/recursive_fib.rs"]
+mod fib_example;
+use fib_example::i64_map;
+#[allow(unused_imports)]
+pub use fib_example::{fib_inputs, fib_program};
 
 /// Dimension of the W7 leapfrog state.
 pub const NUTS_DIM: usize = 100;

@@ -6,7 +6,8 @@ use pfor::autodiff::gradients;
 use pfor::prelude::*;
 use pfor::vectorize::PforOptions;
 
-use super::{Mode, Workload, lstm_cell, mnist_logits, mnist_params};
+use super::{Mode, Workload, mnist_logits, mnist_params};
+use pfor::api::lstm_cell;
 
 /// W4: gradients of the softmax cross-entropy of the MNIST CNN w.r.t. all 8 weights, per
 /// example; units = examples. `Hand` is the gradient of the SUMMED loss (one backward
@@ -77,7 +78,7 @@ pub fn w5_forward(g: &mut Graph, out: usize) -> Result<(ValueId, ValueId)> {
     let mut cs = hs;
     for xt in g.unstack(x, 0)? {
         let xt = g.reshape(xt, &[1, d as i64])?;
-        (hs, cs) = lstm_cell(g, xt, hs, cs, w, b, h)?;
+        (hs, cs) = lstm_cell(g, xt, hs, cs, w, b)?;
     }
     let y = g.matmul(hs, wo)?;
     Ok((x, g.reshape(y, &[out as i64])?))

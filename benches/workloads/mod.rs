@@ -5,7 +5,7 @@
 
 use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
-use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
+use pfor::vectorize::{PforOptions, pfor_with};
 
 mod grad;
 mod overhead;
@@ -154,150 +154,14 @@ pub fn w2(n: usize, mode: Mode) -> Result<Workload> {
     })
 }
 
-/// W3 batching modes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum W3Mode {
-    /// pfor, while loops in index-subset form (the active set shrinks).
-    PforSubset,
-    /// pfor, while loops in mask form (every row steps until all are done).
-    PforMask,
-    /// Reference loop over the per-example body.
-    Loop,
-    /// Hand-batched: `max_len` steps over the whole padded batch with a `t < len` mask.
-    Padded,
-}
-
-impl W3Mode {
-    /// All modes.
-    pub const ALL: [W3Mode; 4] = [W3Mode::PforSubset, W3Mode::PforMask, W3Mode::Loop, W3Mode::Padded];
-    /// Lower-case name.
-    pub fn name(self) -> &'static str {
-        match self {
-            W3Mode::PforSubset => "pfor_subset",
-            W3Mode::PforMask => "pfor_mask",
-            W3Mode::Loop => "loop",
-            W3Mode::Padded => "padded",
-        }
-    }
-}
-
-/// W3 sizes: padded sequence storage, input size, state size.
-pub const W3_MAX_LEN: usize = 100;
-/// W3 input size.
-pub const W3_IN: usize = 128;
-/// W3 state size.
-pub const W3_HIDDEN: usize = 256;
-
-/// One LSTM cell step on a batch of rows: `z = concat(x_t, h) [m,in+hid] @ w [in+hid,4hid] + b`,
-/// gates `(i, f, o, u)`; returns `(h', c')`.
-pub fn lstm_cell(
-    g: &mut Graph,
-    xt: ValueId,
-    h: ValueId,
-    c: ValueId,
-    w: ValueId,
-    b: ValueId,
-    hid: usize,
-) -> Result<(ValueId, ValueId)> {
-    let z = g.concat(&[xt, h], 1)?;
-    let z = g.matmul(z, w)?;
-    let z = g.bias_add(z, b)?;
-    let gates = g.split(z, 1, &[hid; 4])?;
-    let ig = g.sigmoid(gates[0])?;
-    let fg = g.sigmoid(gates[1])?;
-    let og = g.sigmoid(gates[2])?;
-    let u = g.tanh(gates[3])?;
-    let fc = g.mul(fg, c)?;
-    let iu = g.mul(ig, u)?;
-    let c2 = g.add(fc, iu)?;
-    let tc = g.tanh(c2)?;
-    let h2 = g.mul(og, tc)?;
-    Ok((h2, c2))
-}
-
-/// The W3 graph for `x [n,max_len,in]` and `lens [n]` (i64, each in 1..=max_len) with
-/// weights `(w [in+hid,4hid], b [4hid])`; returns the final `h [n,hid]`.
-pub fn lstm_graph(
-    g: &mut Graph,
-    n: usize,
-    mode: W3Mode,
-    x: ValueId,
-    lens: ValueId,
-    weights: (ValueId, ValueId),
-    dims: (usize, usize),
-) -> Result<ValueId> {
-    let (w, b) = weights;
-    let (in_dim, hid) = dims;
-    let dtype = g.value_type(x)?.dtype;
-    let step = |g: &mut Graph, a: &[ValueId]| -> Result<Vec<ValueId>> {
-        // carries t, h [1,hid], c [1,hid]; captures len, x_i [max_len,in], w, b
-        let xt = g.gather(a[4], a[0], 0)?;
-        let xt = g.reshape(xt, &[1, in_dim as i64])?;
-        let (h, c) = lstm_cell(g, xt, a[1], a[2], a[5], a[6], hid)?;
-        let one = g.constant(Tensor::scalar(1i64));
-        Ok(vec![g.add(a[0], one)?, h, c])
-    };
-    let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
-        let xi = g.gather(x, i, 0)?;
-        let li = g.gather(lens, i, 0)?;
-        let t0 = g.constant(Tensor::scalar(0i64));
-        let h0 = g.constant(Tensor::zeros(dtype, &[1, hid])?);
-        let c0 = g.constant(Tensor::zeros(dtype, &[1, hid])?);
-        let out = g.while_loop(&[t0, h0, c0], &[li, xi, w, b], |g, a| g.less(a[0], a[3]), step)?;
-        Ok(vec![g.reshape(out[1], &[hid as i64])?])
-    };
-    let out = match mode {
-        W3Mode::PforSubset | W3Mode::PforMask => {
-            let cf = if mode == W3Mode::PforSubset { ControlFlowMode::Subset } else { ControlFlowMode::Mask };
-            pfor_with(g, n, &PforOptions::strict().with_control_flow(cf), body)?
-        }
-        W3Mode::Loop => for_loop(g, n, body)?,
-        W3Mode::Padded => {
-            let t0 = g.constant(Tensor::scalar(0i64));
-            let h0 = g.constant(Tensor::zeros(dtype, &[n, hid])?);
-            let c0 = g.constant(Tensor::zeros(dtype, &[n, hid])?);
-            let max_len = g.reduce_max(lens, &[0], false)?;
-            let out = g.while_loop(
-                &[t0, h0, c0],
-                &[max_len, lens, x, w, b],
-                |g, a| g.less(a[0], a[3]),
-                |g, a| {
-                    // x_t = x[:, t, :] for the whole batch; rows past their length keep
-                    // their state through the mask
-                    let xt = g.gather(a[5], a[0], 1)?;
-                    let (h, c) = lstm_cell(g, xt, a[1], a[2], a[6], a[7], hid)?;
-                    let live = g.less(a[0], a[4])?;
-                    let live = g.expand_dims(live, 1)?;
-                    let h = g.select(live, h, a[1])?;
-                    let c = g.select(live, c, a[2])?;
-                    let one = g.constant(Tensor::scalar(1i64));
-                    Ok(vec![g.add(a[0], one)?, h, c])
-                },
-            )?;
-            return Ok(out[1]);
-        }
-    };
-    Ok(out[0])
-}
+// W3's graph is the one `examples/lstm_variable_length.rs` shows (one definition).
+#[path = "../../examples/lstm_variable_length.rs"]
+mod lstm_example;
+pub use lstm_example::{W3Mode, w3_graph};
 
 /// W3: LSTM (input 128, state 256, f32) over sequences of per-example length U{1..100},
 /// final state `[n,256]`; units = tokens (sum of lengths).
 pub fn w3(n: usize, mode: W3Mode) -> Result<Workload> {
-    let (t, d, h) = (W3_MAX_LEN, W3_IN, W3_HIDDEN);
-    let mut g = Graph::new();
-    let x = g.input("x", DType::F32, [n, t, d]);
-    let lens = g.input("lens", DType::I64, [n]);
-    let scale = 1.0 / ((d + h) as f32).sqrt();
-    let wt = Tensor::randn(&[d + h, 4 * h], 31)?.to_array::<f32>()? * scale;
-    let w = g.constant(Tensor::from_array(wt));
-    let bt = Tensor::randn(&[4 * h], 32)?.to_array::<f32>()? * scale;
-    let b = g.constant(Tensor::from_array(bt));
-    let out = lstm_graph(&mut g, n, mode, x, lens, (w, b), (d, h))?;
-    let len_t = Tensor::rand_uniform(DType::I64, &[n], 1.0, (t + 1) as f64, 33)?;
-    let units = len_t.to_vec::<i64>()?.iter().sum::<i64>() as f64;
-    Ok(Workload {
-        session: Session::new(&g, &[out])?,
-        feeds: vec![(x, Tensor::randn(&[n, t, d], 34)?), (lens, len_t)],
-        units,
-    })
+    let w = w3_graph(n, mode)?;
+    Ok(Workload { session: Session::new(&w.graph, &[w.out])?, feeds: w.feeds, units: w.tokens })
 }

@@ -1,7 +1,9 @@
 //! User-facing entry points built on the vectorizer: `vectorized_map`, `map_fn`, the
-//! `pipeline` batching adaptor, and jacobians / hessians / per-example gradients.
+//! `pipeline` batching adaptor, jacobians / hessians / per-example gradients, and the small
+//! layers (`lstm_cell`) the examples and benchmarks build on.
 
 pub mod autodiff;
+mod layers;
 mod map;
 mod pipeline;
 
@@ -9,5 +11,6 @@ pub use autodiff::{
     batch_jacobian, batch_jacobian_with, hessian, hessian_with, jacobian, jacobian_fwd, jacobian_fwd_with,
     jacobian_loop, jacobian_with, per_example_gradients, per_example_gradients_loop, per_example_gradients_with,
 };
+pub use layers::{lstm_cell, lstm_gates};
 pub use map::{map_fn, vectorized_map, vectorized_map_with};
 pub use pipeline::{BatchedMap, pipeline};

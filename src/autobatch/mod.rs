@@ -19,6 +19,15 @@
 //!    - [`reference::execute`]: one thread at a time, no batching (the oracle and the
 //!      "unbatched loop" baseline).
 //!
+//!    The two batching interpreters share one block loop (`run_loop`: run a block for its
+//!    active threads, follow its terminator, dequeue the lowest waiting pc); what differs —
+//!    calls by recursive interpretation vs. pushes, pops and return addresses — is each
+//!    one's `Machine`.
+//!
+//! Layering: this module depends on `ir`, `ops`, `exec`, `kernels` and `tensor` only. pfor's
+//! hand-off of recursive calls to the VM lives above it, in [`crate::vectorize::handoff`];
+//! nothing here imports the vectorizer or the converters (a test checks it).
+//!
 //! Invariants: every logical thread follows exactly the sequential semantics of the
 //! program (the interpreters only choose which threads run together); inputs and outputs
 //! are `[batch] + event shape`; every failure (bad program, type mismatch, stack overflow,
@@ -41,13 +50,13 @@
 
 mod alloc;
 pub mod builder;
-pub mod from_graph;
 pub mod lower;
 mod mask;
 pub mod primop;
 pub mod program;
 pub mod reference;
 mod rows;
+mod run_loop;
 mod segment;
 pub mod stackless;
 mod types;

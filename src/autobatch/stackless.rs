@@ -20,12 +20,11 @@
 //! in the executor (across depths and runs).
 
 use super::mask::{Mask, WaitQueue};
-use super::primop::{BlockRun, Layout, Locals};
+use super::primop::{BlockRun, Layout};
 use super::program::{Program, Terminator, VariableAllocation};
+use super::run_loop::{Machine, run_blocks, run_program};
 use super::segment::{PlanCache, Step};
-use super::{
-    ExecConfig, Execution, RunCounters, Trips, block_at, check_inputs, collect_outputs, empty_outputs, graph_name, rows,
-};
+use super::{ExecConfig, Execution, RunCounters, Trips, block_at, graph_name};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -44,23 +43,10 @@ impl Executor {
 
     /// Run on inputs of shape `[batch] + event shape` each.
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        crate::exec::workers::run_batched(inputs, || self.run_here(inputs, config))
-    }
-
-    fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        let p = &self.program;
-        let batch = check_inputs(p, inputs)?;
-        let mut counters = RunCounters::new(self.cache.names().len(), config);
-        if batch == 0 {
-            return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
-        }
-        let mut regs: Vec<Option<Tensor>> = vec![None; p.var_defs.len()];
-        for (v, t) in p.vars_in.iter().zip(inputs) {
-            regs[v.0] = Some(t.clone());
-        }
-        self.interpret(0, &mut regs, Mask::all(batch), 0, config, &mut counters)?;
-        let outputs = collect_outputs(p, &regs)?;
-        Ok(Execution { outputs, stats: counters.into_stats(self.cache.names()) })
+        run_program(&self.program, &self.cache, inputs, config, |mut regs, batch, counters| {
+            self.interpret(0, &mut regs, Mask::all(batch), 0, config, counters)?;
+            Ok(regs)
+        })
     }
 
     /// Interpret graph `gi` (0 = main, f + 1 = function f) for the threads in `mask`, with
@@ -83,87 +69,90 @@ impl Executor {
             counters.stack.check(|| graph_name(p, gi), depth)?;
         }
         counters.max_depth = counters.max_depth.max(depth);
-        let mut queue = WaitQueue::default();
-        let mut locals = Locals::default();
-        let mut trips = Trips::new(config, mask.len());
-        let (mut pc, mut active) = (0usize, mask);
-        loop {
-            counters.check_interrupt(|| {
-                let g = p.graphs().nth(gi);
-                let block = g.and_then(|g| g.blocks.get(pc)).map_or(String::new(), |b| b.name.clone());
-                block_at(&graph_name(p, gi), &block)
-            })?;
-            let plan = self.cache.get(p, gi, pc, &mut counters.plans_compiled)?;
-            let mut run = BlockRun::new(p, &active, config, &mut locals);
-            counters.count_layout(run.layout());
-            for step in &plan.steps {
-                match step {
-                    Step::Prim { op, out_types, counter } => run.run_prim(regs, op, out_types, *counter, counters)?,
-                    Step::Call { function, inputs, outputs } => {
-                        let callee = p.function(*function)?;
-                        let mut callee_regs: Vec<Option<Tensor>> = vec![None; p.var_defs.len()];
-                        for (prm, a) in callee.params.iter().zip(inputs) {
-                            let t = run.read(regs, *a)?;
-                            if p.alloc(*prm) != VariableAllocation::Null {
-                                callee_regs[prm.0] = Some(t);
-                            }
-                        }
-                        let callee_mask = match run.layout() {
-                            Layout::Masked => active.clone(),
-                            _ => Mask::all(run.width()),
-                        };
-                        self.interpret(function.0 + 1, &mut callee_regs, callee_mask, depth + 1, config, counters)?;
-                        for (o, r) in outputs.iter().zip(&callee.results) {
-                            let t = callee_regs[r.0].take().ok_or_else(|| {
-                                Error::InvalidArgument(format!(
-                                    "autobatch: function '{}' returned without writing its result '{}'",
-                                    callee.name,
-                                    p.var_name(*r)
-                                ))
-                            })?;
-                            run.write(*o, t);
-                        }
-                    }
-                    Step::Push(_) | Step::Pop(_) => {
-                        return Err(Error::InvalidArgument(
-                            "autobatch stackless: push/pop found: run the program before lowering".into(),
-                        ));
-                    }
-                }
-            }
-            let idx = run.finish(regs)?;
-            let function = || graph_name(p, gi);
-            match &plan.terminator {
-                Terminator::Goto(t) => {
-                    Trips::jump(&mut trips, || idx.iter().copied(), pc, t.0, function)?;
-                    queue.enqueue(t.0, active)
-                }
-                Terminator::Branch { cond, if_true, if_false } => {
-                    let c = regs.get(cond.0).and_then(|c| c.as_ref()).ok_or_else(|| {
-                        Error::InvalidArgument(format!("autobatch: branch condition '{}' is unset", p.var_name(*cond)))
-                    })?;
-                    let bools = rows::bools(c)?;
-                    let (yes, no) = Mask::split(active.len(), &idx, &bools);
-                    Trips::jump(&mut trips, || yes.indices(), pc, if_true.0, function)?;
-                    Trips::jump(&mut trips, || no.indices(), pc, if_false.0, function)?;
-                    queue.enqueue(if_true.0, yes);
-                    queue.enqueue(if_false.0, no);
-                }
-                Terminator::Return => {}
-                Terminator::PushGoto { .. } | Terminator::IndirectGoto => {
-                    return Err(Error::InvalidArgument(
-                        "autobatch stackless: lowered terminator found: run the program before lowering".into(),
-                    ));
-                }
-            }
-            match queue.pop_min() {
-                Some((next, m)) => {
-                    pc = next;
-                    active = m;
-                }
-                None => return Ok(()),
+        let trips = Trips::new(config, mask.len());
+        let mut act = Activation { exec: self, regs, trips, gi, depth, config };
+        run_blocks(&mut act, p, &self.cache, gi, 0, mask, config, counters)
+    }
+}
+
+/// One function activation: its variable environment and trip counts.
+struct Activation<'a> {
+    exec: &'a Executor,
+    regs: &'a mut [Option<Tensor>],
+    trips: Option<Trips>,
+    gi: usize,
+    depth: usize,
+    config: &'a ExecConfig,
+}
+
+impl Machine for Activation<'_> {
+    fn regs(&mut self) -> &mut [Option<Tensor>] {
+        self.regs
+    }
+
+    fn jump<I: IntoIterator<Item = usize>>(
+        &mut self,
+        threads: impl FnOnce() -> I,
+        from: usize,
+        to: usize,
+    ) -> Result<()> {
+        let p = &self.exec.program;
+        Trips::jump(&mut self.trips, threads, from, to, || graph_name(p, self.gi))
+    }
+
+    fn block_at(&self, pc: usize) -> String {
+        let p = &self.exec.program;
+        let g = p.graphs().nth(self.gi);
+        let block = g.and_then(|g| g.blocks.get(pc)).map_or(String::new(), |b| b.name.clone());
+        block_at(&graph_name(p, self.gi), &block)
+    }
+
+    /// A call runs the callee by a recursive interpretation for the threads active here (the
+    /// block's rows: compacted in gather mode) in a fresh variable environment.
+    fn step(&mut self, step: &Step, run: &mut BlockRun<'_>, active: &Mask, counters: &mut RunCounters) -> Result<()> {
+        let p = &self.exec.program;
+        let Step::Call { function, inputs, outputs } = step else {
+            return Err(Error::InvalidArgument(
+                "autobatch stackless: push/pop found: run the program before lowering".into(),
+            ));
+        };
+        let callee = p.function(*function)?;
+        let mut callee_regs: Vec<Option<Tensor>> = vec![None; p.var_defs.len()];
+        for (prm, a) in callee.params.iter().zip(inputs) {
+            let t = run.read(self.regs, *a)?;
+            if p.alloc(*prm) != VariableAllocation::Null {
+                callee_regs[prm.0] = Some(t);
             }
         }
+        let callee_mask = match run.layout() {
+            Layout::Masked => active.clone(),
+            _ => Mask::all(run.width()),
+        };
+        self.exec.interpret(function.0 + 1, &mut callee_regs, callee_mask, self.depth + 1, self.config, counters)?;
+        for (o, r) in outputs.iter().zip(&callee.results) {
+            let t = callee_regs[r.0].take().ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "autobatch: function '{}' returned without writing its result '{}'",
+                    callee.name,
+                    p.var_name(*r)
+                ))
+            })?;
+            run.write(*o, t);
+        }
+        Ok(())
+    }
+
+    fn lowered_terminator(
+        &mut self,
+        _: &Terminator,
+        _: &[usize],
+        _: Mask,
+        _: &mut WaitQueue,
+        _: &mut RunCounters,
+    ) -> Result<()> {
+        Err(Error::InvalidArgument(
+            "autobatch stackless: lowered terminator found: run the program before lowering".into(),
+        ))
     }
 }
 

@@ -23,10 +23,11 @@
 
 use super::lower::{check_runnable, lower_with_entries};
 use super::mask::{Mask, WaitQueue};
-use super::primop::{BlockRun, Locals};
+use super::primop::BlockRun;
 use super::program::{Program, Terminator, Var};
+use super::run_loop::{Machine, run_blocks, run_program};
 use super::segment::{PlanCache, Step};
-use super::{ExecConfig, Execution, RunCounters, Trips, block_at, check_inputs, collect_outputs, empty_outputs, rows};
+use super::{ExecConfig, Execution, RunCounters, Trips, block_at, rows};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -40,6 +41,7 @@ struct VarStack {
 /// Machine state of one run.
 struct State<'a> {
     prog: &'a Program,
+    vm: &'a Vm,
     batch: usize,
     max_depth: usize,
     regs: Vec<Option<Tensor>>,
@@ -206,90 +208,84 @@ impl Vm {
 
     /// Run on inputs of shape `[batch] + event shape` each.
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        crate::exec::workers::run_batched(inputs, || self.run_here(inputs, config))
+        let p = &self.lowered;
+        run_program(p, &self.cache, inputs, config, |regs, batch, counters| {
+            let mut st = State {
+                prog: p,
+                vm: self,
+                batch,
+                max_depth: config.max_stack_depth,
+                stacks: (0..regs.len()).map(|_| None).collect(),
+                regs,
+                ret: vec![],
+                ret_sp: vec![0; batch],
+                trips: Trips::new(config, batch),
+                ret_trips: vec![],
+            };
+            run_blocks(&mut st, p, &self.cache, 0, 0, Mask::all(batch), config, counters)?;
+            Ok(st.regs)
+        })
+    }
+}
+
+impl Machine for State<'_> {
+    fn regs(&mut self) -> &mut [Option<Tensor>] {
+        &mut self.regs
     }
 
-    fn run_here(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
-        let p = &self.lowered;
-        let batch = check_inputs(p, inputs)?;
-        let mut counters = RunCounters::new(self.cache.names().len(), config);
-        if batch == 0 {
-            return Ok(Execution { outputs: empty_outputs(p)?, stats: counters.into_stats(self.cache.names()) });
-        }
-        let nv = p.var_defs.len();
-        let mut st = State {
-            prog: p,
-            batch,
-            max_depth: config.max_stack_depth,
-            regs: vec![None; nv],
-            stacks: (0..nv).map(|_| None).collect(),
-            ret: vec![],
-            ret_sp: vec![0; batch],
-            trips: Trips::new(config, batch),
-            ret_trips: vec![],
-        };
-        for (v, t) in p.vars_in.iter().zip(inputs) {
-            st.regs[v.0] = Some(t.clone());
-        }
-        let mut queue = WaitQueue::default();
-        let mut locals = Locals::default();
-        queue.enqueue(0, Mask::all(batch));
-        let function = |pc: usize| self.functions.get(pc).cloned().unwrap_or_default();
-        while let Some((pc, active)) = queue.pop_min() {
-            counters.check_interrupt(|| block_at("", p.graph.blocks.get(pc).map_or("", |b| b.name.as_str())))?;
-            let plan = self.cache.get(p, 0, pc, &mut counters.plans_compiled)?;
-            let mut run = BlockRun::new(p, &active, config, &mut locals);
-            counters.count_layout(run.layout());
-            for step in &plan.steps {
-                match step {
-                    Step::Prim { op, out_types, counter } => {
-                        run.run_prim(&mut st.regs, op, out_types, *counter, &mut counters)?
-                    }
-                    Step::Push(vars) => {
-                        for v in vars {
-                            run.flush_var(&mut st.regs, *v)?;
-                            st.push(*v, run.indices())?;
-                        }
-                    }
-                    Step::Pop(vars) => {
-                        for v in vars {
-                            run.flush_var(&mut st.regs, *v)?;
-                            st.pop(*v, run.indices())?;
-                        }
-                    }
-                    Step::Call { .. } => {
-                        return Err(Error::InvalidArgument("autobatch vm: unlowered call found".into()));
-                    }
+    fn jump<I: IntoIterator<Item = usize>>(
+        &mut self,
+        threads: impl FnOnce() -> I,
+        from: usize,
+        to: usize,
+    ) -> Result<()> {
+        let functions = &self.vm.functions;
+        Trips::jump(&mut self.trips, threads, from, to, || functions.get(from).cloned().unwrap_or_default())
+    }
+
+    fn block_at(&self, pc: usize) -> String {
+        block_at("", self.prog.graph.blocks.get(pc).map_or("", |b| b.name.as_str()))
+    }
+
+    /// Pushes and pops move the active threads' rows between registers and stacks.
+    fn step(&mut self, step: &Step, run: &mut BlockRun<'_>, _: &Mask, _: &mut RunCounters) -> Result<()> {
+        match step {
+            Step::Push(vars) => {
+                for v in vars {
+                    run.flush_var(&mut self.regs, *v)?;
+                    self.push(*v, run.indices())?;
                 }
             }
-            let idx = run.finish(&mut st.regs)?;
-            match &plan.terminator {
-                Terminator::Goto(t) => {
-                    Trips::jump(&mut st.trips, || idx.iter().copied(), pc, t.0, || function(pc))?;
-                    queue.enqueue(t.0, active)
+            Step::Pop(vars) => {
+                for v in vars {
+                    run.flush_var(&mut self.regs, *v)?;
+                    self.pop(*v, run.indices())?;
                 }
-                Terminator::Branch { cond, if_true, if_false } => {
-                    let c = st.regs.get(cond.0).and_then(|c| c.as_ref()).ok_or_else(|| {
-                        Error::InvalidArgument(format!("autobatch: branch condition '{}' is unset", p.var_name(*cond)))
-                    })?;
-                    let bools = rows::bools(c)?;
-                    let (yes, no) = Mask::split(batch, &idx, &bools);
-                    Trips::jump(&mut st.trips, || yes.indices(), pc, if_true.0, || function(pc))?;
-                    Trips::jump(&mut st.trips, || no.indices(), pc, if_false.0, || function(pc))?;
-                    queue.enqueue(if_true.0, yes);
-                    queue.enqueue(if_false.0, no);
-                }
-                Terminator::Return => {}
-                Terminator::PushGoto { return_to, target } => {
-                    let d = st.push_return(&idx, return_to.0, &self.callee(target.0))?;
-                    counters.max_depth = counters.max_depth.max(d);
-                    queue.enqueue(target.0, active);
-                }
-                Terminator::IndirectGoto => st.pop_returns(&idx, &mut queue)?,
             }
+            _ => return Err(Error::InvalidArgument("autobatch vm: unlowered call found".into())),
         }
-        let outputs = collect_outputs(p, &st.regs)?;
-        Ok(Execution { outputs, stats: counters.into_stats(self.cache.names()) })
+        Ok(())
+    }
+
+    /// A call pushes the return address and jumps to the callee's entry; a return pops it.
+    fn lowered_terminator(
+        &mut self,
+        t: &Terminator,
+        idx: &[usize],
+        active: Mask,
+        queue: &mut WaitQueue,
+        counters: &mut RunCounters,
+    ) -> Result<()> {
+        match t {
+            Terminator::PushGoto { return_to, target } => {
+                let d = self.push_return(idx, return_to.0, &self.vm.callee(target.0))?;
+                counters.max_depth = counters.max_depth.max(d);
+                queue.enqueue(target.0, active);
+                Ok(())
+            }
+            Terminator::IndirectGoto => self.pop_returns(idx, queue),
+            _ => Ok(()),
+        }
     }
 }
 

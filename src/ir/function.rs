@@ -121,13 +121,13 @@ impl Function {
     /// This function with an origin record: how the pass that built it derived it (pfor's
     /// Subset form records the per-iteration functions it vectorized, so that an enclosing
     /// pfor can vectorize them again). Opaque to the IR, the executor and autodiff.
-    pub(crate) fn with_origin(mut self, origin: Arc<dyn Any + Send + Sync>) -> Function {
+    pub fn with_origin(mut self, origin: Arc<dyn Any + Send + Sync>) -> Function {
         self.origin = Some(origin);
         self
     }
 
     /// The origin record of type `T`, if one was attached ([`Function::with_origin`]).
-    pub(crate) fn origin<T: Any>(&self) -> Option<&T> {
+    pub fn origin<T: Any>(&self) -> Option<&T> {
         self.origin.as_deref()?.downcast_ref::<T>()
     }
 

@@ -18,6 +18,7 @@
 //!
 //! The petgraph graph is private; users see only [`NodeId`] and [`ValueId`].
 
+mod callgraph;
 mod function;
 mod handle;
 mod print;

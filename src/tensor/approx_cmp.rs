@@ -48,3 +48,61 @@ pub fn assert_close(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<()> 
     }
     Ok(())
 }
+
+/// How far computed tensors are from their reference, against a tolerance: the line every
+/// example ends with (`verdict: matches the reference (max |diff| = … <= tol …)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Verdict {
+    /// The largest absolute elementwise difference (infinite when a dtype, shape or count
+    /// differs, or one side has a NaN where the other has none).
+    pub max_diff: f64,
+    /// The largest difference that still matches.
+    pub tol: f64,
+}
+
+impl Verdict {
+    /// Compare `got[k]` with `want[k]` for every `k`.
+    pub fn compare(got: &[Tensor], want: &[Tensor], tol: f64) -> Verdict {
+        let mut max_diff = if got.len() == want.len() { 0.0f64 } else { f64::INFINITY };
+        for (a, b) in got.iter().zip(want) {
+            if a.dtype() != b.dtype() || a.shape() != b.shape() {
+                max_diff = f64::INFINITY;
+                continue;
+            }
+            for (p, q) in a.to_f64_vec().into_iter().zip(b.to_f64_vec()) {
+                let d = match (p.is_nan(), q.is_nan()) {
+                    (true, true) => 0.0,
+                    (false, false) if p == q => 0.0,
+                    (false, false) => (p - q).abs(),
+                    _ => f64::INFINITY,
+                };
+                max_diff = max_diff.max(d);
+            }
+        }
+        Verdict { max_diff, tol }
+    }
+
+    /// True if the largest difference is within the tolerance.
+    pub fn matches(&self) -> bool {
+        self.max_diff <= self.tol
+    }
+
+    /// `Ok(())` if it matches, else an error stating the difference (so `main` exits non-zero).
+    pub fn into_result(self) -> Result<()> {
+        if self.matches() { Ok(()) } else { Err(Error::InvalidArgument(format!("{self}"))) }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.matches() {
+            write!(f, "verdict: matches the reference (max |diff| = {:.2e} <= tol {:.0e})", self.max_diff, self.tol)
+        } else {
+            write!(
+                f,
+                "verdict: MISMATCH with the reference (max |diff| = {:.2e} > tol {:.0e})",
+                self.max_diff, self.tol
+            )
+        }
+    }
+}

@@ -14,7 +14,7 @@ pub mod layout;
 mod random;
 mod shape;
 
-pub use approx_cmp::{assert_close, max_abs_diff};
+pub use approx_cmp::{Verdict, assert_close, max_abs_diff};
 pub use random::{counter_normal, counter_uniform, mix_key};
 pub use shape::{Dim, Shape, TensorType};
 

@@ -76,6 +76,11 @@ impl<'a> ConvertCtx<'a> {
     pub fn output_type(&self, k: usize) -> &TensorType {
         &self.out_types[k]
     }
+
+    /// The per-iteration types of all the op's outputs.
+    pub fn output_types(&self) -> &[TensorType] {
+        &self.out_types
+    }
     /// The output graph.
     pub fn graph(&mut self) -> &mut Graph {
         self.g

@@ -302,7 +302,7 @@ pub fn convert_function(
 /// `live` is true run a real iteration (at least one whenever the region runs), the others'
 /// results are discarded. The stacked inputs of an op that may raise ([`Op::raises`]) read
 /// the first live row on the other rows, so they fail only where a live row does.
-pub(crate) fn convert_function_masked(
+pub fn convert_function_masked(
     tgt: &mut Graph,
     f: &Function,
     args: &[Wrapped],

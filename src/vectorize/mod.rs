@@ -13,17 +13,26 @@
 //!   global; a converter may decline an input pattern ([`Converted::Unhandled`]), and then
 //!   the per-op loop fallback runs that op only, with a warning — or an error under
 //!   [`Fallback::Error`], which tests use so a missing converter fails loudly.
+//!
+//! Layering: `vectorize` (with the converters it registers) sits above [`crate::autobatch`].
+//! The recursion hand-off ([`handoff`]: a recursive call becomes one node running an
+//! auto-batching program) lives here, because it needs both the converters (to vectorize
+//! straight-line runs) and the auto-batching VM; `autobatch` imports neither `vectorize`
+//! nor `converters`, so the modules form no cycle.
 
 mod ctx;
 mod driver;
 mod fold;
+pub mod handoff;
 mod narrow;
 mod registry;
 mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
-pub(crate) use driver::convert_function_masked;
-pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
+pub use driver::{
+    FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with,
+    pfor_with_report,
+};
 pub use registry::{Converted, Converter, OpKey, Registry};
 pub use simplify::{SimplifyReport, simplify, simplify_since};
 

@@ -4,6 +4,7 @@
 //! trip counts under strict pfor.
 
 use super::fd::{FdCase, case, check};
+use pfor::api::lstm_gates;
 use pfor::prelude::*;
 use pfor::reference::{LoopLen, for_loop};
 
@@ -431,13 +432,7 @@ pub(super) fn lstm_cell(
         let z = g.add(zx, zh)?;
         gates.push(g.add(z, b)?);
     }
-    let (i, f, o) = (g.sigmoid(gates[0])?, g.sigmoid(gates[1])?, g.sigmoid(gates[2])?);
-    let u = g.tanh(gates[3])?;
-    let fc = g.mul(f, c)?;
-    let iu = g.mul(i, u)?;
-    let c2 = g.add(fc, iu)?;
-    let tc = g.tanh(c2)?;
-    Ok((g.mul(o, tc)?, c2))
+    lstm_gates(g, [gates[0], gates[1], gates[2], gates[3]], c)
 }
 
 /// Final `h` of every sequence `x[b]` run to its own length `lens[b]`: `[B, HID]`.

@@ -1,94 +1,25 @@
 //! W3 at small sizes: an LSTM run by a per-example `while t < len_i` loop inside pfor
 //! (Subset and Mask modes) and the hand-padded batched version, checked against the
-//! reference loop and a plain-Rust ndarray LSTM.
+//! reference loop and a plain-Rust ndarray LSTM. The graphs are the W3 example's
+//! (`examples/lstm_variable_length.rs`), which the W3 benchmark builds too.
 
-use crate::common::coverage::pfor_recorded;
 use crate::common::*;
 use ndarray::{Array1, Array2, Axis, s};
 use pfor::prelude::*;
-use pfor::vectorize::{ControlFlowMode, PforOptions};
 
 const IN: usize = 4;
 const HID: usize = 3;
 const MAX_LEN: usize = 7;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Subset,
-    Mask,
-    Loop,
-    Padded,
-}
-
-/// One LSTM cell on rows: `concat(x_t, h) @ w + b`, gates (i, f, o, u).
-fn cell(g: &mut Graph, xt: ValueId, h: ValueId, c: ValueId, w: ValueId, b: ValueId) -> Result<(ValueId, ValueId)> {
-    let z = g.concat(&[xt, h], 1)?;
-    let z = g.matmul(z, w)?;
-    let z = g.bias_add(z, b)?;
-    let gates = g.split(z, 1, &[HID; 4])?;
-    let ig = g.sigmoid(gates[0])?;
-    let fg = g.sigmoid(gates[1])?;
-    let og = g.sigmoid(gates[2])?;
-    let u = g.tanh(gates[3])?;
-    let fc = g.mul(fg, c)?;
-    let iu = g.mul(ig, u)?;
-    let c2 = g.add(fc, iu)?;
-    let tc = g.tanh(c2)?;
-    Ok((g.mul(og, tc)?, c2))
-}
+// The graph under test is the W3 example's own (`lstm_graph`, any dtype and size).
+#[path = "../../examples/lstm_variable_length.rs"]
+#[allow(dead_code)]
+mod w3_example;
+use w3_example::{W3Mode, lstm_graph};
 
 /// The final `h [n,HID]` of every sequence, built in `mode`.
-fn lstm(g: &mut Graph, n: usize, mode: Mode, x: ValueId, lens: ValueId, w: ValueId, b: ValueId) -> Result<ValueId> {
-    let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
-        let xi = g.gather(x, i, 0)?;
-        let li = g.gather(lens, i, 0)?;
-        let t0 = g.constant(Tensor::scalar(0i64));
-        let h0 = g.constant(Tensor::zeros(DType::F64, &[1, HID]).unwrap());
-        let c0 = g.constant(Tensor::zeros(DType::F64, &[1, HID]).unwrap());
-        let out = g.while_loop(
-            &[t0, h0, c0],
-            &[li, xi, w, b],
-            |g, a| g.less(a[0], a[3]),
-            |g, a| {
-                let xt = g.gather(a[4], a[0], 0)?;
-                let xt = g.reshape(xt, &[1, IN as i64])?;
-                let (h, c) = cell(g, xt, a[1], a[2], a[5], a[6])?;
-                let one = g.constant(Tensor::scalar(1i64));
-                Ok(vec![g.add(a[0], one)?, h, c])
-            },
-        )?;
-        Ok(vec![g.reshape(out[1], &[HID as i64])?])
-    };
-    let out = match mode {
-        Mode::Subset | Mode::Mask => {
-            let cf = if mode == Mode::Subset { ControlFlowMode::Subset } else { ControlFlowMode::Mask };
-            pfor_recorded(g, n, &PforOptions::strict().with_control_flow(cf), body)?
-        }
-        Mode::Loop => for_loop(g, n, body)?,
-        Mode::Padded => {
-            let t0 = g.constant(Tensor::scalar(0i64));
-            let h0 = g.constant(Tensor::zeros(DType::F64, &[n, HID]).unwrap());
-            let c0 = g.constant(Tensor::zeros(DType::F64, &[n, HID]).unwrap());
-            let max_len = g.reduce_max(lens, &[0], false)?;
-            let out = g.while_loop(
-                &[t0, h0, c0],
-                &[max_len, lens, x, w, b],
-                |g, a| g.less(a[0], a[3]),
-                |g, a| {
-                    let xt = g.gather(a[5], a[0], 1)?;
-                    let (h, c) = cell(g, xt, a[1], a[2], a[6], a[7])?;
-                    let live = g.less(a[0], a[4])?;
-                    let live = g.expand_dims(live, 1)?;
-                    let h = g.select(live, h, a[1])?;
-                    let c = g.select(live, c, a[2])?;
-                    let one = g.constant(Tensor::scalar(1i64));
-                    Ok(vec![g.add(a[0], one)?, h, c])
-                },
-            )?;
-            vec![out[1]]
-        }
-    };
-    Ok(out[0])
+fn lstm(g: &mut Graph, n: usize, mode: W3Mode, x: ValueId, lens: ValueId, w: ValueId, b: ValueId) -> Result<ValueId> {
+    lstm_graph(g, n, mode, x, lens, (w, b), (IN, HID))
 }
 
 fn sigmoid(v: f64) -> f64 {
@@ -135,7 +66,7 @@ fn lstm_variable_length_all_modes_match_loop_and_ndarray_oracle() {
     let lens = g.input("lens", DType::I64, [n]);
     let w = g.constant(wt);
     let b = g.constant(bt);
-    let modes = [Mode::Loop, Mode::Subset, Mode::Mask, Mode::Padded];
+    let modes = [W3Mode::Loop, W3Mode::PforSubset, W3Mode::PforMask, W3Mode::Padded];
     let outs: Vec<ValueId> =
         modes.iter().map(|&m| lstm(&mut g, n, m, x, lens, w, b).unwrap_or_else(|e| panic!("{m:?}: {e}"))).collect();
     g.verify().unwrap();

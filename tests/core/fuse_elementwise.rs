@@ -47,13 +47,7 @@ fn lstm_cell(m: usize, h: usize) -> (Graph, [ValueId; 3], ValueId, ValueId) {
     let b = g.input("b", DType::F32, [4 * h]);
     let zb = g.bias_add(z, b).unwrap();
     let gates = g.split(zb, 1, &[h; 4]).unwrap();
-    let (i, f, o) = (g.sigmoid(gates[0]).unwrap(), g.sigmoid(gates[1]).unwrap(), g.sigmoid(gates[2]).unwrap());
-    let u = g.tanh(gates[3]).unwrap();
-    let fc = g.mul(f, c).unwrap();
-    let iu = g.mul(i, u).unwrap();
-    let c2 = g.add(fc, iu).unwrap();
-    let tc = g.tanh(c2).unwrap();
-    let h2 = g.mul(o, tc).unwrap();
+    let (h2, c2) = pfor::api::lstm_gates(&mut g, [gates[0], gates[1], gates[2], gates[3]], c).unwrap();
     (g, [z, c, b], h2, c2)
 }
 

@@ -1,5 +1,6 @@
 //! Core tests: tensors, graph IR, executor, reference loop, errors.
 
+mod boundaries;
 mod exec;
 mod fuse;
 mod fuse_elementwise;

@@ -172,7 +172,7 @@ fn for_loop_stacks_iterations() {
     assert_eq!(eval1(&g, out[0]).shape(), &[0, 2]);
 }
 
-/// A plain-Rust LSTM cell (gates i, f, g, o from one fused projection) — the oracle.
+/// A plain-Rust LSTM cell (gates i, f, o, g from one fused projection, as `pfor::api::lstm_cell`) — the oracle.
 fn lstm_ref(x: &[Vec<f64>], w: &[f64], b: &[f64], d_in: usize, d_h: usize) -> Vec<f64> {
     let sig = |v: f64| 1.0 / (1.0 + (-v).exp());
     let (mut h, mut c) = (vec![0.0; d_h], vec![0.0; d_h]);
@@ -181,7 +181,7 @@ fn lstm_ref(x: &[Vec<f64>], w: &[f64], b: &[f64], d_in: usize, d_h: usize) -> Ve
         let z: Vec<f64> =
             (0..4 * d_h).map(|j| b[j] + (0..d_in + d_h).map(|k| inp[k] * w[k * 4 * d_h + j]).sum::<f64>()).collect();
         for u in 0..d_h {
-            let (i, f, g, o) = (sig(z[u]), sig(z[d_h + u]), z[2 * d_h + u].tanh(), sig(z[3 * d_h + u]));
+            let (i, f, o, g) = (sig(z[u]), sig(z[d_h + u]), sig(z[2 * d_h + u]), z[3 * d_h + u].tanh());
             c[u] = f * c[u] + i * g;
             h[u] = o * c[u].tanh();
         }
@@ -212,19 +212,7 @@ fn lstm_cell_in_a_while_loop_to_a_per_example_length() {
                 let (t, h, c, x, w, b) = (a[0], a[1], a[2], a[4], a[5], a[6]);
                 let xt = g.gather(x, t, 0)?;
                 let xt = g.expand_dims(xt, 0)?;
-                let inp = g.concat(&[xt, h], 1)?;
-                let z = g.matmul(inp, w)?;
-                let z = g.bias_add(z, b)?;
-                let gates = g.split(z, 1, &[2, 2, 2, 2])?;
-                let i = g.sigmoid(gates[0])?;
-                let f = g.sigmoid(gates[1])?;
-                let gg = g.tanh(gates[2])?;
-                let o = g.sigmoid(gates[3])?;
-                let fc = g.mul(f, c)?;
-                let ig = g.mul(i, gg)?;
-                let c2 = g.add(fc, ig)?;
-                let tc = g.tanh(c2)?;
-                let h2 = g.mul(o, tc)?;
+                let (h2, c2) = pfor::api::lstm_cell(g, xt, h, c, w, b)?;
                 let one = g.constant(Tensor::scalar(1i64));
                 Ok(vec![g.add(t, one)?, h2, c2])
             },

@@ -6,62 +6,23 @@
 //! rules return a clear `Unsupported` error naming the function. (Differentiating it would
 //! need a recursive derivative function with a tape; not built.)
 
-use hashbrown::HashSet;
-
 use super::{float_results_with_cotangent, floats, inline, jvp_function, vjp_function};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::{Error, Result};
-use crate::ir::{Function, Graph, ValueId};
-use crate::ops::{ControlOp, Op};
-
-/// Names of the library functions `f` calls directly (inside nested control flow too).
-fn calls_in(f: &Function, out: &mut Vec<String>) {
-    fn walk(g: &Graph, out: &mut Vec<String>) {
-        for n in g.node_ids() {
-            let Ok(node) = g.node(n) else { continue };
-            match &node.op {
-                Op::Control(ControlOp::Call { function, .. }) => out.push(function.clone()),
-                Op::Control(ControlOp::Cond { then, else_ }) => {
-                    walk(&then.graph, out);
-                    walk(&else_.graph, out);
-                }
-                Op::Control(ControlOp::While { cond, body, .. }) => {
-                    walk(&cond.graph, out);
-                    walk(&body.graph, out);
-                }
-                Op::Control(ControlOp::For { body, .. }) => walk(&body.graph, out),
-                _ => {}
-            }
-        }
-    }
-    walk(&f.graph, out);
-}
+use crate::ir::{Graph, ValueId};
 
 /// Error if `name` can reach itself through calls.
 fn check_not_recursive(g: &Graph, name: &str) -> Result<()> {
-    let lib = g.library();
-    let mut seen: HashSet<String> = HashSet::new();
-    let mut stack = vec![name.to_string()];
-    while let Some(fname) = stack.pop() {
-        let f = lib.get(&fname)?;
-        let mut callees = Vec::new();
-        calls_in(&f, &mut callees);
-        for c in callees {
-            if c == name {
-                return Err(Error::unsupported(
-                    "call",
-                    format!(
-                        "derivatives of the recursive function '{name}' (it calls itself via '{fname}'); \
-                         only non-recursive calls are differentiated"
-                    ),
-                ));
-            }
-            if seen.insert(c.clone()) {
-                stack.push(c);
-            }
-        }
+    match g.library().recursion_via(name)? {
+        None => Ok(()),
+        Some(fname) => Err(Error::unsupported(
+            "call",
+            format!(
+                "derivatives of the recursive function '{name}' (it calls itself via '{fname}'); \
+                 only non-recursive calls are differentiated"
+            ),
+        )),
     }
-    Ok(())
 }
 
 /// Cotangents of the call's arguments: the callee's VJP, inlined.

@@ -19,13 +19,7 @@ fn cell(m: usize) -> Result<Case> {
     let b = g.input("b", DType::F32, [4 * hid]);
     let z = if std::env::var_os("NOBIAS").is_some() { zin } else { g.bias_add(zin, b)? };
     let gates = g.split(z, 1, &[hid; 4])?;
-    let (i, f, o) = (g.sigmoid(gates[0])?, g.sigmoid(gates[1])?, g.sigmoid(gates[2])?);
-    let u = g.tanh(gates[3])?;
-    let fc = g.mul(f, c)?;
-    let iu = g.mul(i, u)?;
-    let c2 = g.add(fc, iu)?;
-    let tc = g.tanh(c2)?;
-    let h2 = g.mul(o, tc)?;
+    let (h2, c2) = pfor::api::lstm_gates(&mut g, [gates[0], gates[1], gates[2], gates[3]], c)?;
     let feeds = vec![
         (zin, Tensor::randn(&[m, 4 * hid], 1)?),
         (c, Tensor::randn(&[m, hid], 2)?),

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{Mode, w5};
 

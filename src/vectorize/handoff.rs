@@ -18,22 +18,23 @@
 //!   [`Error::Unsupported`] naming the construct, so the caller can fall back.
 //!
 //! Variable types are the graph's per-thread value types (no batch axis).
+//!
+//! This module owns the hand-off (the control-flow converter calls it for a recursive
+//! call): it depends on `autobatch` (the program builder and the VM) and on the vectorizer,
+//! while `autobatch` depends on neither, so there is no module cycle.
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 
-use super::ExecConfig;
-use super::builder::{FunctionBuilder, ProgramBuilder};
-use super::primop::PrimOp;
-use super::program::{FuncId, Program, Var, VarType};
-use super::vm::Vm;
+use super::{LoopInfo, PforOptions, Wrapped, convert_function, tile};
+use crate::autobatch::vm::Vm;
+use crate::autobatch::{ExecConfig, FuncId, FunctionBuilder, PrimOp, Program, ProgramBuilder, Var, VarType};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, NodeId, ValueId};
 use crate::ops::{ControlOp, CustomOp, EvalCtx, Op};
 use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
-use crate::vectorize::{LoopInfo, PforOptions, Wrapped, convert_function, tile};
 
 const OP: &str = "autobatch hand-off";
 
@@ -47,26 +48,6 @@ fn var_type(t: &TensorType) -> Result<VarType> {
         .as_fixed()
         .map(|s| VarType::new(t.dtype, &s))
         .ok_or_else(|| unsupported(format!("value of type {t}: auto-batched variables need static shapes")))
-}
-
-/// Names of the library functions `g` calls directly (including inside control-flow bodies).
-fn direct_calls(g: &Graph, out: &mut Vec<String>) {
-    for n in g.node_ids() {
-        let Ok(nd) = g.node(n) else { continue };
-        match &nd.op {
-            Op::Control(ControlOp::Call { function, .. }) => out.push(function.clone()),
-            Op::Control(ControlOp::Cond { then, else_ }) => {
-                direct_calls(&then.graph, out);
-                direct_calls(&else_.graph, out);
-            }
-            Op::Control(ControlOp::While { cond, body, .. }) => {
-                direct_calls(&cond.graph, out);
-                direct_calls(&body.graph, out);
-            }
-            Op::Control(ControlOp::For { body, .. }) => direct_calls(&body.graph, out),
-            _ => {}
-        }
-    }
 }
 
 /// A variable defined in every thread reaching the code, with its per-thread type.
@@ -86,27 +67,11 @@ struct Cx {
 /// [`Program`] whose inputs have the per-thread types `input_types`. Straight-line runs are
 /// vectorized with `options` (its registry and fallback policy).
 pub fn translate(g: &Graph, name: &str, input_types: &[TensorType], options: &PforOptions) -> Result<Program> {
-    let lib = g.library();
     // Every reachable function, in discovery order (the entry first).
-    let mut order = vec![name.to_string()];
-    let mut funcs: HashMap<String, Arc<Function>> = HashMap::new();
-    let mut i = 0;
-    while i < order.len() {
-        let f = lib.get(&order[i])?;
-        let mut calls = Vec::new();
-        direct_calls(&f.graph, &mut calls);
-        funcs.insert(order[i].clone(), f);
-        for c in calls {
-            if !order.contains(&c) {
-                order.push(c);
-            }
-        }
-        i += 1;
-    }
+    let funcs = g.library().reachable(name)?;
     let mut pb = ProgramBuilder::new();
     let mut ids = HashMap::new();
-    for fname in &order {
-        let f = &funcs[fname];
+    for (fname, f) in &funcs {
         let params: Vec<String> = (0..f.params.len()).map(|k| format!("{fname}.x{k}")).collect();
         let results: Vec<String> = (0..f.results.len()).map(|k| format!("{fname}.r{k}")).collect();
         let p: Vec<&str> = params.iter().map(String::as_str).collect();
@@ -114,11 +79,10 @@ pub fn translate(g: &Graph, name: &str, input_types: &[TensorType], options: &Pf
         ids.insert(fname.clone(), pb.declare(fname, &p, &r)?);
     }
     let cx = Cx { parent: g.new_child(), ids, options: options.clone(), runs: Cell::new(0) };
-    for fname in &order {
-        let f = funcs[fname].clone();
+    for (fname, f) in &funcs {
         pb.define(cx.ids[fname], |fb| {
             let params = fb.params();
-            let res = emit_function(&cx, fb, fname, &f, &params, None)?;
+            let res = emit_function(&cx, fb, fname, f, &params, None)?;
             fb.ret(&res)
         })?;
     }

@@ -11,7 +11,7 @@ use std::time::Instant;
 use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{Mode, Workload, mnist_params, w2};
 

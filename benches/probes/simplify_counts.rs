@@ -13,7 +13,7 @@ use pfor::api::jacobian_with;
 use pfor::prelude::*;
 use pfor::vectorize::{PforOptions, pfor_with};
 
-#[path = "../benches/workloads/mod.rs"]
+#[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{mnist_example, mnist_params, w5_forward, w5_input};
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
 use pfor::prelude::*;
 
-#[path = "../benches/autobatch/mod.rs"]
+#[path = "../autobatch/mod.rs"]
 mod workloads;
 use workloads::{NUTS_DIM, nuts_inputs, nuts_program};
 

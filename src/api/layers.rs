@@ -1,0 +1,51 @@
+//! Small layers built from graph ops, shared by the examples, benchmarks and tests that need
+//! them (one definition each, so a workload and its test compute the same graph).
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, ValueId};
+
+/// The LSTM state update from the four gate pre-activations `(i, f, o, u)` and the cell state
+/// `c`: `c' = σ(f)·c + σ(i)·tanh(u)`, `h' = σ(o)·tanh(c')`; returns `(h', c')`. Shapes
+/// broadcast as the elementwise ops do (all `[rows, hidden]` in an LSTM).
+pub fn lstm_gates(g: &mut Graph, gates: [ValueId; 4], c: ValueId) -> Result<(ValueId, ValueId)> {
+    let ig = g.sigmoid(gates[0])?;
+    let fg = g.sigmoid(gates[1])?;
+    let og = g.sigmoid(gates[2])?;
+    let u = g.tanh(gates[3])?;
+    let fc = g.mul(fg, c)?;
+    let iu = g.mul(ig, u)?;
+    let c2 = g.add(fc, iu)?;
+    let tc = g.tanh(c2)?;
+    let h2 = g.mul(og, tc)?;
+    Ok((h2, c2))
+}
+
+/// One LSTM cell step on a batch of rows: `z = concat(x_t, h) [m, in + hidden] @ w [in +
+/// hidden, 4 hidden] + b [4 hidden]`, split into the gates `(i, f, o, u)` (in that order) and
+/// passed to [`lstm_gates`]; returns `(h', c')`, each `[m, hidden]`. `w`'s last dimension
+/// must be static and a multiple of 4, else a shape error naming `lstm_cell`.
+pub fn lstm_cell(
+    g: &mut Graph,
+    xt: ValueId,
+    h: ValueId,
+    c: ValueId,
+    w: ValueId,
+    b: ValueId,
+) -> Result<(ValueId, ValueId)> {
+    let wt = g.value_type(w)?;
+    let cols = match wt.shape.as_fixed() {
+        Some(d) if d.len() == 2 && d[1] % 4 == 0 => d[1],
+        _ => {
+            return Err(Error::shape(
+                "lstm_cell",
+                format!("weights must be [in + hidden, 4 hidden] with static sizes, got {wt}"),
+            ));
+        }
+    };
+    let hid = cols / 4;
+    let z = g.concat(&[xt, h], 1)?;
+    let z = g.matmul(z, w)?;
+    let z = g.bias_add(z, b)?;
+    let gates = g.split(z, 1, &[hid; 4])?;
+    lstm_gates(g, [gates[0], gates[1], gates[2], gates[3]], c)
+}
