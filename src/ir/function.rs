@@ -10,6 +10,9 @@
 //! A function may carry an opaque origin record left by the pass that generated it
 //! (`Function::origin`); nothing that runs or differentiates a function reads it, and
 //! a deep copy ([`Clone`]) or anything derived from the function does not inherit it.
+//! The same pass may attach a derivative hook (`Function::derivative`, see
+//! `ir/derivative.rs`): autodiff differentiates the node owning the function with it
+//! instead of the op's generic rule; it is not inherited either.
 
 use std::any::Any;
 use std::fmt;
@@ -17,7 +20,7 @@ use std::sync::{Arc, OnceLock, RwLock};
 
 use hashbrown::HashMap;
 
-use super::{Graph, ValueId};
+use super::{DerivativeHook, Graph, ValueId};
 use crate::error::{Error, Result};
 use crate::tensor::{Tensor, TensorType};
 
@@ -44,6 +47,8 @@ pub struct Function {
     pub(crate) plan: OnceLock<Arc<crate::exec::Plan>>,
     /// What generated this function, when a pass recorded it (see `Function::origin`).
     origin: Option<Arc<dyn Any + Send + Sync>>,
+    /// How to differentiate the node owning this function, when its pass said so.
+    derivative: Option<Arc<dyn DerivativeHook>>,
 }
 
 impl Clone for Function {
@@ -54,6 +59,7 @@ impl Clone for Function {
             results: self.results.clone(),
             plan: OnceLock::new(),
             origin: None,
+            derivative: None,
         }
     }
 }
@@ -92,7 +98,7 @@ impl Function {
         for r in &results {
             g.check_value(*r)?;
         }
-        Ok(Function { graph: g, params, results, plan: OnceLock::new(), origin: None })
+        Ok(Function { graph: g, params, results, plan: OnceLock::new(), origin: None, derivative: None })
     }
 
     /// Assemble a function from an existing graph.
@@ -105,7 +111,7 @@ impl Function {
                 return Err(Error::InvalidArgument(format!("function parameter {p} is not an Input node")));
             }
         }
-        Ok(Function { graph, params, results, plan: OnceLock::new(), origin: None })
+        Ok(Function { graph, params, results, plan: OnceLock::new(), origin: None, derivative: None })
     }
 
     /// This function with an origin record: how the pass that built it derived it (pfor's
@@ -119,6 +125,18 @@ impl Function {
     /// The origin record of type `T`, if one was attached ([`Function::with_origin`]).
     pub(crate) fn origin<T: Any>(&self) -> Option<&T> {
         self.origin.as_deref()?.downcast_ref::<T>()
+    }
+
+    /// This function with a derivative hook: autodiff differentiates the node owning it
+    /// with `hook` instead of the op's generic rule (see `ir/derivative.rs`).
+    pub(crate) fn with_derivative(mut self, hook: Arc<dyn DerivativeHook>) -> Function {
+        self.derivative = Some(hook);
+        self
+    }
+
+    /// The derivative hook, if one was attached ([`Function::with_derivative`]).
+    pub(crate) fn derivative(&self) -> Option<&Arc<dyn DerivativeHook>> {
+        self.derivative.as_ref()
     }
 
     /// The body.

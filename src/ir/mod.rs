@@ -18,12 +18,14 @@
 //!
 //! The petgraph graph is private; users see only [`NodeId`] and [`ValueId`].
 
+mod derivative;
 mod function;
 mod handle;
 mod print;
 mod scope;
 mod verify;
 
+pub(crate) use derivative::{DerivativeHook, FunctionDerivatives, HookNode};
 pub use function::{Function, FunctionSignature, Library, VariableDef};
 pub use handle::{NodeId, ValueId};
 pub(crate) use scope::Capture;

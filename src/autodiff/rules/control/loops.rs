@@ -76,7 +76,7 @@ fn i64_scalar() -> TensorType {
 
 /// Give `v` the static shape of `ty` when that shape is fully fixed (values read back from
 /// a buffer have dynamic dims).
-fn restore_type(g: &mut Graph, v: ValueId, ty: &TensorType) -> Result<ValueId> {
+pub(super) fn restore_type(g: &mut Graph, v: ValueId, ty: &TensorType) -> Result<ValueId> {
     match ty.shape.as_fixed() {
         Some(dims) if g.shape(v)?.as_fixed().as_deref() != Some(&dims[..]) => {
             let d: Vec<i64> = dims.iter().map(|&x| x as i64).collect();
