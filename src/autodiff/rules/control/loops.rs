@@ -45,7 +45,9 @@
 //! Limits: a carry whose shape changes between iterations cannot be recorded in one
 //! buffer; for carries with dynamic dims a `reshape_dyn` to the initial shape makes a
 //! size change a run-time error (inside pfor, a per-iteration carry shape cannot be
-//! stacked anyway). Second-order derivatives are correct but not O(T): the cotangent of a
+//! stacked anyway). pfor's Subset-form `while`, whose carries shrink as rows finish, is
+//! never differentiated by this rule: its derivative hook differentiates the per-iteration
+//! loop with it and vectorizes the result (see `rules/control/mod.rs`). Second-order derivatives are correct but not O(T): the cotangent of a
 //! recorded buffer is a full `[U, ...]` tensor per backward step.
 //!
 //! # `while` JVP
