@@ -445,6 +445,23 @@ fn step_capped(g: &mut Graph, x: ValueId, k: ValueId, w: ValueId, a: ValueId) ->
     Ok(out[1])
 }
 
+/// [`tanh_loop`] with a float carry `c = x·a` the body passes through unchanged (and reads).
+fn step_pass_through(g: &mut Graph, x: ValueId, k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
+    let (t0, c0) = (g.constant(Tensor::scalar(0i64)), g.mul(x, a)?);
+    let out = g.while_loop(
+        &[t0, x, c0],
+        &[k, w],
+        |g, p| g.less(p[0], p[3]),
+        |g, p| {
+            let hw = g.mul(p[1], p[4])?;
+            let z = g.add(hw, p[2])?;
+            let one = g.constant(Tensor::scalar(1i64));
+            Ok(vec![g.add(p[0], one)?, g.tanh(z)?, p[2]])
+        },
+    )?;
+    g.add(out[1], out[2])
+}
+
 /// `cond(Σx > 0, then: x[rev]·w + sin(x)·a, else: x·a - w)`: the gather keeps `Auto` on the
 /// Subset form.
 fn step_cond(g: &mut Graph, x: ValueId, _k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
@@ -511,8 +528,9 @@ fn form_graph() -> (Graph, [ValueId; 4], Vec<(ValueId, Tensor)>) {
 
 #[test]
 fn gradients_and_jvps_of_pfor_converted_control_flow_equal_the_loops() {
-    let steps: [(&str, Step); 4] = [
+    let steps: [(&str, Step); 5] = [
         ("counted while", step_counted),
+        ("while with a pass-through carry", step_pass_through),
         ("threshold while", step_threshold),
         ("capped while", step_capped),
         ("cond", step_cond),
