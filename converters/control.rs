@@ -40,6 +40,10 @@
 //!   enclosing pfor converts such a node (a pfor in a pfor, at any depth), it rebuilds the
 //!   Subset form from that record over the combined iteration space ([`combined`]) instead
 //!   of converting its data-length row lists, which cannot be stacked.
+//! - derivatives: the same function carries a derivative hook ([`derivative`]): autodiff
+//!   differentiates a Subset-form node as "pfor over its iterations of the derivative of
+//!   the per-iteration loop / cond", never through its shrinking carries. Invariant: every
+//!   Subset-form node this module or [`combined`] emits has both the record and the hook.
 //!
 //!   A loop's [`IterationCap`] carries over: every iteration stops (or fails with
 //!   `Error::IterationLimit`) exactly where its own loop would, because all active
@@ -60,10 +64,12 @@
 //!   stacked arguments (batch = n); declined (per-op fallback) if translation fails.
 
 mod combined;
+mod derivative;
 
 use std::sync::Arc;
 
 use combined::SubsetForm;
+use derivative::SubsetDerivative;
 
 use crate::ops::{ControlKind, ControlOp, IterationCap, Op, OpKind};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
@@ -222,10 +228,23 @@ pub(super) fn cond_subset(
         args: args.iter().map(|w| w.stacked).collect(),
         out_types: out_types.to_vec(),
     };
-    let f = Arc::new(f.with_origin(Arc::new(form)));
+    let f = Arc::new(with_form(f, form, info, options));
     inputs.insert(0, g.constant(Tensor::scalar(true)));
     let outs = g.add_op_multi(Op::Control(ControlOp::Cond { then: f.clone(), else_: f }), &inputs)?;
     Ok(outs.into_iter().map(Wrapped::stacked).collect())
+}
+
+/// `f` (the function of a Subset-form node on the loop `info`) with its record `form` and
+/// the derivative hook that differentiates the node through `form` ([`derivative`]).
+fn with_form(f: Function, form: SubsetForm, info: &LoopInfo, options: &PforOptions) -> Function {
+    let form = Arc::new(form);
+    let hook = SubsetDerivative {
+        form: form.clone(),
+        options: options.clone(),
+        n_static: info.n_static,
+        index_is_iota: info.index_is_iota,
+    };
+    f.with_origin(form).with_derivative(Arc::new(hook))
 }
 
 /// Partition the active rows by `pred`, convert each branch for its rows only (the loop
@@ -605,7 +624,7 @@ pub(super) fn while_subset(
         captures: captures.iter().map(|w| w.stacked).collect(),
         max_iterations,
     };
-    let bf = Arc::new(bf.with_origin(Arc::new(form)));
+    let bf = Arc::new(with_form(bf, form, info, options));
     let op = ControlOp::While { cond: Arc::new(cf), body: bf, num_carries: init_vals.len(), max_iterations };
     let outs = g.add_op_multi(Op::Control(op), &inputs)?;
     if max_iterations.is_none() {

@@ -18,7 +18,8 @@
 //!   per pair;
 //! - results `[N·m, ...]` are read back as `[N, m, ...]` (a gather by the `[N, m]` grid of
 //!   row numbers, which keeps their static per-row dims);
-//! - the rebuilt form records itself again, so a third enclosing pfor combines once more;
+//! - the rebuilt form records itself again, so a third enclosing pfor combines once more,
+//!   and carries the derivative hook again (over the combined rows, see [`super::derivative`]);
 //! - the inner form's `m` and index must be loop-invariant in the enclosing loop (an inner
 //!   loop whose length depends on the outer iteration is declined).
 //!

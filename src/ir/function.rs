@@ -13,6 +13,10 @@
 //! Every function has a process-wide unique [`Function::id`] (a copy gets a fresh one):
 //! the executor keys the plans it compiles for function bodies by it (`exec::plans`); the
 //! IR itself caches nothing.
+//!
+//! The same pass may attach a derivative hook (`Function::derivative`, see
+//! `ir/derivative.rs`): autodiff differentiates the node owning the function with it
+//! instead of the op's generic rule; it is not inherited either.
 
 use std::any::Any;
 use std::fmt;
@@ -21,7 +25,7 @@ use std::sync::{Arc, RwLock};
 
 use hashbrown::HashMap;
 
-use super::{Graph, ValueId};
+use super::{DerivativeHook, Graph, ValueId};
 use crate::error::{Error, Result};
 use crate::tensor::{Tensor, TensorType};
 
@@ -48,6 +52,8 @@ pub struct Function {
     id: u64,
     /// What generated this function, when a pass recorded it (see `Function::origin`).
     origin: Option<Arc<dyn Any + Send + Sync>>,
+    /// How to differentiate the node owning this function, when its pass said so.
+    derivative: Option<Arc<dyn DerivativeHook>>,
 }
 
 impl Clone for Function {
@@ -58,6 +64,7 @@ impl Clone for Function {
             results: self.results.clone(),
             id: fresh_id(),
             origin: None,
+            derivative: None,
         }
     }
 }
@@ -102,7 +109,7 @@ impl Function {
         for r in &results {
             g.check_value(*r)?;
         }
-        Ok(Function { graph: g, params, results, id: fresh_id(), origin: None })
+        Ok(Function { graph: g, params, results, id: fresh_id(), origin: None, derivative: None })
     }
 
     /// Assemble a function from an existing graph.
@@ -115,7 +122,7 @@ impl Function {
                 return Err(Error::InvalidArgument(format!("function parameter {p} is not an Input node")));
             }
         }
-        Ok(Function { graph, params, results, id: fresh_id(), origin: None })
+        Ok(Function { graph, params, results, id: fresh_id(), origin: None, derivative: None })
     }
 
     /// This function with an origin record: how the pass that built it derived it (pfor's
@@ -136,6 +143,18 @@ impl Function {
     /// executor's compiled plans) can never be taken for another function's.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// This function with a derivative hook: autodiff differentiates the node owning it
+    /// with `hook` instead of the op's generic rule (see `ir/derivative.rs`).
+    pub fn with_derivative(mut self, hook: Arc<dyn DerivativeHook>) -> Function {
+        self.derivative = Some(hook);
+        self
+    }
+
+    /// The derivative hook, if one was attached ([`Function::with_derivative`]).
+    pub fn derivative(&self) -> Option<&Arc<dyn DerivativeHook>> {
+        self.derivative.as_ref()
     }
 
     /// The body.

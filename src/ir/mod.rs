@@ -19,12 +19,14 @@
 //! The petgraph graph is private; users see only [`NodeId`] and [`ValueId`].
 
 mod callgraph;
+mod derivative;
 mod function;
 mod handle;
 mod print;
 mod scope;
 mod verify;
 
+pub use derivative::{DerivativeHook, FunctionDerivatives, HookNode};
 pub use function::{Function, FunctionSignature, Library, VariableDef};
 pub use handle::{NodeId, ValueId};
 pub(crate) use scope::Capture;

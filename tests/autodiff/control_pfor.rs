@@ -6,9 +6,11 @@
 //! hessians against the reference loop.
 
 use pfor::api::{per_example_gradients_loop, per_example_gradients_with};
-use pfor::autodiff::gradients;
+use pfor::autodiff::{gradients, jvp};
+use pfor::ops::IterationCap;
 use pfor::prelude::*;
-use pfor::vectorize::{ControlFlowMode, PforOptions};
+use pfor::reference::for_loop;
+use pfor::vectorize::{ControlFlowMode, PforOptions, pfor_with};
 
 use super::control::{HID, IN, lstm_cell, while_loop};
 
@@ -387,5 +389,259 @@ fn per_example_hessians_of_while_loops_with_per_example_trip_counts() {
         close("hessian: pfor vs map_fn", &h, &v[1].to_f64_vec(), 1e-10);
         // Example 1 runs no step (zero hessian); the others do not.
         assert!(h[9..18].iter().all(|x| *x == 0.0) && h[..9].iter().any(|x| *x != 0.0), "{h:?}");
+    }
+}
+
+// ---- Derivatives of pfor'd control flow (the Subset, Mask and Auto forms) vs the loop ----
+
+const ALL_MODES: [ControlFlowMode; 3] = [ControlFlowMode::Subset, ControlFlowMode::Mask, ControlFlowMode::Auto];
+
+/// One iteration's control flow on `(x_i [3], k_i, w [3], a)`, returning a `[3]` value.
+type Step = fn(&mut Graph, ValueId, ValueId, ValueId, ValueId) -> Result<ValueId>;
+
+/// [`tanh_loop`] run `k_i` steps.
+fn step_counted(g: &mut Graph, x: ValueId, k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
+    Ok(tanh_loop(g, x, k, w, a)?.0)
+}
+
+/// [`tanh_loop`]'s update while `Σ|h| <= 2 + a` (the trip count depends on the values).
+fn step_threshold(g: &mut Graph, x: ValueId, _k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
+    let out = g.while_loop(
+        &[x],
+        &[w, a],
+        |g, p| {
+            let s = g.abs(p[0])?;
+            let s = g.sum_all(s)?;
+            let b = g.add_scalar(p[2], 2.0)?;
+            g.less_equal(s, b)
+        },
+        |g, p| {
+            let hw = g.mul(p[0], p[1])?;
+            let z = g.add(hw, p[2])?;
+            let th = g.tanh(z)?;
+            let s = g.add_scalar(th, 0.3)?;
+            Ok(vec![g.add(s, p[0])?])
+        },
+    )?;
+    Ok(out[0])
+}
+
+/// [`tanh_loop`] capped at 3 trips (`Stop`): rows with `k_i > 3` are still active at the cap.
+fn step_capped(g: &mut Graph, x: ValueId, k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
+    let t0 = g.constant(Tensor::scalar(0i64));
+    let out = g.while_loop_with(
+        &[t0, x],
+        &[k, w, a],
+        IterationCap::stop(3),
+        |g, p| g.less(p[0], p[2]),
+        |g, p| {
+            let hw = g.mul(p[1], p[3])?;
+            let z = g.add(hw, p[4])?;
+            let th = g.tanh(z)?;
+            let one = g.constant(Tensor::scalar(1i64));
+            Ok(vec![g.add(p[0], one)?, g.add(th, p[1])?])
+        },
+    )?;
+    Ok(out[1])
+}
+
+/// [`tanh_loop`] with a float carry `c = x·a` the body passes through unchanged (and reads).
+fn step_pass_through(g: &mut Graph, x: ValueId, k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
+    let (t0, c0) = (g.constant(Tensor::scalar(0i64)), g.mul(x, a)?);
+    let out = g.while_loop(
+        &[t0, x, c0],
+        &[k, w],
+        |g, p| g.less(p[0], p[3]),
+        |g, p| {
+            let hw = g.mul(p[1], p[4])?;
+            let z = g.add(hw, p[2])?;
+            let one = g.constant(Tensor::scalar(1i64));
+            Ok(vec![g.add(p[0], one)?, g.tanh(z)?, p[2]])
+        },
+    )?;
+    g.add(out[1], out[2])
+}
+
+/// `cond(Σx > 0, then: x[rev]·w + sin(x)·a, else: x·a - w)`: the gather keeps `Auto` on the
+/// Subset form.
+fn step_cond(g: &mut Graph, x: ValueId, _k: ValueId, w: ValueId, a: ValueId) -> Result<ValueId> {
+    let s = g.sum_all(x)?;
+    let z = g.scalar(DType::F64, 0.0);
+    let p = g.greater(s, z)?;
+    let out = g.cond(
+        p,
+        &[x, w, a],
+        |g, b| {
+            let rev = g.constant(Tensor::vec1(&[2i64, 1, 0]));
+            let r = g.gather(b[0], rev, 0)?;
+            let r = g.mul(r, b[1])?;
+            let s = g.sin(b[0])?;
+            let s = g.mul(s, b[2])?;
+            Ok(vec![g.add(r, s)?])
+        },
+        |g, b| {
+            let m = g.mul(b[0], b[2])?;
+            Ok(vec![g.sub(m, b[1])?])
+        },
+    )?;
+    Ok(out[0])
+}
+
+/// `step` on row `i` of `xs`, `ks`.
+fn row_step(g: &mut Graph, step: Step, [xs, ks, w, a]: [ValueId; 4], i: ValueId) -> Result<ValueId> {
+    let (x, k) = (g.gather(xs, i, 0)?, g.gather(ks, i, 0)?);
+    step(g, x, k, w, a)
+}
+
+/// `Σ sin(y)·y`, the loss of the comparisons.
+fn loss_of(g: &mut Graph, y: ValueId) -> ValueId {
+    let s = g.sin(y).unwrap();
+    let p = g.mul(s, y).unwrap();
+    g.sum_all(p).unwrap()
+}
+
+/// Gradients (w.r.t. `xs`, `w`, `a`) and jvps of `loss_of(ys)` / `ys`, in that order.
+fn derivatives(g: &mut Graph, ys: ValueId, [xs, _, w, a]: [ValueId; 4]) -> Vec<ValueId> {
+    let l = loss_of(g, ys);
+    let mut out = gradients(g, &[l], &[xs, w, a], None).unwrap();
+    let tx = g.constant(t(&[4, 3], &[0.3, -0.1, 0.2, 0.5, 0.4, -0.6, 0.1, 0.2, 0.3, -0.2, 0.7, 0.1]));
+    let tw = g.constant(t(&[3], &[0.2, -0.4, 0.3]));
+    let ta = g.constant(Tensor::scalar(-0.5f64));
+    out.extend(jvp(g, &[ys, l], &[xs, w, a], &[tx, tw, ta]).unwrap());
+    out
+}
+
+fn compare(what: &str, v: &[Tensor], tol: f64) {
+    let h = v.len() / 2;
+    for (j, (p, l)) in v[..h].iter().zip(&v[h..]).enumerate() {
+        assert_eq!(p.shape(), l.shape(), "{what}: derivative {j}: shape");
+        close(&format!("{what}: derivative {j}: pfor vs loop"), &p.to_f64_vec(), &l.to_f64_vec(), tol);
+    }
+}
+
+/// The graph of the comparisons: [`tanh_batch`] (trip counts `[4, 0, 2, 7]`: the capped
+/// loop stops rows 0 and 3 at its cap of 3).
+fn form_graph() -> (Graph, [ValueId; 4], Vec<(ValueId, Tensor)>) {
+    let (batch, params) = tanh_batch();
+    tanh_batch_graph(&batch, &params)
+}
+
+#[test]
+fn gradients_and_jvps_of_pfor_converted_control_flow_equal_the_loops() {
+    let steps: [(&str, Step); 5] = [
+        ("counted while", step_counted),
+        ("while with a pass-through carry", step_pass_through),
+        ("threshold while", step_threshold),
+        ("capped while", step_capped),
+        ("cond", step_cond),
+    ];
+    for (name, step) in steps {
+        for mode in ALL_MODES {
+            let opts = PforOptions::strict().with_control_flow(mode);
+            let (mut g, ins, feeds) = form_graph();
+            let yp = pfor_with(&mut g, 4, &opts, |g, i| Ok(vec![row_step(g, step, ins, i)?])).unwrap()[0];
+            let yl = for_loop(&mut g, 4, |g, i| Ok(vec![row_step(g, step, ins, i)?])).unwrap()[0];
+            let mut fetch = vec![yp];
+            fetch.extend(derivatives(&mut g, yp, ins));
+            fetch.push(yl);
+            fetch.extend(derivatives(&mut g, yl, ins));
+            g.verify().unwrap();
+            let v = run_once(&g, &fetch, &feeds).unwrap_or_else(|e| panic!("{name}, {mode:?}: {e}"));
+            compare(&format!("{name}, {mode:?}"), &v, 1e-12);
+            // every derivative is nonzero somewhere (the comparison is not vacuous)
+            assert!(v[1..6].iter().all(|d| d.to_f64_vec().iter().any(|x| *x != 0.0)), "{name}, {mode:?}");
+        }
+    }
+}
+
+/// A pfor over `a` of a pfor over `b` of a while with trip count `ks[a, b]` (the Subset
+/// form rebuilt over the combined iteration space), differentiated, vs the nested loop.
+#[test]
+fn derivatives_of_two_level_pfor_converted_whiles_equal_the_loops() {
+    let xv: Vec<f64> = (0..18).map(|i| ((i * 5 % 7) as f64 - 3.0) / 4.0).collect();
+    let kv = [3i64, 0, 5, 1, 4, 2];
+    for (name, step) in [("counted", step_counted as Step), ("capped", step_capped), ("cond", step_cond)] {
+        for mode in ALL_MODES {
+            let opts = PforOptions::strict().with_control_flow(mode);
+            let mut g = Graph::new();
+            let (xs, ks) = (g.input("x", DType::F64, [2, 3, 3]), g.input("k", DType::I64, [2, 3]));
+            let (w, a) = (g.input("w", DType::F64, [3]), g.input("a", DType::F64, Shape::scalar()));
+            let inner = |g: &mut Graph, i: ValueId, j: ValueId| -> Result<ValueId> {
+                let (x, k) = (g.gather(xs, i, 0)?, g.gather(ks, i, 0)?);
+                row_step(g, step, [x, k, w, a], j)
+            };
+            let o2 = opts.clone();
+            let yp =
+                pfor_with(&mut g, 2, &opts, |g, i| pfor_with(g, 3, &o2, |g, j| Ok(vec![inner(g, i, j)?]))).unwrap()[0];
+            let yl = for_loop(&mut g, 2, |g, i| for_loop(g, 3, |g, j| Ok(vec![inner(g, i, j)?]))).unwrap()[0];
+            let mut fetch = Vec::new();
+            for y in [yp, yl] {
+                let l = loss_of(&mut g, y);
+                fetch.extend(gradients(&mut g, &[l], &[xs, w, a], None).unwrap());
+                let (tx, tw) = (g.ones_like(xs).unwrap(), g.constant(t(&[3], &[0.5, -1.0, 0.25])));
+                let ta = g.constant(Tensor::scalar(0.3f64));
+                fetch.extend(jvp(&mut g, &[y], &[xs, w, a], &[tx, tw, ta]).unwrap());
+            }
+            let feeds = vec![
+                (xs, t(&[2, 3, 3], &xv)),
+                (ks, ti(&[2, 3], &kv)),
+                (w, t(&[3], &[0.9, -1.1, 0.6])),
+                (a, Tensor::scalar(0.15f64)),
+            ];
+            let v = run_once(&g, &fetch, &feeds).unwrap_or_else(|e| panic!("{name}, {mode:?}: {e}"));
+            compare(&format!("two levels, {name}, {mode:?}"), &v, 1e-12);
+        }
+    }
+}
+
+/// `jacobian` (a pfor of gradients) and `hessian` (its jacobian) of a function whose pfor'd
+/// body holds a data-dependent while, vs loops of gradients.
+#[test]
+fn jacobians_and_hessians_through_pfor_converted_whiles_equal_loops_of_gradients() {
+    use pfor::api::{hessian_with, jacobian_fwd_with, jacobian_loop, jacobian_with};
+    for (name, step) in [("counted", step_counted as Step), ("threshold", step_threshold), ("capped", step_capped)] {
+        for mode in ALL_MODES {
+            let opts = PforOptions::strict().with_control_flow(mode);
+            let (mut g, ins, feeds) = form_graph();
+            let w = ins[2];
+            let yp = pfor_with(&mut g, 4, &opts, |g, i| Ok(vec![row_step(g, step, ins, i)?])).unwrap()[0];
+            let yl = for_loop(&mut g, 4, |g, i| Ok(vec![row_step(g, step, ins, i)?])).unwrap()[0];
+            let (lp, ll) = (loss_of(&mut g, yp), loss_of(&mut g, yl));
+            let jp = jacobian_with(&mut g, yp, w, &opts).unwrap();
+            let jf = jacobian_fwd_with(&mut g, yp, w, &opts).unwrap();
+            let hp = hessian_with(&mut g, lp, w, &opts).unwrap();
+            let jl = jacobian_loop(&mut g, yl, w).unwrap();
+            let dl = gradients(&mut g, &[ll], &[w], None).unwrap()[0];
+            let hl = jacobian_loop(&mut g, dl, w).unwrap();
+            let v = run_once(&g, &[jp, jf, hp, jl, jl, hl], &feeds).unwrap_or_else(|e| panic!("{name}, {mode:?}: {e}"));
+            assert_eq!(v[0].shape(), &[4, 3, 3]);
+            assert_eq!(v[2].shape(), &[3, 3]);
+            compare(&format!("jacobian / hessian, {name}, {mode:?}"), &v, 1e-10);
+        }
+    }
+}
+
+/// Gradients of per-example gradients (a pfor of gradients of a loss with a per-example
+/// trip count, differentiated again) vs the same of the loop of per-example gradients.
+#[test]
+fn gradients_of_per_example_gradients_through_while_loops_equal_the_loops() {
+    for mode in ALL_MODES {
+        let opts = PforOptions::strict().with_control_flow(mode);
+        let (mut g, [xs, ks, w, a], feeds) = form_graph();
+        let pv = per_example_gradients_with(&mut g, &opts, tanh_loss, &[xs, ks], &[w, a]).unwrap();
+        let pl = per_example_gradients_loop(&mut g, tanh_loss, &[xs, ks], &[w, a]).unwrap();
+        let mut fetch = Vec::new();
+        for pe in [pv, pl] {
+            let s0 = loss_of(&mut g, pe[0]);
+            let s1 = loss_of(&mut g, pe[1]);
+            let s = g.add(s0, s1).unwrap();
+            fetch.extend(gradients(&mut g, &[s], &[xs, w, a], None).unwrap());
+            let tw = g.constant(t(&[3], &[0.2, -0.4, 0.3]));
+            let ta = g.constant(Tensor::scalar(0.7f64));
+            fetch.extend(jvp(&mut g, &[pe[0], pe[1]], &[w, a], &[tw, ta]).unwrap());
+        }
+        let v = run_once(&g, &fetch, &feeds).unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        compare(&format!("per-example gradients, {mode:?}"), &v, 1e-10);
+        assert!(v[1].to_f64_vec().iter().any(|x| *x != 0.0));
     }
 }

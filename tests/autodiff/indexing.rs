@@ -171,3 +171,29 @@ fn index_inputs_and_nonzero_get_no_gradient() {
     assert_eq!(v[0].to_f64_vec(), vec![0.0; 3]);
     assert!(!pfor::autodiff::is_differentiable(OpKind::Index(pfor::ops::IndexKind::NonZero)));
 }
+
+#[test]
+fn gather_nd_with_batch_dims_differentiates_indices_of_run_time_shape() {
+    // indices [2, m, 1] with m known only at run time (the rows of a pfor'd Subset form)
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2, 3, 4]);
+    let idx = g.input("i", DType::I64, Shape::from_dims([Dim::Fixed(2), Dim::dynamic("m"), Dim::Fixed(1)]));
+    let y = g.gather_nd(x, idx, 1).unwrap();
+    let y2 = g.mul(y, y).unwrap();
+    let l = g.sum_all(y2).unwrap();
+    let d = gradients(&mut g, &[l], &[x], None).unwrap()[0];
+    let xv = randn(&[2, 3, 4], 7);
+    let r = run_once(&g, &[d], &[(x, xv.clone()), (idx, i64t(&[2, 3, 1], &[2, 2, 0, 1, 1, 0]))]).unwrap();
+    // d/dx Σ x[b, i]² = 2·x[b, i] per occurrence of row i in batch b
+    let xs = xv.to_f64_vec();
+    let mut want = vec![0.0; 24];
+    for (b, rows) in [[2usize, 2, 0], [1, 1, 0]].iter().enumerate() {
+        for &i in rows {
+            for c in 0..4 {
+                let at = b * 12 + i * 4 + c;
+                want[at] += 2.0 * xs[at];
+            }
+        }
+    }
+    assert_eq!(r[0], f64t(&[2, 3, 4], &want));
+}

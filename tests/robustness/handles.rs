@@ -279,13 +279,9 @@ fn captured_while_values_through_pfor_gradients_and_the_reference_loop() {
     for mode in [ControlFlowMode::Subset, ControlFlowMode::Mask] {
         let (mut g, w, v, l) = pfor_and_loop(mode, f64t(&[3], &xv), i64t(&[3], &mv), captured_while_body);
         // gradients through the reference loop (whose body holds the while), and through
-        // the mask-mode conversion
+        // the conversion in either mode
         let mut fetch = vec![v, l];
-        let mut ys = vec![l];
-        if mode == ControlFlowMode::Mask {
-            ys.push(v);
-        }
-        for y in ys {
+        for y in [l, v] {
             let total = g.reduce_sum(y, &[0], false).unwrap();
             fetch.push(gradients(&mut g, &[total], &[w], None).unwrap()[0]);
         }

@@ -269,7 +269,9 @@ fn batched_nd_indices(g: &mut Graph, indices: ValueId, b: usize) -> Result<Value
     if b == 0 {
         return Ok(indices);
     }
-    let idims = static_dims(g, indices, "gather_nd")?;
+    let Some(idims) = g.shape(indices)?.as_fixed() else {
+        return batched_nd_indices_dyn(g, indices, b);
+    };
     let ri = idims.len();
     let bdims = &idims[..b];
     let bprod: usize = bdims.iter().product();
@@ -292,6 +294,28 @@ fn batched_nd_indices(g: &mut Graph, indices: ValueId, b: usize) -> Result<Value
     full.push(b);
     let c = g.broadcast_to(c, &full)?;
     g.concat(&[c, indices], -1)
+}
+
+/// [`batched_nd_indices`] for indices whose shape is known only at run time (the rows of a
+/// pfor'd Subset form): the batch coordinates are `range`s broadcast over the index dims.
+fn batched_nd_indices_dyn(g: &mut Graph, indices: ValueId, b: usize) -> Result<ValueId> {
+    let ri = g.shape(indices)?.rank();
+    let s = g.shape_of(indices)?;
+    let lead = g.slice(s, &[0], &[ri as i64 - 1])?;
+    let (zero, one) = (g.scalar(DType::I64, 0.0), g.scalar(DType::I64, 1.0));
+    let mut parts = Vec::with_capacity(b + 1);
+    for d in 0..b {
+        let at = g.scalar(DType::I64, d as f64);
+        let nd = g.gather(s, at, 0)?;
+        let r = g.range(zero, nd, one)?;
+        let mut shape = vec![1i64; ri - 1];
+        shape[d] = -1;
+        let r = g.reshape(r, &shape)?;
+        let r = g.broadcast_to_dyn(r, lead)?;
+        parts.push(g.expand_dims(r, -1)?);
+    }
+    parts.push(indices);
+    g.concat(&parts, -1)
 }
 
 /// Rows `v[ids[r]]` (shape `ids.shape ++ v.shape[1..]`), zero where `ids[r] < 0` (rows a

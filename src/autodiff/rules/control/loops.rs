@@ -45,7 +45,9 @@
 //! Limits: a carry whose shape changes between iterations cannot be recorded in one
 //! buffer; for carries with dynamic dims a `reshape_dyn` to the initial shape makes a
 //! size change a run-time error (inside pfor, a per-iteration carry shape cannot be
-//! stacked anyway). Second-order derivatives are correct but not O(T): the cotangent of a
+//! stacked anyway). pfor's Subset-form `while`, whose carries shrink as rows finish, is
+//! never differentiated by this rule: its derivative hook differentiates the per-iteration
+//! loop with it and vectorizes the result (see `rules/control/mod.rs`). Second-order derivatives are correct but not O(T): the cotangent of a
 //! recorded buffer is a full `[U, ...]` tensor per backward step.
 //!
 //! # `while` JVP
@@ -76,7 +78,7 @@ fn i64_scalar() -> TensorType {
 
 /// Give `v` the static shape of `ty` when that shape is fully fixed (values read back from
 /// a buffer have dynamic dims).
-fn restore_type(g: &mut Graph, v: ValueId, ty: &TensorType) -> Result<ValueId> {
+pub(super) fn restore_type(g: &mut Graph, v: ValueId, ty: &TensorType) -> Result<ValueId> {
     match ty.shape.as_fixed() {
         Some(dims) if g.shape(v)?.as_fixed().as_deref() != Some(&dims[..]) => {
             let d: Vec<i64> = dims.iter().map(|&x| x as i64).collect();

@@ -22,6 +22,11 @@
 //!   over `j` applying the body's VJP to row `j` of the output cotangents and summing the
 //!   capture cotangents; the JVP is a `For` over the body's JVP.
 //!
+//! A node whose function carries a derivative hook (pfor's Subset-form `while` and
+//! `cond`, see `ir/derivative.rs`) is differentiated by the hook, which gets
+//! [`vjp_function`] / [`jvp_function`] to differentiate the per-iteration function it
+//! stands for; its results are given their primals' static shapes here.
+//!
 //! Invariants: integer and bool values (loop counters, predicates) never carry
 //! derivatives; the functions built here take the original functions' parameter types, so
 //! they type-check exactly where the originals did.
@@ -30,18 +35,25 @@ mod call;
 mod cond;
 mod loops;
 
+use std::sync::Arc;
+
 use hashbrown::HashMap;
 
 use crate::autodiff::forward::jvp_seeded;
 use crate::autodiff::reverse::gradients_seeded;
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::{Error, Result};
-use crate::ir::{Function, Graph, ValueId};
+use crate::ir::{DerivativeHook, Function, FunctionDerivatives, Graph, HookNode, ValueId};
 use crate::ops::{ControlKind, ControlOp, Op};
 use crate::tensor::TensorType;
 
 /// Cotangents of the inputs.
 pub fn vjp(op: &ControlOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    if let Some(hook) = hook(op) {
+        let node = HookNode { inputs: &cx.inputs, outputs: &cx.outputs };
+        let ds = hook.vjp(&Builders, cx.g, node, &cx.dys, &cx.needs)?;
+        return typed_like(cx.g, ds, &cx.inputs);
+    }
     match op {
         ControlOp::Cond { then, else_ } => cond::vjp(then, else_, cx),
         ControlOp::While { cond, body, num_carries, max_iterations } => {
@@ -54,6 +66,11 @@ pub fn vjp(op: &ControlOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> 
 
 /// Tangents of the outputs.
 pub fn jvp(op: &ControlOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    if let Some(hook) = hook(op) {
+        let node = HookNode { inputs: &cx.inputs, outputs: &cx.outputs };
+        let ts = hook.jvp(&Builders, cx.g, node, &cx.tangents)?;
+        return typed_like(cx.g, ts, &cx.outputs);
+    }
     match op {
         ControlOp::Cond { then, else_ } => cond::jvp(then, else_, cx),
         ControlOp::While { cond, body, num_carries, max_iterations } => {
@@ -62,6 +79,47 @@ pub fn jvp(op: &ControlOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> 
         ControlOp::Call { function, .. } => call::jvp(function, cx),
         ControlOp::For { body, static_n } => loops::for_jvp(body, *static_n, cx),
     }
+}
+
+/// The derivative hook of a node built by a pass that said how to differentiate it (the
+/// `while` body's or the `cond` then-branch's, see `ir/derivative.rs`).
+fn hook(op: &ControlOp) -> Option<Arc<dyn DerivativeHook>> {
+    match op {
+        ControlOp::While { body: f, .. } | ControlOp::Cond { then: f, .. } => f.derivative().cloned(),
+        ControlOp::Call { .. } | ControlOp::For { .. } => None,
+    }
+}
+
+/// The derivative builders a hook differentiates per-iteration functions with.
+struct Builders;
+
+impl FunctionDerivatives for Builders {
+    fn vjp_function(&self, parent: &Graph, f: &Function, dres: &[usize], wrt: &[usize]) -> Result<Function> {
+        vjp_function(parent, f, dres, wrt)
+    }
+    fn jvp_function(&self, parent: &Graph, f: &Function, tan: &[usize], out: &[usize]) -> Result<Function> {
+        jvp_function(parent, f, tan, out, false)
+    }
+}
+
+/// A hook's derivatives, each given the static shape of its primal (`like[i]`) where that
+/// is fully fixed and the hook's value has dynamic dims.
+fn typed_like(g: &mut Graph, ds: Vec<Option<ValueId>>, like: &[ValueId]) -> Result<Vec<Option<ValueId>>> {
+    if ds.len() != like.len() {
+        return Err(Error::InvalidArgument(format!(
+            "derivative hook returned {} derivatives for {} values",
+            ds.len(),
+            like.len()
+        )));
+    }
+    ds.into_iter()
+        .zip(like)
+        .map(|(d, v)| {
+            let Some(d) = d else { return Ok(None) };
+            let ty = g.value_type(*v)?.clone();
+            Ok(Some(loops::restore_type(g, d, &ty)?))
+        })
+        .collect()
 }
 
 /// Whether derivatives flow through this kind.
