@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::exec::ExecCtx;
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{checked_len as count, try_filled, try_vec};
-use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
+use crate::ops::{Linearity, Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
@@ -179,6 +179,23 @@ impl ShapeKind {
             FillDyn | LoopMax => Raises::On(&[0]),
             Range => Raises::On(&[0, 1, 2]),
             _ => Raises::Never,
+        }
+    }
+
+    /// Where the op is linear ([`Linearity`]): every op that moves or copies the elements
+    /// of its data input (the shape operands are held fixed); the others build values from
+    /// shapes alone (no derivative).
+    pub fn linearity(self) -> Linearity {
+        use ShapeKind::*;
+        match self {
+            Reshape | Transpose | ExpandDims | Squeeze | BroadcastTo | Tile | Fill | Identity | Stack | Unstack => {
+                Linearity::Linear
+            }
+            ReshapeDyn | BroadcastToDyn | MatchShape => Linearity::LinearIn(&[0]),
+            FillDyn => Linearity::LinearIn(&[1]),
+            StopGradient | ZerosLike | OnesLike | ShapeOf | Size | Rank | LoopMax | OneHot | Range => {
+                Linearity::NonLinear
+            }
         }
     }
 }

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::ops::{Op, Raises, expect_arity};
+use crate::ops::{Batching, Linearity, Op, Raises, expect_arity};
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
 /// Elements above which elementwise kernels use rayon (rayon costs ~15–35 µs per call).
@@ -91,6 +91,18 @@ impl UnaryKind {
     /// i64 `neg`/`abs`/`square` wrap).
     pub fn raises(self) -> Raises {
         Raises::Never
+    }
+    /// How pfor batches the op ([`Batching`]): elementwise, every kind.
+    pub fn batching(self) -> Batching {
+        Batching::Elementwise
+    }
+    /// Where the op is linear ([`Linearity`]): `neg` only (the others have a local
+    /// derivative in `autodiff/rules/unary.rs`).
+    pub fn linearity(self) -> Linearity {
+        match self {
+            UnaryKind::Neg => Linearity::Linear,
+            _ => Linearity::NonLinear,
+        }
     }
 }
 

@@ -15,6 +15,7 @@
 //!   [`Fallback::Error`], which tests use so a missing converter fails loudly.
 
 mod ctx;
+mod derived;
 mod driver;
 mod fold;
 mod narrow;
@@ -22,6 +23,7 @@ mod registry;
 mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
+pub use derived::{broadcast_convert, derived_convert, shift_axis};
 pub(crate) use driver::convert_function_masked;
 pub use driver::{FallbackRecord, PforReport, convert_body, convert_function, pfor, pfor_with, pfor_with_report};
 pub use registry::{Converted, Converter, OpKey, Registry};
