@@ -62,6 +62,7 @@ unary_kinds! {
     Asin => "asin", Float;
     Acos => "acos", Float;
     Atan => "atan", Float;
+    Asinh => "asinh", Float;
     Sinh => "sinh", Float;
     Cosh => "cosh", Float;
     Tanh => "tanh", Float;
@@ -139,6 +140,7 @@ fn f_f64(k: UnaryKind, x: f64) -> f64 {
         Asin => x.asin(),
         Acos => x.acos(),
         Atan => x.atan(),
+        Asinh => x.asinh(),
         Sinh => x.sinh(),
         Cosh => x.cosh(),
         Tanh => x.tanh(),
@@ -443,7 +445,7 @@ macro_rules! unary_builders {
 unary_builders! {
     neg => Neg, abs => Abs, sign => Sign, square => Square, exp => Exp, expm1 => Expm1,
     log => Log, log1p => Log1p, sqrt => Sqrt, rsqrt => Rsqrt, reciprocal => Reciprocal,
-    sin => Sin, cos => Cos, tan => Tan, asin => Asin, acos => Acos, atan => Atan,
+    sin => Sin, cos => Cos, tan => Tan, asin => Asin, acos => Acos, atan => Atan, asinh => Asinh,
     sinh => Sinh, cosh => Cosh, tanh => Tanh, sigmoid => Sigmoid, log_sigmoid => LogSigmoid,
     relu => Relu, relu6 => Relu6, step => Step, elu => Elu, selu => Selu, softplus => Softplus,
     softsign => Softsign, silu => Silu, gelu => Gelu, erf => Erf, erfc => Erfc,

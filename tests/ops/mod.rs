@@ -4,6 +4,7 @@
 
 pub mod binary;
 pub mod control;
+pub mod custom_op_public;
 pub mod conv;
 pub mod conv_winograd;
 pub mod elementwise;
