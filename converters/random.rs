@@ -11,7 +11,7 @@
 
 use crate::ops::Op;
 use crate::ops::{OpKind, RandomKind, RandomOp};
-use crate::vectorize::{broadcast_convert, ConvertCtx, Converted, OpKey, Randomness, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Randomness, Registry, Wrapped, broadcast_convert};
 use crate::{Error, Result, ValueId};
 
 /// The key, as a stacked `[n] + K` value, following the policy.

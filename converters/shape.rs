@@ -11,7 +11,7 @@
 
 use crate::ops::{Op, OpKind, ShapeKind, ShapeOp};
 use crate::tensor::{Tensor, TensorType};
-use crate::vectorize::{shift_axis as shift, ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped, shift_axis as shift};
 use crate::{Graph, Result, ValueId};
 
 /// `concat([n], tail)` as an i64 shape vector (tail: an i64 1-D value).
@@ -217,7 +217,10 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         }
         ShapeOp::OneHot { depth, axis, on, off, dtype } => {
             let x = ctx.stacked(0)?;
-            Converted::one(ctx.add(Op::Shape(ShapeOp::OneHot { depth, axis: shift(axis), on, off, dtype }), &[x])?, true)
+            Converted::one(
+                ctx.add(Op::Shape(ShapeOp::OneHot { depth, axis: shift(axis), on, off, dtype }), &[x])?,
+                true,
+            )
         }
         ShapeOp::MatchShape { x_lead, like_lead } => {
             let (x, like) = (ctx.input(0), ctx.input(1));

@@ -8,7 +8,7 @@
 
 use crate::ops::{Op, OpKind, SlicingKind, SlicingOp};
 use crate::tensor::Tensor;
-use crate::vectorize::{shift_axis as shift, ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped, shift_axis as shift};
 use crate::{Result, ValueId};
 
 /// Column `d` of a stacked `[n, r]` offsets value, as `[n, 1]`.

@@ -6,7 +6,8 @@ use hashbrown::{HashMap, HashSet};
 
 use super::ctx::{LoopInfo, i64_scalar, merge_first_two, stacked_type, tile};
 use super::{
-    ConvertCtx, Converted, Converter, Fallback, OpKey, PforOptions, SimplifyReport, Wrapped, derived_convert, simplify_since,
+    ConvertCtx, Converted, Converter, Fallback, OpKey, PforOptions, SimplifyReport, Wrapped, derived_convert,
+    simplify_since,
 };
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, NodeId, ValueId};

@@ -36,7 +36,9 @@ impl CustomOp for Cube {
         "cube"
     }
     fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-        let [x] = inputs else { return Err(Error::InvalidArgument(format!("cube takes 1 input, got {}", inputs.len()))) };
+        let [x] = inputs else {
+            return Err(Error::InvalidArgument(format!("cube takes 1 input, got {}", inputs.len())));
+        };
         want_f64("cube", x)?;
         Ok(vec![x.clone()])
     }

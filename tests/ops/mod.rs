@@ -4,9 +4,9 @@
 
 pub mod binary;
 pub mod control;
-pub mod custom_op_public;
 pub mod conv;
 pub mod conv_winograd;
+pub mod custom_op_public;
 pub mod elementwise;
 pub mod indexing;
 pub mod linalg;

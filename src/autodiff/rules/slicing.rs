@@ -20,8 +20,8 @@
 //! dims (`pad` reflect/symmetric, `strided_slice`) return a clear
 //! error naming the op when a dim they need is dynamic, never a wrong answer.
 
-use crate::autodiff::util::{dim_size, range_along};
 use super::linear_jvp;
+use crate::autodiff::util::{dim_size, range_along};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Error;
 use crate::error::Result;
