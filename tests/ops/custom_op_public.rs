@@ -121,6 +121,42 @@ impl CustomOp for SumSquares {
     }
 }
 
+/// `y[b, j] = x[b, j + 1] - x[b, j]` on a MATRIX only (rank 2: a batch axis and a row):
+/// it declares [`Batching::BatchFolding`], so pfor folds the loop axis into the batch axis.
+#[derive(Debug)]
+struct RowDiff;
+
+impl CustomOp for RowDiff {
+    fn name(&self) -> &str {
+        "row_diff"
+    }
+    fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+        let [x] = inputs else {
+            return Err(Error::InvalidArgument(format!("row_diff takes 1 input, got {}", inputs.len())));
+        };
+        want_f64("row_diff", x)?;
+        let (Some(b), Some(k)) = (x.shape.dims().first(), x.shape.dims().get(1).and_then(|d| d.value())) else {
+            return Err(Error::InvalidArgument(format!("row_diff wants [b, k] with k fixed, got {x}")));
+        };
+        if x.rank() != 2 || k == 0 {
+            return Err(Error::InvalidArgument(format!("row_diff wants [b, k >= 1], got {x}")));
+        }
+        Ok(vec![TensorType { dtype: DType::F64, shape: Shape::from_dims([b.clone(), Dim::fixed(k - 1)]) }])
+    }
+    fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let x = inputs[0].to_array::<f64>()?;
+        let k = x.shape()[1];
+        let d = &x.slice(ndarray::s![.., 1..]) - &x.slice(ndarray::s![.., ..k - 1]);
+        Ok(vec![Tensor::from_array(d)])
+    }
+    fn may_raise(&self) -> bool {
+        false
+    }
+    fn batching(&self) -> Batching {
+        Batching::BatchFolding { batched: &[0] }
+    }
+}
+
 /// The hand-written converter of a reduction over the LAST axis: the op runs unchanged
 /// on the stacked value (its axis, -1, needs no shift).
 fn sum_squares_last_axis(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
@@ -165,6 +201,12 @@ fn axis_mapped_custom_op_shifts_its_axis() {
     for axis in [0, 1, -1, -2] {
         pfor_matches_loop(custom(SumSquares { axis, batching: Batching::AxisMapped }), &xv, Registry::builtin());
     }
+}
+
+#[test]
+fn batch_folding_custom_op_folds_the_loop_into_its_batch_axis() {
+    let xv = randn(&[4, 3, 5], 5);
+    pfor_matches_loop(custom(RowDiff), &xv, Registry::builtin());
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod shape;
+pub mod signature;
 pub mod slicing;
 pub mod state;
 pub mod unary;
