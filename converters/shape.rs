@@ -1,6 +1,9 @@
 //! Converters for shape ops.
 //!
-//! Axis attributes shift past the loop axis; shape attributes get the loop dim prepended
+//! The one-axis ops (`expand_dims`, `one_hot`, `stack`, `unstack`), `identity` and
+//! `stop_gradient` are derived from their declared batching class (`src/ops/signature.rs`).
+//! Squeezed axes and permutations shift past the loop axis; shape attributes get the loop
+//! dim prepended
 //! (`[n] + shape`, or a dynamic shape tensor when n is only known at run time);
 //! `shape_of` / `size` / `rank` / `zeros_like` / `ones_like` of a stacked value are
 //! loop-invariant (stacked values are rectangular), so they stay unstacked.
@@ -9,9 +12,9 @@
 //! too: the result is loop-invariant and `>=` every iteration's own value, which is all
 //! the op promises (`src/ops/shape.rs`).
 
-use crate::ops::{Op, OpKind, ShapeKind, ShapeOp};
+use crate::ops::{Batching, Op, OpKind, ShapeKind, ShapeOp};
 use crate::tensor::{Tensor, TensorType};
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped, shift_axis as shift};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, shift_axis as shift};
 use crate::{Graph, Result, ValueId};
 
 /// `concat([n], tail)` as an i64 shape vector (tail: an i64 1-D value).
@@ -108,10 +111,6 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             p.extend(perm.iter().map(|&a| a + 1));
             let x = ctx.stacked(0)?;
             Converted::one(ctx.graph().transpose(x, &p)?, true)
-        }
-        ShapeOp::ExpandDims { axis } => {
-            let x = ctx.stacked(0)?;
-            Converted::one(ctx.graph().expand_dims(x, shift(axis))?, true)
         }
         ShapeOp::Squeeze { axes } => {
             let t = ctx.input_type(0).clone();
@@ -211,17 +210,6 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let r = ctx.input_type(0).rank() as i64;
             Converted::one(ctx.graph().constant(Tensor::scalar(r)), false)
         }
-        ShapeOp::Identity | ShapeOp::StopGradient => {
-            let x = ctx.stacked(0)?;
-            Converted::one(ctx.add(Op::Shape(op), &[x])?, true)
-        }
-        ShapeOp::OneHot { depth, axis, on, off, dtype } => {
-            let x = ctx.stacked(0)?;
-            Converted::one(
-                ctx.add(Op::Shape(ShapeOp::OneHot { depth, axis: shift(axis), on, off, dtype }), &[x])?,
-                true,
-            )
-        }
         ShapeOp::MatchShape { x_lead, like_lead } => {
             let (x, like) = (ctx.input(0), ctx.input(1));
             let op = ShapeOp::MatchShape {
@@ -231,29 +219,19 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             Converted::one(ctx.add(Op::Shape(op), &[x.value, like.value])?, x.stacked)
         }
         ShapeOp::Range => ConvertCtx::unhandled("range with loop-variant bounds has a per-iteration length"),
-        ShapeOp::Stack { axis } => {
-            let mut ins = Vec::with_capacity(ctx.num_inputs());
-            for k in 0..ctx.num_inputs() {
-                ins.push(ctx.stacked(k)?);
-            }
-            Converted::one(ctx.add(Op::Shape(ShapeOp::Stack { axis: shift_stack(axis) }), &ins)?, true)
-        }
-        ShapeOp::Unstack { axis, num } => {
-            let x = ctx.stacked(0)?;
-            let outs = ctx.add_multi(Op::Shape(ShapeOp::Unstack { axis: shift(axis), num }), &[x])?;
-            ConvertCtx::done(outs.into_iter().map(Wrapped::stacked).collect())
-        }
+        ShapeOp::Identity
+        | ShapeOp::StopGradient
+        | ShapeOp::ExpandDims { .. }
+        | ShapeOp::OneHot { .. }
+        | ShapeOp::Stack { .. }
+        | ShapeOp::Unstack { .. } => ConvertCtx::unhandled("derived from the declared batching class"),
     }
-}
-
-/// Stack inserts a new axis: a negative axis counts from the end of the OUTPUT.
-fn shift_stack(axis: i64) -> i64 {
-    shift(axis)
 }
 
 /// Register the family's converters.
 pub fn register(r: &mut Registry) {
-    for k in ShapeKind::ALL {
+    // identity, stop_gradient and the one-axis ops are derived from their batching class
+    for k in ShapeKind::ALL.iter().filter(|k| k.batching() == Batching::Custom) {
         r.register(OpKey::Builtin(OpKind::Shape(*k)), convert);
     }
     let _ = Graph::new;

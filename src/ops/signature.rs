@@ -80,6 +80,7 @@ impl OpKind {
             OpKind::Binary(k) => k.batching(),
             OpKind::Elementwise(k) => k.batching(),
             OpKind::Reduce(k) => k.batching(),
+            OpKind::Shape(k) => k.batching(),
             OpKind::Nn(k) => k.batching(),
             _ => Batching::Custom,
         }
@@ -117,6 +118,7 @@ impl Op {
     pub fn map_axes(&self, f: &dyn Fn(i64) -> i64) -> Option<Op> {
         match self {
             Op::Reduce(o) => Some(Op::Reduce(o.map_axes(f))),
+            Op::Shape(o) => o.map_axes(f).map(Op::Shape),
             Op::Nn(o) => o.map_axes(f).map(Op::Nn),
             Op::Custom(c) => c.map_axes(f).map(Op::Custom),
             _ => None,
