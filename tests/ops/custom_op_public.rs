@@ -20,11 +20,13 @@ use pfor::vectorize::{ConvertCtx, Converted, OpKey, PforOptions, Registry, pfor_
 use crate::autodiff::fd::{self, randn};
 use crate::common::{assert_close, f64t};
 
-fn want_f64(op: &str, t: &TensorType) -> Result<()> {
-    if t.dtype != DType::F64 {
-        return Err(Error::dtype(op, "f64", t.dtype));
+/// The one f64 input of op `op` (an error naming the op otherwise).
+fn one_f64<'a>(op: &str, inputs: &'a [TensorType]) -> Result<&'a TensorType> {
+    let [x] = inputs else { return Err(Error::InvalidArgument(format!("{op} takes 1 input, got {}", inputs.len()))) };
+    if x.dtype != DType::F64 {
+        return Err(Error::dtype(op, "f64", x.dtype));
     }
-    Ok(())
+    Ok(x)
 }
 
 /// `y = x³`, elementwise.
@@ -36,10 +38,7 @@ impl CustomOp for Cube {
         "cube"
     }
     fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-        let [x] = inputs else {
-            return Err(Error::InvalidArgument(format!("cube takes 1 input, got {}", inputs.len())));
-        };
-        want_f64("cube", x)?;
+        let x = one_f64("cube", inputs)?;
         Ok(vec![x.clone()])
     }
     fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
@@ -81,10 +80,7 @@ impl CustomOp for SumSquares {
         "sum_squares"
     }
     fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-        let [x] = inputs else {
-            return Err(Error::InvalidArgument(format!("sum_squares takes 1 input, got {}", inputs.len())));
-        };
-        want_f64("sum_squares", x)?;
+        let x = one_f64("sum_squares", inputs)?;
         let a = norm_axis("sum_squares", self.axis, x.rank())?;
         let dims = x.shape.dims().iter().enumerate().filter(|(i, _)| *i != a).map(|(_, d)| d.clone());
         Ok(vec![TensorType { dtype: DType::F64, shape: Shape::from_dims(dims) }])
@@ -131,10 +127,7 @@ impl CustomOp for RowDiff {
         "row_diff"
     }
     fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
-        let [x] = inputs else {
-            return Err(Error::InvalidArgument(format!("row_diff takes 1 input, got {}", inputs.len())));
-        };
-        want_f64("row_diff", x)?;
+        let x = one_f64("row_diff", inputs)?;
         let (Some(b), Some(k)) = (x.shape.dims().first(), x.shape.dims().get(1).and_then(|d| d.value())) else {
             return Err(Error::InvalidArgument(format!("row_diff wants [b, k] with k fixed, got {x}")));
         };
