@@ -21,12 +21,8 @@
 
 use crate::ops::conv::patches::{WindowGeom, col2im, patches};
 use crate::ops::{ConvKind, ConvOp, Op, OpKind};
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry};
 use crate::{Graph, Result, ValueId};
-
-fn done1(y: ValueId) -> Result<Converted> {
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
-}
 
 /// Per-iteration dims of input `k` if all fixed.
 fn dims(ctx: &ConvertCtx<'_>, k: usize) -> Option<Vec<i64>> {
@@ -55,7 +51,7 @@ fn fold_batch(ctx: &mut ConvertCtx<'_>, op: ConvOp, batch_inputs: &[usize], othe
         Some(b) => ctx.unflatten_first_known(y, b)?,
         None => ctx.unflatten_first(y)?,
     };
-    done1(y)
+    Converted::stacked(y)
 }
 
 /// `[n, d0, .., dk, ..] -> [d0, .., n*dk, ..]`: move the loop axis next to axis `k` of the
@@ -104,7 +100,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let g = ctx.graph();
             let f2 = fold_into_axis(g, f, &fd, 3)?;
             let y = g.add_op(Op::Conv(op.clone()), &[x, f2])?;
-            done1(unfold_from_axis(g, y, &od, 3)?)
+            Converted::stacked(unfold_from_axis(g, y, &od, 3)?)
         }
         ConvOp::Conv2DBackpropInput { .. } if !s0 => fold_batch(ctx, op, &[1], &[0]),
         ConvOp::Conv2DBackpropInput { .. } if !s1 => {
@@ -116,7 +112,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let g = ctx.graph();
             let f2 = fold_into_axis(g, f, &fd, 2)?;
             let y = g.add_op(Op::Conv(op), &[f2, dy])?;
-            done1(unfold_from_axis(g, y, &od, 3)?)
+            Converted::stacked(unfold_from_axis(g, y, &od, 3)?)
         }
         ConvOp::Conv2DBackpropFilter { .. } if s0 != s1 => {
             // fold the loop into the channels of the stacked operand
@@ -129,7 +125,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let folded = fold_into_axis(g, if s1 { dy } else { x }, &d, 3)?;
             let ins = if s1 { [x, folded] } else { [folded, dy] };
             let y = g.add_op(Op::Conv(op), &ins)?;
-            done1(unfold_from_axis(g, y, &od, axis_out)?)
+            Converted::stacked(unfold_from_axis(g, y, &od, axis_out)?)
         }
         ConvOp::DepthwiseConv2D { .. } if !s1 => fold_batch(ctx, op, &[0], &[1]),
         ConvOp::DepthwiseConv2D { .. } => {
@@ -147,7 +143,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 let x2 = fold_into_axis(g, x, &xd, 3)?; // [N,H,W,n*C]
                 let f2 = fold_into_axis(g, f, &fd, 2)?; // [KH,KW,n*C,M]
                 let y = g.add_op(Op::Conv(op), &[x2, f2])?; // [N,OH,OW,n*C*M]
-                done1(unfold_from_axis(g, y, &od, 3)?)
+                Converted::stacked(unfold_from_axis(g, y, &od, 3)?)
             } else {
                 // f [n,KH,KW,C,M] -> [KH,KW,C,n*M]; output channel c*(n*M) + i*M + m
                 let f2 = fold_into_axis(g, f, &fd, 3)?;
@@ -155,7 +151,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 let (nb, oh, ow) = (od[0], od[1], od[2]);
                 let y = g.reshape(y, &[nb, oh, ow, c, -1, m])?; // [N,OH,OW,C,n,M]
                 let y = g.transpose(y, &[4, 0, 1, 2, 3, 5])?;
-                done1(g.reshape(y, &[-1, nb, oh, ow, c * m])?)
+                Converted::stacked(g.reshape(y, &[-1, nb, oh, ow, c * m])?)
             }
         }
         ConvOp::DepthwiseConv2DBackpropInput { .. } if !s0 => fold_batch(ctx, op, &[1], &[0]),
@@ -171,7 +167,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let f2 = fold_into_axis(g, f, &fd, 2)?;
             let d2 = fold_into_axis(g, dy, &dd, 3)?;
             let y = g.add_op(Op::Conv(op), &[f2, d2])?;
-            done1(unfold_from_axis(g, y, &od, 3)?)
+            Converted::stacked(unfold_from_axis(g, y, &od, 3)?)
         }
         ConvOp::Conv2D { .. } | ConvOp::Conv2DBackpropInput { .. } | ConvOp::Conv2DBackpropFilter { .. } => {
             batched_gemm(ctx, &op)
@@ -186,7 +182,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 let t = ctx.output_type(0).clone();
                 let mut shape = vec![0];
                 shape.extend(od.iter().map(|&d| d as usize));
-                return done1(ctx.graph().constant(crate::Tensor::zeros(t.dtype, &shape)?));
+                return Converted::stacked(ctx.graph().constant(crate::Tensor::zeros(t.dtype, &shape)?));
             }
             let x = ctx.stacked(0)?;
             let dy = ctx.stacked(1)?;
@@ -194,7 +190,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let x2 = fold_into_axis(g, x, &xd, 3)?;
             let d2 = fold_into_axis(g, dy, &dd, 3)?;
             let y = g.add_op(Op::Conv(op), &[x2, d2])?; // [KH,KW,n*C,M]
-            done1(unfold_from_axis(g, y, &od, 2)?)
+            Converted::stacked(unfold_from_axis(g, y, &od, 2)?)
         }
         ConvOp::MaxPool { .. }
         | ConvOp::AvgPool { .. }
@@ -237,7 +233,7 @@ fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
             let p = g.reshape(p, &[n, rows, kc])?;
             let w = g.reshape(b, &[n, kc, o])?;
             let y = g.batch_matmul(p, w)?;
-            done1(g.reshape(y, &[n, od[0], od[1], od[2], od[3]])?)
+            Converted::stacked(g.reshape(y, &[n, od[0], od[1], od[2], od[3]])?)
         }
         ConvOp::Conv2DBackpropFilter { params, filter_hw } => {
             // x [n,N,H,W,C], dy [n,N,OH,OW,O] -> Σ_rows patchesᵀ · dy = [n,KH,KW,C,O]
@@ -250,7 +246,7 @@ fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
             let p = g.reshape(p, &[n, rows, kc])?;
             let dy = g.reshape(b, &[n, rows, o])?;
             let y = g.batch_matmul_t(p, dy, true, false)?;
-            done1(g.reshape(y, &[n, od[0], od[1], od[2], od[3]])?)
+            Converted::stacked(g.reshape(y, &[n, od[0], od[1], od[2], od[3]])?)
         }
         ConvOp::Conv2DBackpropInput { params, input_hw } => {
             // w [n,KH,KW,C,O], dy [n,N,OH,OW,O] -> col2im(dy · wᵀ) = [n,N,H,W,C]
@@ -263,7 +259,7 @@ fn batched_gemm(ctx: &mut ConvertCtx<'_>, op: &ConvOp) -> Result<Converted> {
             let dcol = g.batch_matmul_t(dy, w, false, true)?;
             let dcol = g.reshape(dcol, &[-1, d1[1], d1[2], (wd[0] * wd[1]) as i64, d0[2]])?;
             let dx = col2im(g, dcol, &geom)?;
-            done1(g.reshape(dx, &[n, od[0], od[1], od[2], od[3]])?)
+            Converted::stacked(g.reshape(dx, &[n, od[0], od[1], od[2], od[3]])?)
         }
         _ => ConvertCtx::unhandled("not a plain convolution"),
     }

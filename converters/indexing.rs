@@ -22,10 +22,6 @@ use crate::tensor::Tensor;
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
 use crate::{Result, ValueId};
 
-fn done1(y: ValueId) -> Result<Converted> {
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
-}
-
 fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Converted> {
     let a = norm_axis("gather", axis, ctx.input_type(0).rank())?;
     let (p, ix) = (ctx.input(0), ctx.input(1));
@@ -39,20 +35,20 @@ fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Conv
                 && info.n_static.is_some()
                 && p_dim0 == info.n_static
             {
-                return done1(p.value); // gather(x, i, 0) == x, stacked
+                return Converted::stacked(p.value); // gather(x, i, 0) == x, stacked
             }
             let g = ctx.graph();
             let y = g.gather(p.value, ix.value, a as i64)?;
             if a == 0 {
-                return done1(y);
+                return Converted::stacked(y);
             }
             // the loop axis sits at position `a`: move it to the front
             let r = g.value_type(y)?.rank();
             let mut perm = vec![a];
             perm.extend((0..r).filter(|&d| d != a));
-            done1(g.transpose(y, &perm)?)
+            Converted::stacked(g.transpose(y, &perm)?)
         }
-        (true, false) if batch_dims == 0 => done1(ctx.graph().gather(p.value, ix.value, a as i64 + 1)?),
+        (true, false) if batch_dims == 0 => Converted::stacked(ctx.graph().gather(p.value, ix.value, a as i64 + 1)?),
         (true, true) if batch_dims == 0 && a == 0 && ctx.input_type(1).rank() == 0 => {
             // per-iteration `x_i[t_i]` where the stacked `x` is itself a row gather
             // `gather(C, pos, 0)` (the active rows of a while loop / cond branch): read
@@ -60,14 +56,14 @@ fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Conv
             if let Some((c, pos)) = row_gather_source(ctx.graph(), p.value) {
                 let g = ctx.graph();
                 let ix = g.stack(&[pos, ix.value], 1)?;
-                return done1(g.gather_nd(c, ix, 0)?);
+                return Converted::stacked(g.gather_nd(c, ix, 0)?);
             }
-            done1(ctx.graph().gather_batched(p.value, ix.value, 1, 1)?)
+            Converted::stacked(ctx.graph().gather_batched(p.value, ix.value, 1, 1)?)
         }
         _ => {
             let pv = ctx.stacked(0)?;
             let iv = ctx.stacked(1)?;
-            done1(ctx.graph().gather_batched(pv, iv, a as i64 + 1, batch_dims + 1)?)
+            Converted::stacked(ctx.graph().gather_batched(pv, iv, a as i64 + 1, batch_dims + 1)?)
         }
     }
 }
@@ -85,11 +81,11 @@ fn row_gather_source(g: &crate::Graph, v: ValueId) -> Option<(ValueId, ValueId)>
 fn gather_nd(ctx: &mut ConvertCtx<'_>, batch_dims: usize) -> Result<Converted> {
     if !ctx.is_stacked(0) && batch_dims == 0 {
         let (p, ix) = (ctx.input(0).value, ctx.input(1).value);
-        return done1(ctx.graph().gather_nd(p, ix, 0)?);
+        return Converted::stacked(ctx.graph().gather_nd(p, ix, 0)?);
     }
     let p = ctx.stacked(0)?;
     let ix = ctx.stacked(1)?;
-    done1(ctx.graph().gather_nd(p, ix, batch_dims + 1)?)
+    Converted::stacked(ctx.graph().gather_nd(p, ix, batch_dims + 1)?)
 }
 
 /// Prepend each row's position in the stacked axis as a leading index coordinate:
@@ -131,7 +127,7 @@ fn scatter_nd(ctx: &mut ConvertCtx<'_>, shape: &[usize]) -> Result<Converted> {
     let upd = ctx.stacked(1)?;
     let ix = with_position(ctx, ix)?;
     let z = stacked_zeros(ctx, shape)?;
-    done1(ctx.graph().tensor_scatter_add(z, ix, upd)?)
+    Converted::stacked(ctx.graph().tensor_scatter_add(z, ix, upd)?)
 }
 
 fn tensor_scatter(ctx: &mut ConvertCtx<'_>, add: bool) -> Result<Converted> {
@@ -140,7 +136,7 @@ fn tensor_scatter(ctx: &mut ConvertCtx<'_>, add: bool) -> Result<Converted> {
     let upd = ctx.stacked(2)?;
     let ix = with_position(ctx, ix)?;
     let g = ctx.graph();
-    done1(if add { g.tensor_scatter_add(t, ix, upd)? } else { g.tensor_scatter_update(t, ix, upd)? })
+    Converted::stacked(if add { g.tensor_scatter_add(t, ix, upd)? } else { g.tensor_scatter_update(t, ix, upd)? })
 }
 
 /// Segment sum for a loop length known only at run time: scatter-add each row into the
@@ -175,7 +171,7 @@ fn segment_sum_dynamic(ctx: &mut ConvertCtx<'_>, num: usize) -> Result<Converted
     }
     let dz = g.zeros_like(data)?;
     let data = g.select(m, dz, data)?;
-    done1(g.tensor_scatter_add(z, ix, data)?)
+    Converted::stacked(g.tensor_scatter_add(z, ix, data)?)
 }
 
 fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Converted> {
@@ -211,7 +207,7 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
         _ => g.unsorted_segment_prod(data, ids2, total)?,
     };
     let y = ctx.unflatten_first_known(y, num)?;
-    done1(y)
+    Converted::stacked(y)
 }
 
 fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
@@ -238,7 +234,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let g = ctx.graph();
             let zero = g.constant(Tensor::vec1(&[0i64]));
             let s2 = g.concat(&[zero, s], 0)?;
-            done1(g.dynamic_update_slice(x, u, s2)?)
+            Converted::stacked(g.dynamic_update_slice(x, u, s2)?)
         }
         IndexOp::TopK { .. } => {
             let x = ctx.stacked(0)?;
@@ -249,7 +245,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             // one batch dim more: stacks when every iteration finds as many elements (a
             // run-time error at this node otherwise, see `src/ops/indexing/nonzero.rs`)
             let x = ctx.stacked(0)?;
-            done1(ctx.add(Op::Index(IndexOp::NonZero { batch_dims: batch_dims + 1 }), &[x])?)
+            Converted::stacked(ctx.add(Op::Index(IndexOp::NonZero { batch_dims: batch_dims + 1 }), &[x])?)
         }
     }
 }

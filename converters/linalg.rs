@@ -5,7 +5,7 @@
 
 use crate::Result;
 use crate::ops::{LinalgKind, LinalgOp, Op, OpKind};
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry};
 
 fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let Op::Linalg(op) = ctx.op().clone() else {
@@ -26,7 +26,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let x = g.add_op(Op::Linalg(op), &[a, b2])?;
             let x3 = g.reshape(x, &[d[0] as i64, -1, d[1] as i64])?;
             let y = g.transpose(x3, &[1, 0, 2])?;
-            return ConvertCtx::done(vec![Wrapped::stacked(y)]);
+            return Converted::stacked(y);
         }
     }
     let mut ins = Vec::with_capacity(ctx.num_inputs());
@@ -34,7 +34,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         ins.push(ctx.stacked(k)?);
     }
     let y = ctx.add(Op::Linalg(op), &ins)?;
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
+    Converted::stacked(y)
 }
 
 /// Register the family's converters.

@@ -11,7 +11,7 @@
 use crate::Result;
 use crate::ops::{LinearKind, LinearOp, Op, OpKind};
 use crate::tensor::Dim;
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry};
 
 fn fixed(d: &Dim) -> Option<i64> {
     d.value().map(|v| v as i64)
@@ -39,7 +39,7 @@ fn matmul(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             // y_i = op(a) · op(b_i): gather the loop into b's columns.
             let (Some(mv), Some(pv)) = (fixed(&m), fixed(&p)) else {
                 let y = ctx.graph().batch_matmul_t(a.value, b.value, ta, tb)?;
-                return ConvertCtx::done(vec![Wrapped::stacked(y)]);
+                return Converted::stacked(y);
             };
             let g = ctx.graph();
             let y = if tb {
@@ -59,7 +59,7 @@ fn matmul(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         }
         (false, false) => return ConvertCtx::unhandled("no stacked input"),
     };
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
+    Converted::stacked(y)
 }
 
 fn merge(g: &mut crate::Graph, v: crate::ValueId) -> Result<crate::ValueId> {
@@ -78,7 +78,7 @@ fn batch_matmul(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let a = ctx.expand_for_broadcast(0, rank)?;
     let b = ctx.expand_for_broadcast(1, rank)?;
     let y = ctx.add(op, &[a, b])?;
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
+    Converted::stacked(y)
 }
 
 /// Register the family's converters.

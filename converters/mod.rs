@@ -1,13 +1,17 @@
 //! pfor converters, one file per op family (mirroring `src/ops/`). See README.md for the
 //! rules of writing one.
 //!
+//! Kinds that declare a batching class other than `Batching::Custom` (`src/ops/signature.rs`)
+//! all get the ONE derived converter ([`derived_convert`]); the files here hold only the
+//! hand-written ones. The unary, binary and reduce families are derived throughout, so they
+//! have no file here.
+//!
 //! Op kinds without a converter, and why (checked by the coverage test):
 //! - `input`, `const`: no inputs, so never loop-variant;
 //! - `read_variable`: no inputs, so never loop-variant (reads are loop-invariant);
 //! - control flow: converted by `control.rs` (`for`, a reference loop nested in a pfor body,
 //!   and recursive `call`s are declined there and run through the per-op fallback).
 
-pub mod binary;
 pub mod control;
 pub mod conv;
 pub mod elementwise;
@@ -16,21 +20,22 @@ pub mod linalg;
 pub mod linear;
 pub mod nn;
 pub mod random;
-pub mod reduce;
 pub mod shape;
 pub mod slicing;
 pub mod state;
-pub mod unary;
 
-use crate::ops::{ControlKind, OpKind, ShapeKind, StateKind};
-use crate::vectorize::Registry;
+use crate::ops::{Batching, ControlKind, OpKind, ShapeKind, StateKind};
+use crate::vectorize::{OpKey, Registry, derived_convert};
 
-/// Register every built-in converter.
+/// Register every built-in converter: the derived one for each kind with a declared
+/// batching class, then the families' hand-written ones.
 pub fn register_all(r: &mut Registry) {
-    unary::register(r);
-    binary::register(r);
+    for k in OpKind::all() {
+        if k.batching() != Batching::Custom {
+            r.register(OpKey::Builtin(k), derived_convert);
+        }
+    }
     elementwise::register(r);
-    reduce::register(r);
     shape::register(r);
     slicing::register(r);
     indexing::register(r);

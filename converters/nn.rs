@@ -2,18 +2,12 @@
 //!
 //! Per-channel parameters that are loop-invariant keep the fused kernel on the stacked
 //! activations (bias_add, layer_norm, batch_norm fold n into their leading dims); stacked
-//! parameters decompose into broadcasting elementwise ops; softmax axes shift; losses over
-//! the last axis take stacked operands (an invariant operand is tiled: losses need matching
-//! shapes); l2_loss becomes a reduction over the per-iteration axes.
+//! parameters decompose into broadcasting elementwise ops; l2_loss becomes a reduction over
+//! the per-iteration axes. Softmaxes and losses are derived (`src/ops/signature.rs`).
 
-use super::reduce::shift;
-use crate::ops::{NnKind, NnOp, Op, OpKind};
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::ops::{Batching, NnKind, NnOp, Op, OpKind};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry};
 use crate::{Result, ValueId};
-
-fn done1(y: ValueId) -> Result<Converted> {
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
-}
 
 fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let Op::Nn(op) = ctx.op().clone() else {
@@ -25,24 +19,11 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             if !ctx.is_stacked(1) {
                 let x = ctx.stacked(0)?;
                 let b = ctx.input(1).value;
-                return done1(ctx.graph().bias_add(x, b)?);
+                return Converted::stacked(ctx.graph().bias_add(x, b)?);
             }
             let x = ctx.expand_for_broadcast(0, rank)?;
             let b = ctx.expand_for_broadcast(1, rank)?;
-            done1(ctx.graph().add(x, b)?)
-        }
-        NnOp::Softmax { axis } => {
-            let x = ctx.stacked(0)?;
-            done1(ctx.add(Op::Nn(NnOp::Softmax { axis: shift(axis) }), &[x])?)
-        }
-        NnOp::LogSoftmax { axis } => {
-            let x = ctx.stacked(0)?;
-            done1(ctx.add(Op::Nn(NnOp::LogSoftmax { axis: shift(axis) }), &[x])?)
-        }
-        NnOp::SoftmaxCrossEntropy | NnOp::SparseSoftmaxCrossEntropy | NnOp::SigmoidCrossEntropy => {
-            let a = ctx.stacked(0)?;
-            let b = ctx.stacked(1)?;
-            done1(ctx.add(Op::Nn(op), &[a, b])?)
+            Converted::stacked(ctx.graph().add(x, b)?)
         }
         NnOp::L2Loss => {
             let x = ctx.stacked(0)?;
@@ -50,13 +31,13 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let g = ctx.graph();
             let sq = g.square(x)?;
             let s = g.reduce_sum(sq, &axes, false)?;
-            done1(g.mul_scalar(s, 0.5)?)
+            Converted::stacked(g.mul_scalar(s, 0.5)?)
         }
         NnOp::LayerNorm { epsilon } => {
             if !ctx.is_stacked(1) && !ctx.is_stacked(2) {
                 let x = ctx.stacked(0)?;
                 let (gm, bt) = (ctx.input(1).value, ctx.input(2).value);
-                return done1(ctx.graph().layer_norm(x, gm, bt, epsilon)?);
+                return Converted::stacked(ctx.graph().layer_norm(x, gm, bt, epsilon)?);
             }
             // normalize with unit scale, then apply the stacked scale and offset
             let x = ctx.stacked(0)?;
@@ -71,13 +52,13 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let zeros = g.zeros(d.dtype, &fixed)?;
             let n = g.layer_norm(x, ones, zeros, epsilon)?;
             let y = g.mul(n, gm)?;
-            done1(g.add(y, bt)?)
+            Converted::stacked(g.add(y, bt)?)
         }
         NnOp::BatchNorm { epsilon } => {
             if (1..5).all(|k| !ctx.is_stacked(k)) {
                 let x = ctx.stacked(0)?;
                 let p: Vec<ValueId> = (1..5).map(|k| ctx.input(k).value).collect();
-                return done1(ctx.graph().batch_norm(x, p[0], p[1], p[2], p[3], epsilon)?);
+                return Converted::stacked(ctx.graph().batch_norm(x, p[0], p[1], p[2], p[3], epsilon)?);
             }
             let x = ctx.expand_for_broadcast(0, rank)?;
             let mean = ctx.expand_for_broadcast(1, rank)?;
@@ -90,14 +71,20 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let r = g.rsqrt(v)?;
             let y = g.mul(c, r)?;
             let y = g.mul(y, scale)?;
-            done1(g.add(y, off)?)
+            Converted::stacked(g.add(y, off)?)
         }
+        NnOp::Softmax { .. }
+        | NnOp::LogSoftmax { .. }
+        | NnOp::SoftmaxCrossEntropy
+        | NnOp::SparseSoftmaxCrossEntropy
+        | NnOp::SigmoidCrossEntropy => ConvertCtx::unhandled("derived from the declared batching class"),
     }
 }
 
 /// Register the family's converters.
 pub fn register(r: &mut Registry) {
-    for k in NnKind::ALL {
+    // softmaxes and losses are derived from their declared batching class
+    for k in NnKind::ALL.iter().filter(|k| k.batching() == Batching::Custom) {
         r.register(OpKey::Builtin(OpKind::Nn(*k)), convert);
     }
 }

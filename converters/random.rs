@@ -9,10 +9,9 @@
 //!   op reused as is when nothing else is stacked), i.e. every iteration draws the same values;
 //!   `Error` rejects random ops inside pfor.
 
-use super::binary::broadcast_elementwise;
 use crate::ops::Op;
 use crate::ops::{OpKind, RandomKind, RandomOp};
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Randomness, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Randomness, Registry, Wrapped, broadcast_convert};
 use crate::{Error, Result, ValueId};
 
 /// The key, as a stacked `[n] + K` value, following the policy.
@@ -41,7 +40,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         return ConvertCtx::unhandled("not a random op");
     };
     if matches!(op, RandomOp::FoldIn) {
-        return broadcast_elementwise(ctx);
+        return broadcast_convert(ctx);
     }
     // Same policy with nothing stacked: every iteration draws the same values.
     if ctx.options().randomness == Randomness::Same && !ctx.any_stacked() {
@@ -53,7 +52,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         RandomOp::RandomUniform { .. } | RandomOp::RandomNormal { .. } => {
             let k = stacked_key(ctx)?;
             let y = ctx.add(Op::Random(op), &[k])?;
-            ConvertCtx::done(vec![Wrapped::stacked(y)])
+            Converted::stacked(y)
         }
         RandomOp::RandomBernoulli { .. } => {
             if ctx.is_stacked(1) {
@@ -62,15 +61,15 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let k = stacked_key(ctx)?;
             let p = ctx.input(1).value;
             let y = ctx.add(Op::Random(op), &[k, p])?;
-            ConvertCtx::done(vec![Wrapped::stacked(y)])
+            Converted::stacked(y)
         }
         RandomOp::RandomCategorical { .. } | RandomOp::Dropout { .. } => {
             let k = stacked_key(ctx)?;
             let x = ctx.stacked(1)?;
             let y = ctx.add(Op::Random(op), &[k, x])?;
-            ConvertCtx::done(vec![Wrapped::stacked(y)])
+            Converted::stacked(y)
         }
-        RandomOp::FoldIn => broadcast_elementwise(ctx),
+        RandomOp::FoldIn => broadcast_convert(ctx),
     }
 }
 

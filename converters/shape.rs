@@ -1,6 +1,9 @@
 //! Converters for shape ops.
 //!
-//! Axis attributes shift past the loop axis; shape attributes get the loop dim prepended
+//! The one-axis ops (`expand_dims`, `one_hot`, `stack`, `unstack`), `identity` and
+//! `stop_gradient` are derived from their declared batching class (`src/ops/signature.rs`).
+//! Squeezed axes and permutations shift past the loop axis; shape attributes get the loop
+//! dim prepended
 //! (`[n] + shape`, or a dynamic shape tensor when n is only known at run time);
 //! `shape_of` / `size` / `rank` / `zeros_like` / `ones_like` of a stacked value are
 //! loop-invariant (stacked values are rectangular), so they stay unstacked.
@@ -9,15 +12,10 @@
 //! too: the result is loop-invariant and `>=` every iteration's own value, which is all
 //! the op promises (`src/ops/shape.rs`).
 
-use super::reduce::shift;
-use crate::ops::{Op, OpKind, ShapeKind, ShapeOp};
+use crate::ops::{Batching, Op, OpKind, ShapeKind, ShapeOp};
 use crate::tensor::{Tensor, TensorType};
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, shift_axis as shift};
 use crate::{Graph, Result, ValueId};
-
-fn done1(y: ValueId, stacked: bool) -> Result<Converted> {
-    ConvertCtx::done(vec![Wrapped { value: y, stacked }])
-}
 
 /// `concat([n], tail)` as an i64 shape vector (tail: an i64 1-D value).
 fn with_loop_dim(ctx: &mut ConvertCtx<'_>, tail: ValueId) -> Result<ValueId> {
@@ -88,16 +86,16 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             if let Some(n) = ctx.loop_info().n_static {
                 let mut s = vec![n as i64];
                 s.extend(resolved.unwrap_or(shape));
-                return done1(ctx.graph().reshape(x, &s)?, true);
+                return Converted::one(ctx.graph().reshape(x, &s)?, true);
             }
             if let Some(r) = resolved.filter(|r| !r.contains(&0)) {
                 let mut s = vec![-1];
                 s.extend(r);
-                return done1(ctx.graph().reshape(x, &s)?, true);
+                return Converted::one(ctx.graph().reshape(x, &s)?, true);
             }
             let tail = ctx.graph().constant(Tensor::vec1(&shape));
             let full = with_loop_dim(ctx, tail)?;
-            done1(ctx.graph().reshape_dyn(x, full)?, true)
+            Converted::one(ctx.graph().reshape_dyn(x, full)?, true)
         }
         ShapeOp::ReshapeDyn => {
             if ctx.is_stacked(1) {
@@ -106,17 +104,13 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let x = ctx.stacked(0)?;
             let s = ctx.input(1).value;
             let full = with_loop_dim(ctx, s)?;
-            done1(ctx.graph().reshape_dyn(x, full)?, true)
+            Converted::one(ctx.graph().reshape_dyn(x, full)?, true)
         }
         ShapeOp::Transpose { perm } => {
             let mut p = vec![0];
             p.extend(perm.iter().map(|&a| a + 1));
             let x = ctx.stacked(0)?;
-            done1(ctx.graph().transpose(x, &p)?, true)
-        }
-        ShapeOp::ExpandDims { axis } => {
-            let x = ctx.stacked(0)?;
-            done1(ctx.graph().expand_dims(x, shift(axis))?, true)
+            Converted::one(ctx.graph().transpose(x, &p)?, true)
         }
         ShapeOp::Squeeze { axes } => {
             let t = ctx.input_type(0).clone();
@@ -127,14 +121,14 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             };
             let x = ctx.stacked(0)?;
             if axes.is_empty() {
-                return done1(x, true);
+                return Converted::one(x, true);
             }
-            done1(ctx.graph().squeeze(x, &axes)?, true)
+            Converted::one(ctx.graph().squeeze(x, &axes)?, true)
         }
         ShapeOp::BroadcastTo { shape } => {
             let x = ctx.stacked(0)?;
             let y = broadcast_stacked(ctx, x, &shape)?;
-            done1(y, true)
+            Converted::one(y, true)
         }
         ShapeOp::BroadcastToDyn => {
             if ctx.is_stacked(1) {
@@ -149,19 +143,19 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             }
             let s = ctx.input(1).value;
             let full = with_loop_dim(ctx, s)?;
-            done1(ctx.graph().broadcast_to_dyn(v, full)?, true)
+            Converted::one(ctx.graph().broadcast_to_dyn(v, full)?, true)
         }
         ShapeOp::Tile { multiples } => {
             let mut m = vec![1];
             m.extend(multiples);
             let x = ctx.stacked(0)?;
-            done1(ctx.graph().tile(x, &m)?, true)
+            Converted::one(ctx.graph().tile(x, &m)?, true)
         }
         ShapeOp::Fill { shape } => {
             // value is a stacked scalar [n]: broadcast it to [n] + shape.
             let v = ctx.stacked(0)?;
             let y = broadcast_stacked(ctx, v, &shape)?;
-            done1(y, true)
+            Converted::one(y, true)
         }
         ShapeOp::FillDyn => {
             if ctx.is_stacked(0) {
@@ -175,22 +169,22 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 e = ctx.graph().expand_dims(e, 1)?;
             }
             let full = with_loop_dim(ctx, s)?;
-            done1(ctx.graph().broadcast_to_dyn(e, full)?, true)
+            Converted::one(ctx.graph().broadcast_to_dyn(e, full)?, true)
         }
         ShapeOp::ZerosLike | ShapeOp::OnesLike => {
             let t = ctx.input_type(0).clone();
             let v = if matches!(op, ShapeOp::ZerosLike) { 0.0 } else { 1.0 };
             match t.shape.as_fixed() {
-                Some(d) => done1(ctx.graph().constant(Tensor::full(t.dtype, &d, v)?), false),
+                Some(d) => Converted::one(ctx.graph().constant(Tensor::full(t.dtype, &d, v)?), false),
                 None => {
                     let x = ctx.input(0).value;
-                    done1(ctx.add(Op::Shape(op), &[x])?, x_st)
+                    Converted::one(ctx.add(Op::Shape(op), &[x])?, x_st)
                 }
             }
         }
         ShapeOp::ShapeOf => {
             let y = invariant_shape_of(ctx)?;
-            done1(y, false)
+            Converted::one(y, false)
         }
         ShapeOp::Size => {
             let t = ctx.input_type(0).clone();
@@ -201,7 +195,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                     ctx.graph().reduce_prod(s, &[0], false)?
                 }
             };
-            done1(y, false)
+            Converted::one(y, false)
         }
         ShapeOp::LoopMax => {
             let x = ctx.input(0).value;
@@ -210,19 +204,11 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             // reduce_max over no iterations is i64::MIN; sizes are >= 0.
             let zero = g.constant(Tensor::scalar(0i64));
             let m = g.maximum(m, zero)?;
-            done1(g.loop_max(m)?, false)
+            Converted::one(g.loop_max(m)?, false)
         }
         ShapeOp::Rank => {
             let r = ctx.input_type(0).rank() as i64;
-            done1(ctx.graph().constant(Tensor::scalar(r)), false)
-        }
-        ShapeOp::Identity | ShapeOp::StopGradient => {
-            let x = ctx.stacked(0)?;
-            done1(ctx.add(Op::Shape(op), &[x])?, true)
-        }
-        ShapeOp::OneHot { depth, axis, on, off, dtype } => {
-            let x = ctx.stacked(0)?;
-            done1(ctx.add(Op::Shape(ShapeOp::OneHot { depth, axis: shift(axis), on, off, dtype }), &[x])?, true)
+            Converted::one(ctx.graph().constant(Tensor::scalar(r)), false)
         }
         ShapeOp::MatchShape { x_lead, like_lead } => {
             let (x, like) = (ctx.input(0), ctx.input(1));
@@ -230,32 +216,22 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 x_lead: x_lead + x.stacked as usize,
                 like_lead: like_lead + like.stacked as usize,
             };
-            done1(ctx.add(Op::Shape(op), &[x.value, like.value])?, x.stacked)
+            Converted::one(ctx.add(Op::Shape(op), &[x.value, like.value])?, x.stacked)
         }
         ShapeOp::Range => ConvertCtx::unhandled("range with loop-variant bounds has a per-iteration length"),
-        ShapeOp::Stack { axis } => {
-            let mut ins = Vec::with_capacity(ctx.num_inputs());
-            for k in 0..ctx.num_inputs() {
-                ins.push(ctx.stacked(k)?);
-            }
-            done1(ctx.add(Op::Shape(ShapeOp::Stack { axis: shift_stack(axis) }), &ins)?, true)
-        }
-        ShapeOp::Unstack { axis, num } => {
-            let x = ctx.stacked(0)?;
-            let outs = ctx.add_multi(Op::Shape(ShapeOp::Unstack { axis: shift(axis), num }), &[x])?;
-            ConvertCtx::done(outs.into_iter().map(Wrapped::stacked).collect())
-        }
+        ShapeOp::Identity
+        | ShapeOp::StopGradient
+        | ShapeOp::ExpandDims { .. }
+        | ShapeOp::OneHot { .. }
+        | ShapeOp::Stack { .. }
+        | ShapeOp::Unstack { .. } => ConvertCtx::unhandled("derived from the declared batching class"),
     }
-}
-
-/// Stack inserts a new axis: a negative axis counts from the end of the OUTPUT.
-fn shift_stack(axis: i64) -> i64 {
-    shift(axis)
 }
 
 /// Register the family's converters.
 pub fn register(r: &mut Registry) {
-    for k in ShapeKind::ALL {
+    // identity, stop_gradient and the one-axis ops are derived from their batching class
+    for k in ShapeKind::ALL.iter().filter(|k| k.batching() == Batching::Custom) {
         r.register(OpKey::Builtin(OpKind::Shape(*k)), convert);
     }
     let _ = Graph::new;

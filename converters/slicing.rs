@@ -6,15 +6,10 @@
 //! batched gathers: per axis, indices `offset[:, d] + range(size)` gathered with
 //! `batch_dims = 1`, which also keeps out-of-range offsets an error, as in the loop.
 
-use super::reduce::shift;
 use crate::ops::{Op, OpKind, SlicingKind, SlicingOp};
 use crate::tensor::Tensor;
-use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
+use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped, shift_axis as shift};
 use crate::{Result, ValueId};
-
-fn done1(y: ValueId) -> Result<Converted> {
-    ConvertCtx::done(vec![Wrapped::stacked(y)])
-}
 
 /// Column `d` of a stacked `[n, r]` offsets value, as `[n, 1]`.
 fn column(ctx: &mut ConvertCtx<'_>, offsets: ValueId, r: usize, d: usize) -> Result<ValueId> {
@@ -47,7 +42,7 @@ fn dynamic_slice_gather(ctx: &mut ConvertCtx<'_>, sizes: &[usize]) -> Result<Con
     if r == 0 {
         x = ctx.stacked(0)?;
     }
-    done1(x)
+    Converted::stacked(x)
 }
 
 fn roll_gather(ctx: &mut ConvertCtx<'_>, axes: &[i64]) -> Result<Converted> {
@@ -71,7 +66,7 @@ fn roll_gather(ctx: &mut ConvertCtx<'_>, axes: &[i64]) -> Result<Converted> {
         x = g.gather_batched(x, idx, axis as i64 + 1, 1)?;
     }
     let _ = shift_w;
-    done1(x)
+    Converted::stacked(x)
 }
 
 fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
@@ -84,7 +79,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             for k in 0..ctx.num_inputs() {
                 ins.push(ctx.stacked(k)?);
             }
-            return done1(ctx.add(Op::Slicing(SlicingOp::Concat { axis: shift(axis) }), &ins)?);
+            return Converted::stacked(ctx.add(Op::Slicing(SlicingOp::Concat { axis: shift(axis) }), &ins)?);
         }
         SlicingOp::Split { axis, sizes } => {
             let x = ctx.stacked(0)?;
@@ -113,7 +108,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let b2 = g.concat(&[zero, b], 0)?;
             let mut s = vec![n];
             s.extend(sizes);
-            return done1(g.dynamic_slice(x, b2, &s)?);
+            return Converted::stacked(g.dynamic_slice(x, b2, &s)?);
         }
         SlicingOp::StridedSlice {
             begin,
@@ -153,13 +148,13 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             }
             let s = ctx.input(1).value;
             let x = ctx.stacked(0)?;
-            return done1(
+            return Converted::stacked(
                 ctx.add(Op::Slicing(SlicingOp::Roll { axes: axes.into_iter().map(shift).collect() }), &[x, s])?,
             );
         }
     };
     let x = ctx.stacked(0)?;
-    done1(ctx.add(Op::Slicing(new), &[x])?)
+    Converted::stacked(ctx.add(Op::Slicing(new), &[x])?)
 }
 
 /// Register the family's converters.

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
+use crate::ops::{Batching, Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
 macro_rules! binary_kinds {
@@ -98,6 +98,11 @@ impl BinaryKind {
             Div | FloorDiv | FloorMod | Pow if dtype.is_none_or(|d| d == DType::I64) => Raises::On(&[1]),
             _ => Raises::Never,
         }
+    }
+
+    /// How pfor batches the op ([`Batching`]): numpy broadcasting, every kind.
+    pub fn batching(self) -> Batching {
+        Batching::Broadcasting
     }
 }
 

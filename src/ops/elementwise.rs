@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::binary::{nan_max, nan_min};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, Raises, broadcast_shapes, broadcast_static, expect_arity, expect_dtype};
+use crate::ops::{Batching, Op, Raises, broadcast_shapes, broadcast_static, expect_arity, expect_dtype};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the elementwise family.
@@ -65,6 +65,15 @@ impl ElementwiseKind {
     /// `clip` with `lo > hi` returns `hi`).
     pub fn raises(self) -> Raises {
         Raises::Never
+    }
+    /// How pfor batches the op ([`Batching`]): `clip` stacks `x` only when a bound is
+    /// stacked, by hand (`converters/elementwise.rs`).
+    pub fn batching(self) -> Batching {
+        match self {
+            ElementwiseKind::Select => Batching::Broadcasting,
+            ElementwiseKind::Cast => Batching::Elementwise,
+            ElementwiseKind::Clip => Batching::Custom,
+        }
     }
 }
 

@@ -45,10 +45,12 @@ pub mod nn;
 pub mod random;
 pub mod reduce;
 pub mod shape;
+mod signature;
 pub mod slicing;
 pub mod state;
 pub mod unary;
 
+pub use signature::{Batching, Linearity};
 pub use util::{broadcast_shapes, broadcast_static, expect_arity, expect_dtype, expect_float, norm_axis};
 
 use std::fmt;
@@ -98,6 +100,17 @@ pub trait CustomOp: Send + Sync + fmt::Debug {
     /// a masked branch or loop that did not reach it.
     fn may_raise(&self) -> bool {
         true
+    }
+    /// How pfor batches the op ([`Batching`]). Any class but the default
+    /// [`Batching::Custom`] gets the derived converter when no converter is registered
+    /// under the op's name (so an elementwise op needs none).
+    fn batching(&self) -> Batching {
+        Batching::Custom
+    }
+    /// For [`Batching::AxisMapped`]: this op with every axis attribute mapped through `f`.
+    fn map_axes(&self, f: &dyn Fn(i64) -> i64) -> Option<Arc<dyn CustomOp>> {
+        let _ = f;
+        None
     }
     /// Reverse-mode rule: one cotangent per input (`None` = zero). The default is an
     /// error naming the op, so gradients through an op without a rule fail loudly.

@@ -25,7 +25,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, Raises, expect_arity, expect_dtype, expect_float, norm_axis};
+use crate::ops::{Batching, Op, Raises, expect_arity, expect_dtype, expect_float, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the nn family.
@@ -122,6 +122,18 @@ impl NnKind {
             _ => Raises::Never,
         }
     }
+
+    /// How pfor batches the op ([`Batching`]): softmaxes move their axis past the loop
+    /// axis; the last-axis losses take stacked operands; the layers with per-channel
+    /// parameters keep their fused kernels by hand (`converters/nn.rs`).
+    pub fn batching(self) -> Batching {
+        use NnKind::*;
+        match self {
+            Softmax | LogSoftmax => Batching::AxisMapped,
+            SoftmaxCrossEntropy | SparseSoftmaxCrossEntropy | SigmoidCrossEntropy => Batching::Elementwise,
+            BiasAdd | L2Loss | LayerNorm | BatchNorm => Batching::Custom,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -185,6 +197,15 @@ fn prefix(shape: &Shape) -> Shape {
 }
 
 impl NnOp {
+    /// The op with its axis attribute mapped through `f` (`None` without one).
+    pub fn map_axes(&self, f: &dyn Fn(i64) -> i64) -> Option<NnOp> {
+        match *self {
+            NnOp::Softmax { axis } => Some(NnOp::Softmax { axis: f(axis) }),
+            NnOp::LogSoftmax { axis } => Some(NnOp::LogSoftmax { axis: f(axis) }),
+            _ => None,
+        }
+    }
+
     /// The kind.
     pub fn kind(&self) -> NnKind {
         match self {

@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
-use crate::ops::{Op, Raises, expect_arity, norm_axis};
+use crate::ops::{Batching, Linearity, Op, Raises, expect_arity, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 /// Ops of the reduce family.
@@ -197,6 +197,21 @@ impl ReduceKind {
         Raises::Never
     }
 
+    /// How pfor batches the op ([`Batching`]): every kind reduces or scans the stacked
+    /// value with its axes moved past the loop axis ([`ReduceOp::map_axes`]).
+    pub fn batching(self) -> Batching {
+        Batching::AxisMapped
+    }
+
+    /// Where the op is linear ([`Linearity`]): sum, mean and cumsum.
+    pub fn linearity(self) -> Linearity {
+        use ReduceKind::*;
+        match self {
+            Sum | Mean | CumSum => Linearity::Linear,
+            _ => Linearity::NonLinear,
+        }
+    }
+
     /// Check the input dtype (shared by `infer` and `eval`).
     fn check_dtype(self, d: DType) -> Result<()> {
         use ReduceKind::*;
@@ -241,6 +256,26 @@ impl ReduceOp {
             ReduceOp::CumSum { .. } => ReduceKind::CumSum,
             ReduceOp::CumProd { .. } => ReduceKind::CumProd,
         }
+    }
+
+    /// The op with every axis attribute mapped through `f` (the other attributes kept).
+    pub fn map_axes(&self, f: &dyn Fn(i64) -> i64) -> ReduceOp {
+        let mut op = self.clone();
+        match &mut op {
+            ReduceOp::Sum { axes, .. }
+            | ReduceOp::Mean { axes, .. }
+            | ReduceOp::Prod { axes, .. }
+            | ReduceOp::Max { axes, .. }
+            | ReduceOp::Min { axes, .. }
+            | ReduceOp::All { axes, .. }
+            | ReduceOp::Any { axes, .. }
+            | ReduceOp::LogSumExp { axes, .. } => axes.iter_mut().for_each(|a| *a = f(*a)),
+            ReduceOp::ArgMax { axis }
+            | ReduceOp::ArgMin { axis }
+            | ReduceOp::CumSum { axis, .. }
+            | ReduceOp::CumProd { axis, .. } => *axis = f(*axis),
+        }
+        op
     }
 
     /// Build the axis-reduction op of `kind` (`None` for argmax/argmin/cumsum/cumprod).

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::kernels::alloc::{checked_len as count, try_filled, try_vec};
 use crate::ops::EvalCtx;
-use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
+use crate::ops::{Batching, Linearity, Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
@@ -179,6 +179,36 @@ impl ShapeKind {
             FillDyn | LoopMax => Raises::On(&[0]),
             Range => Raises::On(&[0, 1, 2]),
             _ => Raises::Never,
+        }
+    }
+
+    /// How pfor batches the op ([`Batching`]): `identity` / `stop_gradient` re-emit on the
+    /// stacked value, the ops with one axis attribute move it past the loop axis; the
+    /// others take a shape attribute or input, or stay loop-invariant (`shape_of`...), by
+    /// hand (`converters/shape.rs`).
+    pub fn batching(self) -> Batching {
+        use ShapeKind::*;
+        match self {
+            Identity | StopGradient => Batching::Elementwise,
+            ExpandDims | OneHot | Stack | Unstack => Batching::AxisMapped,
+            _ => Batching::Custom,
+        }
+    }
+
+    /// Where the op is linear ([`Linearity`]): every op that moves or copies the elements
+    /// of its data input (the shape operands are held fixed); the others build values from
+    /// shapes alone (no derivative).
+    pub fn linearity(self) -> Linearity {
+        use ShapeKind::*;
+        match self {
+            Reshape | Transpose | ExpandDims | Squeeze | BroadcastTo | Tile | Fill | Identity | Stack | Unstack => {
+                Linearity::Linear
+            }
+            ReshapeDyn | BroadcastToDyn | MatchShape => Linearity::LinearIn(&[0]),
+            FillDyn => Linearity::LinearIn(&[1]),
+            StopGradient | ZerosLike | OnesLike | ShapeOf | Size | Rank | LoopMax | OneHot | Range => {
+                Linearity::NonLinear
+            }
         }
     }
 }
@@ -467,6 +497,20 @@ fn take1(op: &str, inputs: Vec<Tensor>) -> Result<Tensor> {
 // ---------------------------------------------------------------------------------------
 
 impl ShapeOp {
+    /// The op with its axis attribute mapped through `f` (`None` without one; a
+    /// permutation or a set of squeezed axes is not a plain axis attribute).
+    pub fn map_axes(&self, f: &dyn Fn(i64) -> i64) -> Option<ShapeOp> {
+        let mut op = self.clone();
+        match &mut op {
+            ShapeOp::ExpandDims { axis }
+            | ShapeOp::OneHot { axis, .. }
+            | ShapeOp::Stack { axis }
+            | ShapeOp::Unstack { axis, .. } => *axis = f(*axis),
+            _ => return None,
+        }
+        Some(op)
+    }
+
     /// Shape and dtype inference.
     pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
         use ShapeOp as O;

@@ -18,7 +18,7 @@ use ndarray::{ArcArray, ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::ops::{Op, Raises, expect_arity, expect_dtype, norm_axis};
+use crate::ops::{Linearity, Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
@@ -371,6 +371,18 @@ impl SlicingKind {
         match self {
             SlicingKind::DynamicSlice => Raises::On(&[1]),
             _ => Raises::Never,
+        }
+    }
+
+    /// Where the op is linear ([`Linearity`]): in its data (every input of `concat`; input
+    /// 0 of the others, whose other inputs are offsets or shifts). `pad` is affine (its
+    /// constant), so it has its own rule.
+    pub fn linearity(self) -> Linearity {
+        use SlicingKind::*;
+        match self {
+            Concat => Linearity::Linear,
+            Split | Slice | DynamicSlice | StridedSlice | Reverse | Roll => Linearity::LinearIn(&[0]),
+            Pad => Linearity::NonLinear,
         }
     }
 }

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::ops::{Op, Raises, expect_arity};
+use crate::ops::{Batching, Linearity, Op, Raises, expect_arity};
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
 pub use crate::kernels::PAR_THRESHOLD;
@@ -61,6 +61,7 @@ unary_kinds! {
     Asin => "asin", Float;
     Acos => "acos", Float;
     Atan => "atan", Float;
+    Asinh => "asinh", Float;
     Sinh => "sinh", Float;
     Cosh => "cosh", Float;
     Tanh => "tanh", Float;
@@ -90,6 +91,18 @@ impl UnaryKind {
     /// i64 `neg`/`abs`/`square` wrap).
     pub fn raises(self) -> Raises {
         Raises::Never
+    }
+    /// How pfor batches the op ([`Batching`]): elementwise, every kind.
+    pub fn batching(self) -> Batching {
+        Batching::Elementwise
+    }
+    /// Where the op is linear ([`Linearity`]): `neg` only (the others have a local
+    /// derivative in `autodiff/rules/unary.rs`).
+    pub fn linearity(self) -> Linearity {
+        match self {
+            UnaryKind::Neg => Linearity::Linear,
+            _ => Linearity::NonLinear,
+        }
     }
 }
 
@@ -126,6 +139,7 @@ fn f_f64(k: UnaryKind, x: f64) -> f64 {
         Asin => x.asin(),
         Acos => x.acos(),
         Atan => x.atan(),
+        Asinh => x.asinh(),
         Sinh => x.sinh(),
         Cosh => x.cosh(),
         Tanh => x.tanh(),
@@ -430,7 +444,7 @@ macro_rules! unary_builders {
 unary_builders! {
     neg => Neg, abs => Abs, sign => Sign, square => Square, exp => Exp, expm1 => Expm1,
     log => Log, log1p => Log1p, sqrt => Sqrt, rsqrt => Rsqrt, reciprocal => Reciprocal,
-    sin => Sin, cos => Cos, tan => Tan, asin => Asin, acos => Acos, atan => Atan,
+    sin => Sin, cos => Cos, tan => Tan, asin => Asin, acos => Acos, atan => Atan, asinh => Asinh,
     sinh => Sinh, cosh => Cosh, tanh => Tanh, sigmoid => Sigmoid, log_sigmoid => LogSigmoid,
     relu => Relu, relu6 => Relu6, step => Step, elu => Elu, selu => Selu, softplus => Softplus,
     softsign => Softsign, silu => Silu, gelu => Gelu, erf => Erf, erfc => Erfc,

@@ -1,12 +1,17 @@
 //! The greedy conversion driver and the `pfor` entry points.
 
+use std::sync::Arc;
+
 use hashbrown::{HashMap, HashSet};
 
 use super::ctx::{LoopInfo, i64_scalar, merge_first_two, stacked_type, tile};
-use super::{ConvertCtx, Converted, Fallback, OpKey, PforOptions, SimplifyReport, Wrapped, simplify_since};
+use super::{
+    ConvertCtx, Converted, Converter, Fallback, OpKey, PforOptions, SimplifyReport, Wrapped, derived_convert,
+    simplify_since,
+};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, NodeId, ValueId};
-use crate::ops::Op;
+use crate::ops::{Batching, Op};
 use crate::reference::{LoopLen, for_loop_from_traced};
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 
@@ -398,7 +403,9 @@ fn convert_node(
     options: &PforOptions,
     report: &mut PforReport,
 ) -> Result<Vec<Wrapped>> {
-    let outcome = match options.registry.get(&op_key(op)) {
+    // a custom op without a converter of its own may declare how it batches
+    let declared = || (op.batching() != Batching::Custom).then(|| Arc::new(derived_convert) as Arc<dyn Converter>);
+    let outcome = match options.registry.get(&op_key(op)).or_else(declared) {
         Some(conv) => {
             let mut ctx = ConvertCtx {
                 g,

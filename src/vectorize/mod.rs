@@ -21,6 +21,7 @@
 //! nor `converters`, so the modules form no cycle.
 
 mod ctx;
+mod derived;
 mod driver;
 mod fold;
 pub mod handoff;
@@ -29,6 +30,7 @@ mod registry;
 mod simplify;
 
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
+pub use derived::{broadcast_convert, derived_convert, shift_axis};
 pub use driver::{
     FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with,
     pfor_with_report,

@@ -7,6 +7,7 @@ use hashbrown::HashMap;
 
 use super::{ConvertCtx, Wrapped};
 use crate::error::{Error, Result};
+use crate::ir::ValueId;
 use crate::ops::OpKind;
 
 /// Registry key: a built-in op kind or a custom op's name.
@@ -34,6 +35,18 @@ pub enum Converted {
     Done(Vec<Wrapped>),
     /// This input pattern is not handled (the reason is reported by the fallback).
     Unhandled(String),
+}
+
+impl Converted {
+    /// One stacked output (the common case): `Converted::stacked(y)` is
+    /// `Converted::stacked(y)`.
+    pub fn stacked(y: ValueId) -> Result<Converted> {
+        Ok(Converted::Done(vec![Wrapped::stacked(y)]))
+    }
+    /// One output, stacked or loop-invariant.
+    pub fn one(y: ValueId, stacked: bool) -> Result<Converted> {
+        Ok(Converted::Done(vec![Wrapped { value: y, stacked }]))
+    }
 }
 
 /// A pfor converter for one op kind.

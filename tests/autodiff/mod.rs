@@ -1,7 +1,7 @@
 //! Autodiff tests: per-family derivative rules against finite differences (`fd.rs`), the
 //! reverse/forward drivers, and the jacobian / hessian / per-example-gradient API.
 
-mod fd;
+pub(crate) mod fd;
 
 mod api;
 

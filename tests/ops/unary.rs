@@ -35,6 +35,7 @@ fn float_unary_values() {
     check(Asin, &[0.0, 1.0], &[0.0, std::f64::consts::FRAC_PI_2]);
     check(Acos, &[1.0, 0.0], &[0.0, std::f64::consts::FRAC_PI_2]);
     check(Atan, &[0.0, 1.0], &[0.0, std::f64::consts::FRAC_PI_4]);
+    check(Asinh, &[0.0, 1.0, -2.0], &[0.0, (1.0 + 2f64.sqrt()).ln(), -(2.0 + 5f64.sqrt()).ln()]);
     check(Sinh, &[0.0, 1.0], &[0.0, (e - 1.0 / e) / 2.0]);
     check(Cosh, &[0.0, 1.0], &[1.0, (e + 1.0 / e) / 2.0]);
     check(Tanh, &[0.0, 1.0], &[0.0, (e * e - 1.0) / (e * e + 1.0)]);

@@ -6,6 +6,10 @@
 //! - `jvp(op, cx) -> Result<Vec<Option<ValueId>>>`: one tangent per output;
 //! - `differentiable(kind) -> bool`: `false` for kinds whose rules return `None` by
 //!   definition (comparisons, integer ops, arg-reductions, shapes, random keys...).
+//!
+//! A kind that declares itself linear ([`Linearity`], next to its kind table) gets its JVP
+//! derived ([`linear_jvp`]: the op applied to the tangents), so its family's `jvp` never
+//! sees it.
 
 pub mod binary;
 pub mod control;
@@ -25,7 +29,7 @@ pub mod unary;
 use super::{JvpCtx, VjpCtx};
 use crate::error::Result;
 use crate::ir::ValueId;
-use crate::ops::{Op, OpKind};
+use crate::ops::{Linearity, Op, OpKind};
 
 /// The cotangent of every input of `op`.
 pub fn vjp(op: &Op, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
@@ -51,6 +55,10 @@ pub fn vjp(op: &Op, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
 
 /// The tangent of every output of `op`.
 pub fn jvp(op: &Op, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    let linearity = op.linearity();
+    if linearity.is_linear() {
+        return linear_jvp(op, linearity, cx);
+    }
     match op {
         Op::Input { .. } | Op::Const { .. } => Ok(vec![None]),
         Op::Unary(k) => unary::jvp(*k, cx),
@@ -69,6 +77,24 @@ pub fn jvp(op: &Op, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         Op::Control(o) => control::jvp(o, cx),
         Op::Custom(c) => c.jvp(cx),
     }
+}
+
+/// The JVP of an op linear in the inputs `linearity` names: the op applied to their
+/// tangents (zeros for an absent one), the other inputs held at their primal values; no
+/// tangent when none of them has one.
+pub fn linear_jvp(op: &Op, linearity: Linearity, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
+    let n = cx.inputs.len();
+    if !(0..n).any(|k| linearity.linear_in(k) && cx.t(k).is_some()) {
+        return Ok(vec![None; cx.outputs.len()]);
+    }
+    let mut ins = cx.inputs.clone();
+    for (k, v) in ins.iter_mut().enumerate() {
+        if linearity.linear_in(k) {
+            *v = cx.t_or_zero(k)?;
+        }
+    }
+    let outs = cx.g.add_op_multi(op.clone(), &ins)?;
+    Ok(outs.into_iter().map(Some).collect())
 }
 
 /// Whether derivatives flow through ops of this kind (`false`: the rules return `None`

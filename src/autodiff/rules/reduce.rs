@@ -13,7 +13,7 @@ use crate::autodiff::util::{inverse_perm, norm_axes, reshape_like, unreduce};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
-use crate::ops::{ReduceKind, ReduceOp};
+use crate::ops::{Op, ReduceKind, ReduceOp};
 
 /// Cotangents of the inputs.
 pub fn vjp(op: &ReduceOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
@@ -73,11 +73,14 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
     if !differentiable(op.kind()) {
         return Ok(vec![None]);
     }
+    // sum, mean and cumsum are linear ([`ReduceKind::linearity`]): derived
+    let linearity = op.kind().linearity();
+    if linearity.is_linear() {
+        return super::linear_jvp(&Op::Reduce(op.clone()), linearity, cx);
+    }
     let (x, y) = (cx.x(0), cx.y(0));
     let g = &mut *cx.g;
     let out = match op {
-        ReduceOp::Sum { axes, keep_dims } => g.reduce_sum(t, axes, *keep_dims)?,
-        ReduceOp::Mean { axes, keep_dims } => g.reduce_mean(t, axes, *keep_dims)?,
         ReduceOp::Prod { axes, keep_dims } => {
             let others = prod_of_others(g, x, y, axes, *keep_dims)?;
             let p = g.mul(t, others)?;
@@ -93,7 +96,6 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let p = g.mul(t, w)?;
             g.reduce_sum(p, axes, *keep_dims)?
         }
-        ReduceOp::CumSum { axis, exclusive, reverse } => g.cumsum(t, *axis, *exclusive, *reverse)?,
         ReduceOp::CumProd { axis, exclusive, reverse } => {
             let z = ZeroSplit::new(g, x, *axis, *exclusive, *reverse)?;
             // Before the first zero (tm): y Σ t_k / x_k; after it: t_z y'.
@@ -109,7 +111,13 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let s = g.add(s, tz)?;
             g.mul(z.y1, s)?
         }
-        ReduceOp::All { .. } | ReduceOp::Any { .. } | ReduceOp::ArgMax { .. } | ReduceOp::ArgMin { .. } => {
+        ReduceOp::Sum { .. }
+        | ReduceOp::Mean { .. }
+        | ReduceOp::CumSum { .. }
+        | ReduceOp::All { .. }
+        | ReduceOp::Any { .. }
+        | ReduceOp::ArgMax { .. }
+        | ReduceOp::ArgMin { .. } => {
             return Ok(vec![None]);
         }
     };

@@ -3,8 +3,8 @@
 //! Shape ops move elements without arithmetic, so each rule applies the adjoint movement:
 //! reshape back, transpose by the inverse permutation, sum over broadcast / tiled copies,
 //! unstack what was stacked. Ops that produce shapes, ranges, one-hots or constants of a
-//! shape are non-differentiable; `stop_gradient` stops by definition. Forward mode applies
-//! the same op to the tangent.
+//! shape are non-differentiable; `stop_gradient` stops by definition. Forward mode is
+//! derived from the kinds' declared linearity (the same op applied to the tangent).
 
 use crate::autodiff::util::{inverse_perm, reshape_like, sum_to};
 use crate::autodiff::{JvpCtx, VjpCtx};
@@ -100,40 +100,14 @@ pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
 
 /// Tangents of the outputs.
 pub fn jvp(op: &ShapeOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
-    let n_out = cx.outputs.len();
-    if !differentiable(op.kind()) {
-        return Ok(vec![None; n_out]);
-    }
-    match op {
-        ShapeOp::Stack { .. } => {
-            if cx.tangents.iter().all(Option::is_none) {
-                return Ok(vec![None]);
-            }
-            let ts: Vec<ValueId> = (0..cx.inputs.len()).map(|i| cx.t_or_zero(i)).collect::<Result<_>>()?;
-            Ok(vec![Some(cx.g.add_op(Op::Shape(op.clone()), &ts)?)])
-        }
-        ShapeOp::Fill { .. } => {
-            let Some(t) = cx.t(0) else { return Ok(vec![None]) };
-            Ok(vec![Some(cx.g.add_op(Op::Shape(op.clone()), &[t])?)])
-        }
-        ShapeOp::FillDyn => {
-            let Some(t) = cx.t(1) else { return Ok(vec![None]) };
-            let s = cx.x(0);
-            Ok(vec![Some(cx.g.add_op(Op::Shape(op.clone()), &[s, t])?)])
-        }
-        _ => {
-            // The op applied to the tangent of input 0 (other inputs — shapes — unchanged).
-            let Some(t) = cx.t(0) else { return Ok(vec![None; n_out]) };
-            let mut ins = cx.inputs.clone();
-            ins[0] = t;
-            let outs = cx.g.add_op_multi(Op::Shape(op.clone()), &ins)?;
-            Ok(outs.into_iter().map(Some).collect())
-        }
+    // every differentiable shape op is linear in its data ([`ShapeKind::linearity`])
+    match op.kind().linearity() {
+        l if l.is_linear() => super::linear_jvp(&Op::Shape(op.clone()), l, cx),
+        _ => Ok(vec![None; cx.outputs.len()]),
     }
 }
 
 /// Whether derivatives flow through this kind.
 pub fn differentiable(k: ShapeKind) -> bool {
-    use ShapeKind::*;
-    !matches!(k, StopGradient | ZerosLike | OnesLike | ShapeOf | Size | Rank | LoopMax | OneHot | Range)
+    k.linearity().is_linear()
 }

@@ -20,13 +20,14 @@
 //! dims (`pad` reflect/symmetric, `strided_slice`) return a clear
 //! error naming the op when a dim they need is dynamic, never a wrong answer.
 
+use super::linear_jvp;
 use crate::autodiff::util::{dim_size, range_along};
 use crate::autodiff::{JvpCtx, VjpCtx};
 use crate::error::Error;
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
 use crate::ops::slicing::{AxisSelect, PadMode, StridedSliceSpec};
-use crate::ops::{Op, SlicingKind, SlicingOp};
+use crate::ops::{Linearity, Op, SlicingKind, SlicingOp};
 use crate::tensor::Tensor;
 
 /// Cotangents of the inputs.
@@ -126,32 +127,19 @@ pub fn vjp(op: &SlicingOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> 
     Ok(out)
 }
 
-/// Tangents of the outputs: the op applied to the tangents (zeros for data inputs without
-/// one; integer inputs passed through).
+/// Tangents of the outputs: the op applied to the tangents ([`linear_jvp`], from the kinds'
+/// declared linearity); `pad`'s constant is not part of the tangent: tangents pad with
+/// zeros.
 pub fn jvp(op: &SlicingOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
-    let n_out = cx.outputs.len();
-    let mut ins = cx.inputs.clone();
-    match op {
-        SlicingOp::Concat { .. } => {
-            for (i, v) in ins.iter_mut().enumerate() {
-                *v = cx.t_or_zero(i)?;
-            }
-        }
-        _ => {
-            // Input 0 is the data; any other input is an integer offset or shift.
-            let Some(t) = cx.t(0) else { return Ok(vec![None; n_out]) };
-            ins[0] = t;
-        }
-    }
-    // A constant pad value is not part of the tangent: tangents pad with zeros.
-    let op = match op {
+    let (op, linearity) = match op {
+        // `pad` (any mode) is linear in its data once its constant is zero
         SlicingOp::Pad { paddings, mode: PadMode::Constant(_) } => {
-            SlicingOp::Pad { paddings: paddings.clone(), mode: PadMode::Constant(0.0) }
+            (SlicingOp::Pad { paddings: paddings.clone(), mode: PadMode::Constant(0.0) }, Linearity::LinearIn(&[0]))
         }
-        _ => op.clone(),
+        SlicingOp::Pad { .. } => (op.clone(), Linearity::LinearIn(&[0])),
+        _ => (op.clone(), op.kind().linearity()),
     };
-    let outs = cx.g.add_op_multi(Op::Slicing(op), &ins)?;
-    Ok(outs.into_iter().map(Some).collect())
+    linear_jvp(&Op::Slicing(op), linearity, cx)
 }
 
 /// Whether derivatives flow through this kind (all slicing ops are linear in their data).

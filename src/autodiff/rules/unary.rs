@@ -112,6 +112,12 @@ fn local_derivative(g: &mut Graph, k: UnaryKind, x: ValueId, y: ValueId) -> Resu
             let d = g.add_scalar(x2, 1.0)?;
             g.reciprocal(d)
         }
+        Asinh => {
+            // 1 / sqrt(x² + 1)
+            let x2 = g.square(x)?;
+            let d = g.add_scalar(x2, 1.0)?;
+            g.rsqrt(d)
+        }
         Sinh => g.cosh(x),
         Cosh => g.sinh(x),
         Tanh => {
