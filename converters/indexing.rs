@@ -20,7 +20,7 @@
 use crate::ops::{IndexKind, IndexOp, Op, OpKind, norm_axis};
 use crate::tensor::Tensor;
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::{Result, ValueId};
+use crate::{Error, Result, ValueId};
 
 fn done1(y: ValueId) -> Result<Converted> {
     ConvertCtx::done(vec![Wrapped::stacked(y)])
@@ -185,6 +185,10 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
         }
         return ConvertCtx::unhandled("segment max/min/prod with a dynamic loop length (num_segments must be static)");
     };
+    // The flattened segment count `n * num` must be an i64 (ids are i64).
+    let total = n.checked_mul(num).filter(|t| i64::try_from(*t).is_ok()).ok_or_else(|| {
+        Error::shape(kind.name(), format!("{num} segments x {n} iterations overflow the i64 segment ids"))
+    })?;
     let data = ctx.stacked(0)?;
     let ids = ctx.stacked(1)?;
     let r = ctx.graph().value_type(ids)?.rank();
@@ -200,10 +204,9 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
     let neg = g.less(ids, zero)?;
     let big = g.greater_equal(ids, numv)?;
     let minus1 = g.constant(Tensor::scalar(-1i64));
-    let oob = g.constant(Tensor::scalar((n * num) as i64));
+    let oob = g.constant(Tensor::scalar(total as i64));
     let s1 = g.select(big, oob, shifted)?;
     let ids2 = g.select(neg, minus1, s1)?;
-    let total = n * num;
     let y = match kind {
         IndexKind::UnsortedSegmentSum => g.unsorted_segment_sum(data, ids2, total)?,
         IndexKind::UnsortedSegmentMax => g.unsorted_segment_max(data, ids2, total)?,

@@ -20,6 +20,8 @@
 //!   all-`off` row; `range` has `ceil((limit-start)/delta)` elements (at least 0) and errors
 //!   on `delta == 0` or a non-finite count;
 //! - huge sizes requested through data (`fill_dyn`, `range`...) are an `Err`, never an abort;
+//!   `unstack` makes at most [`MAX_UNSTACK`] values (one graph value each: a huge fixed dim
+//!   would otherwise allocate its type list before anything else can refuse it);
 //! - `loop_max` (i64 sizes `>= 0`, else an `Err`) is the identity outside pfor; inside pfor
 //!   it is a collective, like JAX's `pmax` over the vmapped axis: the element-wise maximum
 //!   over the loop's iterations (0 for none), loop-invariant. It is the one op whose pfor
@@ -39,6 +41,9 @@ use crate::ops::{Op, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
+
+/// The most values one `unstack` makes (its axis's size).
+pub const MAX_UNSTACK: usize = 1 << 16;
 
 /// Ops of the shape family.
 #[derive(Clone, Debug, PartialEq)]
@@ -602,6 +607,15 @@ impl ShapeOp {
             }
             O::Unstack { axis, num } => {
                 let ax = norm_axis(op, *axis, x.rank())?;
+                if *num > MAX_UNSTACK {
+                    return Err(Error::shape(
+                        op,
+                        format!(
+                            "axis {ax} of {} has {num} elements; unstack makes at most {MAX_UNSTACK} values",
+                            x.shape
+                        ),
+                    ));
+                }
                 if x.shape.dim(ax) != &Dim::Fixed(*num) {
                     return Err(Error::shape(
                         op,
