@@ -98,12 +98,10 @@ fn with_position(ctx: &mut ConvertCtx<'_>, ix: ValueId) -> Result<ValueId> {
     let r = ctx.graph().value_type(ix)?.rank();
     let n = ctx.loop_len();
     let g = ctx.graph();
-    let mut begin = vec![0i64; r];
-    let mut size = vec![-1i64; r];
-    begin[r - 1] = 0;
-    size[r - 1] = 1;
-    let first = g.slice(ix, &begin, &size)?; // [n, ..., 1]
-    let zeros = g.zeros_like(first)?;
+    // `[n, ..., 1]` zeros; a sum over the index axis rather than a slice of its first
+    // column, which does not exist for depth-0 indices (`[n, ..., 0]`: whole-tensor updates).
+    let zeros = g.zeros_like(ix)?;
+    let zeros = g.reduce_sum(zeros, &[-1], true)?;
     let zero = g.constant(Tensor::scalar(0i64));
     let one = g.constant(Tensor::scalar(1i64));
     let pos = g.range(zero, n, one)?;

@@ -9,6 +9,7 @@ mod crash;
 mod handles;
 mod limits;
 mod limits_autobatch;
+mod loop_agreement;
 mod memory;
 mod panics;
 mod shapes;
