@@ -4,8 +4,14 @@
 //! budgets, size overflows, runs that would not terminate or would overflow the native
 //! stack (iteration caps, deadlines, cancellation, the stack guard, identically in every
 //! interpreter), and the crash-class harness that runs abort-prone cases in a child process.
+//! `fuzz` drives every public entry point on random malformed graphs and feeds (proptest,
+//! 2,000 cases: no panic, no hang, pfor equal to the loop where the loop runs); what it
+//! found has a named regression test in the module of its class (`loop_agreement` for
+//! pfor failing where the loop runs).
 
 mod crash;
+mod fuzz;
+mod fuzz_ops;
 mod handles;
 mod limits;
 mod limits_autobatch;
