@@ -34,9 +34,18 @@
 //!   the loop's per-iteration tensors fit may refuse pfor's: the budget is per tensor);
 //! - `DeadlineExceeded` (the loop finished in time; pfor need not);
 //! - a ragged result (`nonzero` whose per-iteration lengths differ: documented in README
-//!   "Semantics worth knowing").
-//! Where the loop fails, pfor may fail or succeed (it may skip an iteration's error only
-//! through that op's documented semantics; those cases are counted, `loop_err_pfor_ok`).
+//!   "Semantics worth knowing");
+//! - with n = 0, any error when the loop fails with n = 1 ([`raised_with_one_iteration`]:
+//!   the empty loop runs nothing, pfor still evaluates its ops on the invariant data).
+//!
+//! Where the loop fails, pfor may fail or succeed: counted (`loop err, pfor ok`), not
+//! asserted (pfor evaluates ops in another order and may not reach a failing op whose
+//! result no output reads, e.g. after simplification).
+//!
+//! A step whose builder rejects its operands' dtypes is retried once with the operands cast
+//! to the first one's dtype, so that graphs grow past dtype mismatches. The loop-body
+//! sources are declared with correct shapes (fixed, dynamic or unknown): graph mode covers
+//! the wrong declarations.
 //!
 //! Sizing and seeds: [`CASES`] cases (≥ 2,000) in CI; a fixed seed, so CI is reproducible,
 //! and `PFOR_FUZZ_SEED=<u64>` / `PFOR_FUZZ_CASES=<n>` explore further. A failing case is
@@ -443,7 +452,8 @@ fn derivatives(
         tally.add(class("gradients run", &run(g, &d, feeds)));
     }
     let tangents = (|| {
-        let t = if case.seeds % 2 == 0 { g.ones_like(x0)? } else { g.constant(Tensor::zeros(DType::F64, &[5])?) };
+        let t =
+            if case.seeds.is_multiple_of(2) { g.ones_like(x0)? } else { g.constant(Tensor::zeros(DType::F64, &[5])?) };
         jvp(g, &[y], &[x0], &[t])
     })();
     tally.add(class("jvp build", &tangents));
