@@ -64,7 +64,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
 
-use super::fuzz_ops::{FAMILIES, Hostile, Step, apply, declare_recursive, hostile};
+use super::fuzz_ops::{FAMILIES, Hostile, Step, apply, graph_with_recursion, hostile};
 use pfor::api::vectorized_map_with;
 use pfor::autodiff::{gradients, jvp};
 use pfor::prelude::*;
@@ -378,9 +378,8 @@ fn coerced(g: &mut Graph, s: &Step, vals: &[ValueId]) -> Result<(Step, Vec<Value
 }
 
 fn new_graph(case: &Case) -> (Graph, Hostile) {
-    let mut g = Graph::new();
-    let h = hostile(&mut g, case.stale).expect("a fresh graph");
-    declare_recursive(&mut g).expect("a fresh graph");
+    let mut g = graph_with_recursion();
+    let h = hostile(&mut g, case.stale).expect("a graph without nodes");
     (g, h)
 }
 

@@ -45,28 +45,22 @@ pub struct Hostile {
     pub stale: Option<ValueId>,
 }
 
-/// Declare and define [`REC`] in `g`.
-pub fn declare_recursive(g: &mut Graph) -> Result<()> {
-    let i64s = TensorType::scalar(DType::I64);
-    g.declare_function(REC, std::slice::from_ref(&i64s), std::slice::from_ref(&i64s))?;
-    g.define_function(REC, |g, p| {
-        let zero = g.constant(Tensor::scalar(0i64));
-        let pos = g.greater(p[0], zero)?;
-        g.cond(
-            pos,
-            &[p[0]],
-            |g, a| {
-                let m = g.add_scalar(a[0], -1.0)?;
-                let r = g.call(REC, &[m])?;
-                Ok(vec![g.add(a[0], r[0])?])
-            },
-            |g, a| Ok(vec![g.zeros_like(a[0])?]),
-        )
-    })
+/// A graph with [`REC`] (nothing else yet).
+pub fn graph_with_recursion() -> Graph {
+    super::recursive_i64(
+        REC,
+        |g, n| {
+            let m = g.add_scalar(n, -1.0)?;
+            let r = g.call(REC, &[m])?;
+            g.add(n, r[0])
+        },
+        |g, n| g.zeros_like(n),
+    )
 }
 
 /// A value that is not `g`'s: a fresh graph's input (foreign) and, when `stale` is set, a
-/// node of `g` that `prune` removed.
+/// node of `g` that `prune` removed (call it before adding nodes: `prune` removes every
+/// node nothing keeps).
 pub fn hostile(g: &mut Graph, stale: bool) -> Result<Hostile> {
     let mut other = Graph::new();
     let foreign = other.input("foreign", DType::F32, [2]);
@@ -284,12 +278,15 @@ fn indexing_family(g: &mut Graph, s: &Step, a: ValueId, b: ValueId, c: ValueId) 
 
 /// `cond(pred, [a], then, else)`: the predicate comes from data (or is `b` itself, any
 /// type); the then-branch gathers from a captured outer value at a data index (it can
-/// raise on the iterations that take it), the else-branch is elementwise.
+/// raise on the iterations that take it), the else-branch is elementwise (an identity
+/// where the unary op rejects the dtype); both flatten their result, so the output's length
+/// differs between branches.
 fn cond_family(g: &mut Graph, s: &Step, a: ValueId, b: ValueId, c: ValueId) -> Result<Vec<ValueId>> {
     let pred = if s.flags[0] {
         b
     } else {
-        let sb = g.sum_all(b)?;
+        let bf = g.cast(b, DType::F64)?;
+        let sb = g.sum_all(bf)?;
         let z = g.scalar_like(sb, 0.0)?;
         g.greater(sb, z)?
     };
@@ -302,10 +299,12 @@ fn cond_family(g: &mut Graph, s: &Step, a: ValueId, b: ValueId, c: ValueId) -> R
         |g, p| {
             let idx = scalar_i64(g, p[0], raw)?;
             let r = g.gather(c, idx, axis)?;
+            let dt = g.value_type(p[0])?.dtype;
+            let r = g.cast(r, dt)?;
             Ok(vec![g.reshape(r, &[-1])?])
         },
         |g, p| {
-            let u = g.unary(kind, p[0])?;
+            let u = g.unary(kind, p[0]).or_else(|_| g.identity(p[0]))?;
             Ok(vec![g.reshape(u, &[-1])?])
         },
     )

@@ -144,3 +144,19 @@ fn gradients_of_linalg_ops_on_huge_static_matrices_build_without_looping_over_th
         assert_eq!(g.value_type(d[0]).unwrap().shape, Shape::fixed(&dims));
     }
 }
+
+#[test]
+fn a_shape_operand_of_a_huge_fixed_length_is_an_error() {
+    // reshape_dyn / broadcast_to_dyn / fill_dyn take their rank from the shape operand's
+    // static length: 2^40 used to abort allocating the output's dims.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2]);
+    let s = g.input("s", DType::I64, [1 << 40]);
+    let z = g.scalar(DType::F32, 0.0);
+    for e in [g.reshape_dyn(x, s).unwrap_err(), g.broadcast_to_dyn(x, s).unwrap_err(), g.fill_dyn(s, z).unwrap_err()] {
+        assert!(matches!(e.root(), Error::Shape { msg, .. } if msg.contains("rank above")), "{e}");
+    }
+    let s2 = g.input("s2", DType::I64, [2]);
+    let r = g.reshape_dyn(x, s2).unwrap();
+    assert_eq!(g.value_type(r).unwrap().rank(), 2);
+}
