@@ -160,3 +160,28 @@ fn a_shape_operand_of_a_huge_fixed_length_is_an_error() {
     let r = g.reshape_dyn(x, s2).unwrap();
     assert_eq!(g.value_type(r).unwrap().rank(), 2);
 }
+
+#[test]
+fn pad_to_an_overflowing_size_is_an_error_when_run() {
+    // The kernel added the paddings unchecked and built the output with ndarray's
+    // panicking constructor (a zero dim kept the static size check from refusing it).
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [Dim::unknown(), Dim::unknown()]);
+    let big = 1usize << 62;
+    let y = g.pad(x, &[(0, 0), (big, big)], pfor::ops::slicing::PadMode::Constant(0.0)).unwrap();
+    let e = run_once(&g, &[y], &[(x, Tensor::zeros(DType::F32, &[0, 1]).unwrap())]).unwrap_err();
+    assert!(is_overflow(&e), "{e}");
+}
+
+#[test]
+fn pfor_of_a_conv_whose_flattened_batch_overflows_is_an_error() {
+    // Folding the loop axis into a conv's batch multiplied two fixed dims unchecked.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [4, 1 << 62, 1, 1, 0]);
+    let f = g.constant(Tensor::zeros(DType::F32, &[1, 1, 0, 1]).unwrap());
+    let r = pfor::vectorize::pfor(&mut g, 4, |g, i| {
+        let xi = g.gather(x, i, 0)?;
+        Ok(vec![g.conv2d(xi, f, Conv2dParams::default())?])
+    });
+    assert!(is_overflow(&r.unwrap_err()));
+}
