@@ -614,6 +614,18 @@ fn compare(case: &Case, tally: &mut Tally) -> std::result::Result<(), String> {
             tally.add(format!("n = 0, pfor err {}, the loop fails at n = 1", kind(&e)));
             Ok(())
         }
+        // KNOWN, fixed on main by the issue 16.4 merge (f98d838, "loop-invariant raising ops
+        // in possibly empty regions run under cond(n > 0)"), not yet in this branch: a
+        // branch no iteration takes still runs its loop-invariant gather (the cond family's
+        // then-branch), which raises IndexOutOfRange. Minimal case: the last entry of
+        // proptest-regressions/robustness/fuzz.txt. Delete this arm once main is merged.
+        Side::BuildErr(e) | Side::Built(Err(e))
+            if case.steps.iter().any(|s| s.family % FAMILIES == 12)
+                && matches!(e.root(), Error::IndexOutOfRange { .. }) =>
+        {
+            tally.add("KNOWN (fixed on main, 16.4): untaken branch's invariant gather raised");
+            Ok(())
+        }
         Side::BuildErr(e) => Err(format!("the loop ran, pfor failed to build: {e}")),
         Side::Built(Err(e)) => Err(format!("the loop ran, pfor failed: {e}")),
         Side::Built(Ok(got)) => {
