@@ -131,7 +131,6 @@ fn gather_rows(g: &mut Graph, ws: &[Wrapped], pos: ValueId) -> Result<Vec<Wrappe
 /// Zeros of `[n] + tail_of(like)` (per-iteration dims taken from `like`'s static type or
 /// its run-time shape).
 fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, like: ValueId) -> Result<ValueId> {
-    let n1 = g.reshape(info.n, &[1])?;
     let tail = match per_iter.shape.as_fixed() {
         Some(d) => g.constant(Tensor::vec1(&d.iter().map(|&x| x as i64).collect::<Vec<_>>())),
         None => {
@@ -139,8 +138,14 @@ fn stacked_zeros_like(g: &mut Graph, info: &LoopInfo, per_iter: &TensorType, lik
             g.slice(s, &[1], &[-1])?
         }
     };
+    stacked_zeros_of(g, info, per_iter.dtype, tail)
+}
+
+/// Zeros of `[n] + tail` (`tail`: the per-iteration dims, an i64 vector value).
+fn stacked_zeros_of(g: &mut Graph, info: &LoopInfo, dtype: DType, tail: ValueId) -> Result<ValueId> {
+    let n1 = g.reshape(info.n, &[1])?;
     let full = g.concat(&[n1, tail], 0)?;
-    let z = g.scalar(per_iter.dtype, 0.0);
+    let z = g.scalar(dtype, 0.0);
     g.fill_dyn(full, z)
 }
 
@@ -276,14 +281,51 @@ fn partition(
     }
     let mut outs = Vec::with_capacity(out_types.len());
     for (k, ot) in out_types.iter().enumerate() {
-        let mut acc = stacked_zeros_like(g, info, ot, parts[0].1[k])?;
+        let ragged = ot.shape.as_fixed().is_none();
+        let mut acc = if ragged {
+            let tail = taken_branch_tail(g, &parts, k)?;
+            stacked_zeros_of(g, info, ot.dtype, tail)?
+        } else {
+            stacked_zeros_like(g, info, ot, parts[0].1[k])?
+        };
         for (pos, vals) in &parts {
             let ix = g.reshape(*pos, &[-1, 1])?;
-            acc = g.tensor_scatter_update(acc, ix, vals[k])?;
+            let upd = if ragged { empty_as(g, vals[k], acc)? } else { vals[k] };
+            acc = g.tensor_scatter_update(acc, ix, upd)?;
         }
         outs.push(acc);
     }
     Ok(outs)
+}
+
+/// The per-iteration dims of result `k` of a branch some row took: the then-branch's
+/// unless it has no rows. The branches' per-iteration shapes may differ where the output
+/// type has dynamic dims; the loop fails only when rows take both (the scatter then fails
+/// too), so the stitched result takes the taken branch's shape.
+fn taken_branch_tail(g: &mut Graph, parts: &[(ValueId, Vec<ValueId>)], k: usize) -> Result<ValueId> {
+    let (ts, es) = (g.shape_of(parts[0].1[k])?, g.shape_of(parts[1].1[k])?);
+    let rows = g.slice(ts, &[0], &[1])?;
+    let zero = g.constant(Tensor::vec1(&[0i64]));
+    let taken = g.greater(rows, zero)?;
+    let taken = g.reshape(taken, &[])?;
+    let shape = g.select(taken, ts, es)?;
+    g.slice(shape, &[1], &[-1])
+}
+
+/// `vals` (`[rows, ...]`) as is when it has rows, else reshaped to `[0]` + `acc`'s
+/// per-iteration dims (an untaken branch's empty result must not constrain the shape).
+fn empty_as(g: &mut Graph, vals: ValueId, acc: ValueId) -> Result<ValueId> {
+    let own = g.shape_of(vals)?;
+    let rows = g.slice(own, &[0], &[1])?;
+    let zero = g.constant(Tensor::vec1(&[0i64]));
+    let has_rows = g.greater(rows, zero)?;
+    let has_rows = g.reshape(has_rows, &[])?;
+    let own_tail = g.slice(own, &[1], &[-1])?;
+    let acc_shape = g.shape_of(acc)?;
+    let acc_tail = g.slice(acc_shape, &[1], &[-1])?;
+    let tail = g.select(has_rows, own_tail, acc_tail)?;
+    let full = g.concat(&[rows, tail], 0)?;
+    g.reshape_dyn(vals, full)
 }
 
 #[allow(clippy::too_many_arguments)]

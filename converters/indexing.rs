@@ -20,7 +20,7 @@
 use crate::ops::{IndexKind, IndexOp, Op, OpKind, norm_axis};
 use crate::tensor::Tensor;
 use crate::vectorize::{ConvertCtx, Converted, OpKey, Registry, Wrapped};
-use crate::{Result, ValueId};
+use crate::{Error, Result, ValueId};
 
 fn gather(ctx: &mut ConvertCtx<'_>, axis: i64, batch_dims: usize) -> Result<Converted> {
     let a = norm_axis("gather", axis, ctx.input_type(0).rank())?;
@@ -94,12 +94,10 @@ fn with_position(ctx: &mut ConvertCtx<'_>, ix: ValueId) -> Result<ValueId> {
     let r = ctx.graph().value_type(ix)?.rank();
     let n = ctx.loop_len();
     let g = ctx.graph();
-    let mut begin = vec![0i64; r];
-    let mut size = vec![-1i64; r];
-    begin[r - 1] = 0;
-    size[r - 1] = 1;
-    let first = g.slice(ix, &begin, &size)?; // [n, ..., 1]
-    let zeros = g.zeros_like(first)?;
+    // `[n, ..., 1]` zeros; a sum over the index axis rather than a slice of its first
+    // column, which does not exist for depth-0 indices (`[n, ..., 0]`: whole-tensor updates).
+    let zeros = g.zeros_like(ix)?;
+    let zeros = g.reduce_sum(zeros, &[-1], true)?;
     let zero = g.constant(Tensor::scalar(0i64));
     let one = g.constant(Tensor::scalar(1i64));
     let pos = g.range(zero, n, one)?;
@@ -181,6 +179,10 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
         }
         return ConvertCtx::unhandled("segment max/min/prod with a dynamic loop length (num_segments must be static)");
     };
+    // The flattened segment count `n * num` must be an i64 (ids are i64).
+    let total = n.checked_mul(num).filter(|t| i64::try_from(*t).is_ok()).ok_or_else(|| {
+        Error::shape(kind.name(), format!("{num} segments x {n} iterations overflow the i64 segment ids"))
+    })?;
     let data = ctx.stacked(0)?;
     let ids = ctx.stacked(1)?;
     let r = ctx.graph().value_type(ids)?.rank();
@@ -196,10 +198,9 @@ fn segment(ctx: &mut ConvertCtx<'_>, kind: IndexKind, num: usize) -> Result<Conv
     let neg = g.less(ids, zero)?;
     let big = g.greater_equal(ids, numv)?;
     let minus1 = g.constant(Tensor::scalar(-1i64));
-    let oob = g.constant(Tensor::scalar((n * num) as i64));
+    let oob = g.constant(Tensor::scalar(total as i64));
     let s1 = g.select(big, oob, shifted)?;
     let ids2 = g.select(neg, minus1, s1)?;
-    let total = n * num;
     let y = match kind {
         IndexKind::UnsortedSegmentSum => g.unsorted_segment_sum(data, ids2, total)?,
         IndexKind::UnsortedSegmentMax => g.unsorted_segment_max(data, ids2, total)?,

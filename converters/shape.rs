@@ -39,6 +39,25 @@ fn resolve_shape(shape: &[i64], input: &TensorType) -> Option<Vec<i64>> {
     Some(shape.iter().map(|&d| if d == -1 { total / known } else { d }).collect())
 }
 
+/// A per-iteration reshape target with its `-1` (if any) resolved at run time from the
+/// stacked `x`'s per-iteration dims (valid with zero iterations too).
+fn resolved_tail(ctx: &mut ConvertCtx<'_>, x: ValueId, shape: &[i64]) -> Result<ValueId> {
+    let g = ctx.graph();
+    let Some(at) = shape.iter().position(|&d| d == -1) else {
+        return Ok(g.constant(Tensor::vec1(shape)));
+    };
+    // The per-iteration reshape was built, so the other entries' product is a nonzero i64.
+    let known: i64 = shape.iter().filter(|&&d| d != -1).product();
+    let dims = g.shape_of(x)?;
+    let per = g.slice(dims, &[1], &[-1])?;
+    let count = g.reduce_prod(per, &[0], true)?;
+    let known = g.constant(Tensor::vec1(&[known]));
+    let inferred = g.floor_div(count, known)?;
+    let before = g.constant(Tensor::vec1(&shape[..at]));
+    let after = g.constant(Tensor::vec1(&shape[at + 1..]));
+    g.concat(&[before, inferred, after], 0)
+}
+
 /// Broadcast a stacked value `[n, s...]` to `[n] + shape` (s aligned to the right).
 fn broadcast_stacked(ctx: &mut ConvertCtx<'_>, x: ValueId, shape: &[usize]) -> Result<ValueId> {
     let xr = ctx.graph().value_type(x)?.rank() - 1;
@@ -83,17 +102,25 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let x = ctx.stacked(0)?;
             let in_t = ctx.input_type(0).clone();
             let resolved = resolve_shape(&shape, &in_t);
-            if let Some(n) = ctx.loop_info().n_static {
+            if let Some(n) = ctx.loop_info().n_static
+                && (n > 0 || resolved.is_some())
+            {
                 let mut s = vec![n as i64];
                 s.extend(resolved.unwrap_or(shape));
                 return Converted::one(ctx.graph().reshape(x, &s)?, true);
             }
-            if let Some(r) = resolved.filter(|r| !r.contains(&0)) {
-                let mut s = vec![-1];
-                s.extend(r);
-                return Converted::one(ctx.graph().reshape(x, &s)?, true);
-            }
-            let tail = ctx.graph().constant(Tensor::vec1(&shape));
+            // The loop dim is never left to a `-1`: with zero active iterations (an empty
+            // loop, a branch no iteration takes) the stacked value is empty and a `-1`
+            // next to it would be ambiguous.
+            let tail = match resolved {
+                Some(r) if !r.contains(&0) => {
+                    let mut s = vec![-1];
+                    s.extend(r);
+                    return Converted::one(ctx.graph().reshape(x, &s)?, true);
+                }
+                Some(r) => ctx.graph().constant(Tensor::vec1(&r)),
+                None => resolved_tail(ctx, x, &shape)?,
+            };
             let full = with_loop_dim(ctx, tail)?;
             Converted::one(ctx.graph().reshape_dyn(x, full)?, true)
         }

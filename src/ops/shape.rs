@@ -20,6 +20,9 @@
 //!   all-`off` row; `range` has `ceil((limit-start)/delta)` elements (at least 0) and errors
 //!   on `delta == 0` or a non-finite count;
 //! - huge sizes requested through data (`fill_dyn`, `range`...) are an `Err`, never an abort;
+//!   `unstack` makes at most [`MAX_UNSTACK`] values and a shape operand has at most
+//!   [`MAX_SHAPE_OPERAND`] entries (a huge fixed dim would otherwise allocate a list of
+//!   types or dims before anything else can refuse it);
 //! - `loop_max` (i64 sizes `>= 0`, else an `Err`) is the identity outside pfor; inside pfor
 //!   it is a collective, like JAX's `pmax` over the vmapped axis: the element-wise maximum
 //!   over the loop's iterations (0 for none), loop-invariant. It is the one op whose pfor
@@ -39,6 +42,13 @@ use crate::ops::{Batching, Linearity, Op, Raises, expect_arity, expect_dtype, no
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
 mod builders;
+
+/// The most values one `unstack` makes (its axis's size).
+pub const MAX_UNSTACK: usize = 1 << 16;
+
+/// The longest shape operand of `reshape_dyn`, `broadcast_to_dyn` and `fill_dyn` (the
+/// result's rank; the output type is built from it before anything runs).
+pub const MAX_SHAPE_OPERAND: usize = 1 << 10;
 
 /// Ops of the shape family.
 #[derive(Clone, Debug, PartialEq)]
@@ -289,6 +299,9 @@ fn squeeze_axes(op: &str, axes: &[i64], rank: usize) -> Result<Vec<usize>> {
 fn shape_operand_len(op: &str, t: &TensorType) -> Result<usize> {
     expect_dtype(op, t, DType::I64)?;
     match t.shape.dims() {
+        [Dim::Fixed(k)] if *k > MAX_SHAPE_OPERAND => {
+            Err(Error::shape(op, format!("the shape operand {} gives a rank above {MAX_SHAPE_OPERAND}", t.shape)))
+        }
         [Dim::Fixed(k)] => Ok(*k),
         _ => Err(Error::shape(op, format!("the shape operand must be 1-D of fixed length, got {}", t.shape))),
     }
@@ -667,6 +680,15 @@ impl ShapeOp {
             }
             O::Unstack { axis, num } => {
                 let ax = norm_axis(op, *axis, x.rank())?;
+                if *num > MAX_UNSTACK {
+                    return Err(Error::shape(
+                        op,
+                        format!(
+                            "axis {ax} of {} has {num} elements; unstack makes at most {MAX_UNSTACK} values",
+                            x.shape
+                        ),
+                    ));
+                }
                 if x.shape.dim(ax) != &Dim::Fixed(*num) {
                     return Err(Error::shape(
                         op,

@@ -18,6 +18,7 @@ use ndarray::{ArcArray, ArrayD, ArrayViewD, Axis, CowArray, IxDyn, Slice};
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
+use crate::kernels::alloc::{checked_len, try_filled};
 use crate::ops::{Linearity, Op, Raises, expect_arity, expect_dtype, norm_axis};
 use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType};
 
@@ -747,9 +748,18 @@ fn strided_kernel<T: Element>(a: &ArcArray<T, IxDyn>, plan: &StridedSlicePlan) -
 }
 
 fn pad_kernel<T: Element>(a: &ArcArray<T, IxDyn>, paddings: &[(usize, usize)], mode: PadMode) -> Result<Tensor> {
-    let shape: Vec<usize> = a.shape().iter().zip(paddings).map(|(&d, &(lo, hi))| d + lo + hi).collect();
+    // Sizes come from attributes: checked (a zero dim does not make the others fit).
+    let shape = a
+        .shape()
+        .iter()
+        .zip(paddings)
+        .map(|(&d, &(lo, hi))| d.checked_add(lo)?.checked_add(hi))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| Error::shape("pad", format!("padding {:?} by {paddings:?} overflows", a.shape())))?;
+    let len = checked_len("pad", &shape)?;
     if let PadMode::Constant(c) = mode {
-        let mut out = ArrayD::from_elem(IxDyn(&shape), T::from_f64(c));
+        let data = try_filled("pad", len, T::from_f64(c))?;
+        let mut out = ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|e| Error::shape("pad", e.to_string()))?;
         out.slice_each_axis_mut(|ad| {
             let (lo, _) = paddings[ad.axis.index()];
             Slice::from(lo..lo + a.len_of(ad.axis))

@@ -199,7 +199,10 @@ pub(crate) fn merge_first_two(g: &mut Graph, v: ValueId) -> Result<ValueId> {
         if r.contains(&0)
             && let (Some(a), Some(b)) = (t.shape.dim(0).value(), t.shape.dim(1).value())
         {
-            s[0] = (a * b) as i64;
+            s[0] = a
+                .checked_mul(b)
+                .and_then(|n| i64::try_from(n).ok())
+                .ok_or_else(|| Error::shape("flatten_first_two", format!("the first two dims of {t} overflow")))?;
         }
         return g.reshape(v, &s);
     }

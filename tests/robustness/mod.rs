@@ -6,11 +6,18 @@
 //! interpreter), the crash-class harness that runs abort-prone cases in a child process,
 //! and pfor against the reference loop where the loop succeeds only because control flow
 //! keeps an iteration away from an op that would fail on its values.
+//! `fuzz` drives every public entry point on random malformed graphs and feeds (proptest,
+//! 2,000 cases: no panic, no hang, pfor equal to the loop where the loop runs); what it
+//! found has a named regression test in the module of its class (`loop_agreement` for
+//! pfor failing where the loop runs).
 
 mod crash;
+mod fuzz;
+mod fuzz_ops;
 mod handles;
 mod limits;
 mod limits_autobatch;
+mod loop_agreement;
 mod memory;
 mod panics;
 pub mod pfor_vs_loop;

@@ -185,14 +185,23 @@ enum Pattern {
     Upper,
 }
 
+/// The largest `[m, n]` mask [`mask`] builds as a constant (larger or dynamic ones are
+/// built as graph ops, sized at run time under the session's memory budget).
+const MAX_CONST_MASK: usize = 1 << 20;
+
 /// A float mask broadcastable to `like` (`[..., m, n]`) selecting `pattern`: a `[m, n]`
-/// constant when the matrix dims are static, else built from cumulative sums of ones (the
-/// row and column indices), which works for dynamic dims too.
+/// constant when the matrix dims are static and the mask has at most [`MAX_CONST_MASK`]
+/// elements (a huge or empty-by-a-huge-dim static matrix is never looped over at build
+/// time), else built from cumulative sums of ones (the row and column indices), which works
+/// for dynamic dims too.
 fn mask(g: &mut Graph, like: ValueId, pattern: Pattern) -> Result<ValueId> {
     let s = g.shape(like)?;
     let dt = g.dtype(like)?;
     let r = s.rank();
-    if let (Dim::Fixed(m), Dim::Fixed(n)) = (s.dim(r - 2), s.dim(r - 1)) {
+    if let (Dim::Fixed(m), Dim::Fixed(n)) = (s.dim(r - 2), s.dim(r - 1))
+        && m.checked_mul(*n).is_some_and(|len| len <= MAX_CONST_MASK)
+        && *m.max(n) <= MAX_CONST_MASK
+    {
         let (m, n) = (*m, *n);
         let mut v = vec![0.0f64; m * n];
         for i in 0..m {
