@@ -6,7 +6,8 @@
 //!   * `Subset`: partition the active iterations with `nonzero`, gather each stacked input
 //!     per side, convert each branch for its subset only (the loop index inside a branch is
 //!     the subset's iteration indices), and stitch the results back in iteration order with
-//!     `tensor_scatter_update`. An iteration never runs the branch it did not take. The
+//!     `tensor_scatter_update`. An iteration never runs the branch it did not take, and a
+//!     branch no iteration takes does not run at all (each side under `cond(rows > 0)`). The
 //!     partition runs inside ONE `cond` node (constant predicate, both branches the same
 //!     function), so that the form stays one node (see nesting below).
 //!   * `Mask`: run both branches on all iterations and `select` — only when neither branch
@@ -272,11 +273,36 @@ fn partition(
         let pos = positions(g, m)?;
         let sinfo = subset_info(g, info, pos)?;
         let sargs = gather_rows(g, args, pos)?;
-        let res = convert_function(g, f, &sargs, &sinfo, options)?;
-        let mut stacked = Vec::with_capacity(res.len());
-        for w in res {
-            stacked.push(force_stacked(g, &sinfo, w, true)?.value);
-        }
+        // the branch runs only when some row takes it (the loop never runs a branch no
+        // iteration takes, and its ops may fail on the empty rows' attributes alone);
+        // with no rows its results are empty, `[0]` + per-iteration dims (dynamic ones 0)
+        let zero = g.constant(Tensor::scalar(0i64));
+        let taken = g.greater(sinfo.n, zero)?;
+        let types = std::cell::RefCell::new(Vec::new());
+        let stacked = g.cond(
+            taken,
+            &[],
+            |g, _| {
+                let res = convert_function(g, f, &sargs, &sinfo, options)?;
+                let mut out = Vec::with_capacity(res.len());
+                for w in res {
+                    out.push(force_stacked(g, &sinfo, w, true)?.value);
+                }
+                *types.borrow_mut() = out.iter().map(|v| ty(g, *v)).collect::<Result<Vec<_>>>()?;
+                Ok(out)
+            },
+            |g, _| {
+                let mut out = Vec::new();
+                for (t, ot) in types.borrow().iter().zip(out_types) {
+                    // per-iteration dims: the branch's where static, else the cond's
+                    let mut dims = vec![0usize];
+                    let own = t.shape.dims().iter().skip(1);
+                    dims.extend(own.zip(ot.shape.dims()).map(|(d, o)| d.value().or(o.value()).unwrap_or(0)));
+                    out.push(g.constant(Tensor::zeros(t.dtype, &dims)?));
+                }
+                Ok(out)
+            },
+        )?;
         parts.push((pos, stacked));
     }
     let mut outs = Vec::with_capacity(out_types.len());

@@ -614,19 +614,6 @@ fn compare(case: &Case, tally: &mut Tally) -> std::result::Result<(), String> {
             tally.add(format!("n = 0, pfor err {}, the loop fails at n = 1", kind(&e)));
             Ok(())
         }
-        // KNOWN, open (issue 16.4 follow-up): the Subset cond converts a branch for its rows
-        // even when no iteration takes it, so an op there that raises on its attributes
-        // against an empty per-iteration axis (a `gather` at index 0 of an axis of size 0,
-        // stacked or not) fails with zero rows, where the loop never runs it. Minimal case:
-        // the last entry of proptest-regressions/robustness/fuzz.txt. The fix: run each
-        // branch of the partition under `cond(rows > 0)`; delete this arm with it.
-        Side::BuildErr(e) | Side::Built(Err(e))
-            if case.steps.iter().any(|s| s.family % FAMILIES == 12)
-                && matches!(e.root(), Error::IndexOutOfRange { .. }) =>
-        {
-            tally.add("KNOWN (open): a branch no iteration takes raised on an empty axis");
-            Ok(())
-        }
         Side::BuildErr(e) => Err(format!("the loop ran, pfor failed to build: {e}")),
         Side::Built(Err(e)) => Err(format!("the loop ran, pfor failed: {e}")),
         Side::Built(Ok(got)) => {

@@ -97,3 +97,31 @@ fn cond_whose_branches_return_different_shapes_takes_the_taken_branchs_shape() {
         });
     }
 }
+
+/// A branch that no iteration takes never runs, as in the loop: here it gathers index 0 of
+/// an empty axis of a stacked value (which fails for the empty set of rows too), and every
+/// iteration takes the other branch. Fuzz finding (the last entry of
+/// proptest-regressions/robustness/fuzz.txt).
+#[test]
+fn a_branch_no_iteration_takes_never_runs() {
+    for mode in [ControlFlowMode::Subset, ControlFlowMode::Auto, ControlFlowMode::Mask] {
+        for (n, dynamic) in [(0, false), (1, false), (3, false), (3, true)] {
+            let mut g = Graph::new();
+            let xs = g.constant(Tensor::zeros(DType::F32, &[n, 0, 0]).unwrap());
+            let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
+                let x = g.gather(xs, i, 0)?;
+                let zero = g.constant(Tensor::scalar(0i64));
+                let never = g.less(i, zero)?;
+                let at = g.constant(Tensor::scalar(0i64));
+                g.cond(
+                    never,
+                    &[x],
+                    |g, a| Ok(vec![g.gather(a[0], at, 1)?]),
+                    |g, a| Ok(vec![g.reduce_sum(a[0], &[1], false)?]),
+                )
+            };
+            let inputs = [];
+            assert_agrees(std::mem::take(&mut g), n, dynamic, &inputs, mode, &body);
+        }
+    }
+}
