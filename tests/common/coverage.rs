@@ -79,14 +79,18 @@ fn write(area: Area, kinds: impl IntoIterator<Item = OpKind>) {
     }
 }
 
-/// Every kind in the functions of `g`'s library.
-fn library_kinds(g: &Graph) -> Vec<OpKind> {
+/// The kinds of `g`'s nodes.
+fn graph_kinds(g: &Graph) -> impl Iterator<Item = OpKind> + '_ {
+    g.node_ids().into_iter().filter_map(|n| g.node(n).ok().map(|nd| nd.op.kind()))
+}
+
+/// Every kind in the functions of `g`'s library whose name passes `keep`.
+fn library_kinds(g: &Graph, keep: impl Fn(&str) -> bool) -> Vec<OpKind> {
     let lib = g.library();
     let mut out = Vec::new();
-    for name in lib.function_names() {
+    for name in lib.function_names().into_iter().filter(|f| keep(f)) {
         if let Ok(f) = lib.get(&name) {
-            let fg = f.graph();
-            out.extend(fg.node_ids().into_iter().filter_map(|n| fg.node(n).ok().map(|nd| nd.op.kind())));
+            out.extend(graph_kinds(f.graph()));
         }
     }
     out
@@ -97,9 +101,8 @@ pub fn record_values(g: &Graph) {
     if !recording() {
         return;
     }
-    let mut kinds: Vec<OpKind> =
-        g.node_ids().into_iter().filter_map(|n| g.node(n).ok().map(|nd| nd.op.kind())).collect();
-    kinds.extend(library_kinds(g));
+    let mut kinds: Vec<OpKind> = graph_kinds(g).collect();
+    kinds.extend(library_kinds(g, |_| true));
     write(Area::Value, kinds);
 }
 
@@ -130,13 +133,7 @@ pub fn pfor_recorded(
             }
         }
         kinds.extend(new.iter().filter(|n| variant.contains(n)).filter_map(|&n| g.node(n).ok().map(|nd| nd.op.kind())));
-        let lib = g.library();
-        for name in lib.function_names().into_iter().filter(|f| !fns_before.contains(f)) {
-            if let Ok(f) = lib.get(&name) {
-                let fg = f.graph();
-                kinds.extend(fg.node_ids().into_iter().filter_map(|n| fg.node(n).ok().map(|nd| nd.op.kind())));
-            }
-        }
+        kinds.extend(library_kinds(g, |f| !fns_before.contains(f)));
         Ok(outs)
     })?;
     write(Area::Converter, kinds);
