@@ -18,6 +18,9 @@
 //!     take it), or write what the loop never writes.
 //!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes), contain no control flow,
 //!     may not raise and have no side effects; `Subset` otherwise.
+//! - one static iteration (`n = 1` known when converting): a loop-variant cond/while in any
+//!   mode is re-emitted on its only row as the loop runs it ([`one_row`]); the forms below
+//!   are for more rows, or for a row count known only at run time.
 //! - `while`: carries reach a stackedness fixpoint (an invariant carry becomes stacked when
 //!   the body makes it so). With a loop-invariant predicate the loop stays one loop over
 //!   converted cond/body. With a loop-variant predicate:
@@ -66,6 +69,7 @@
 
 mod combined;
 mod derivative;
+mod one_row;
 
 use std::sync::Arc;
 
@@ -761,6 +765,9 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let Op::Control(op) = ctx.op().clone() else {
         return ConvertCtx::unhandled("not a control-flow op");
     };
+    if !matches!(op, ControlOp::Call { .. } | ControlOp::For { .. }) && one_row::applies(ctx) && !subset_node(&op) {
+        return one_row::convert(ctx);
+    }
     match op {
         ControlOp::Cond { then, else_ } => cond(ctx, &then, &else_),
         ControlOp::While { cond, body, num_carries, max_iterations } => {
@@ -778,6 +785,16 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             ConvertCtx::done(outs)
         }
         ControlOp::For { .. } => ConvertCtx::unhandled("a reference loop inside pfor"),
+    }
+}
+
+/// True if `op` is a Subset-form node an inner pfor emitted (rebuilt over the combined rows
+/// by [`combined`], whatever the outer loop's size).
+fn subset_node(op: &ControlOp) -> bool {
+    match op {
+        ControlOp::Cond { then, .. } => then.origin::<SubsetForm>().is_some(),
+        ControlOp::While { body, .. } => body.origin::<SubsetForm>().is_some(),
+        _ => false,
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod binary;
 pub mod control;
 pub mod control_nested;
+pub mod control_one_row;
 pub mod conv;
 pub mod driver;
 pub mod elementwise;
