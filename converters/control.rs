@@ -63,9 +63,12 @@
 //!   is handed off to the auto-batching VM: the function (and everything it calls) is
 //!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
 //!   stacked arguments (batch = n); declined (per-op fallback) if translation fails.
+//! - `for` (a reference loop, e.g. a chunked pfor's chunks) with a loop-invariant trip count:
+//!   the loops are interchanged ([`for_loop`]).
 
 mod combined;
 mod derivative;
+mod for_loop;
 
 use std::sync::Arc;
 
@@ -777,7 +780,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let outs = convert_function(ctx.graph(), &f, &args, &info, &options)?;
             ConvertCtx::done(outs)
         }
-        ControlOp::For { .. } => ConvertCtx::unhandled("a reference loop inside pfor"),
+        ControlOp::For { body, static_n } => for_loop::convert(ctx, &body, static_n),
     }
 }
 
