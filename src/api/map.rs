@@ -269,7 +269,20 @@ pub fn vectorized_map_with(
 
 /// [`vectorized_map`] with explicit axes: `axes.in_axes` picks the mapped axis of each
 /// input or broadcasts it (`None`), `axes.out_axes` places the mapped axis in each output.
-/// See [`MapAxes`] for an example.
+///
+/// ```
+/// use pfor::api::{MapAxes, vectorized_map_axes};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[4, 3], 0)?);
+/// let axes = MapAxes::new().out_axis(1); // examples on axis 1 of the result
+/// let y = vectorized_map_axes(&mut g, |g, x| Ok(vec![g.exp(x[0])?]), &[xs], &axes)?;
+/// assert_eq!(g.shape(y[0])?.as_fixed(), Some(vec![3, 4]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn vectorized_map_axes(
     g: &mut Graph,
     f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
@@ -324,6 +337,21 @@ pub fn map_fn(
 
 /// [`map_fn`] with explicit axes (see [`MapAxes`]): the loop [`vectorized_map_axes`] is
 /// compared against.
+///
+/// ```
+/// use pfor::api::{MapAxes, map_fn_axes};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[3, 4], 0)?); // 4 examples on the last axis
+/// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+/// let axes = MapAxes::new().in_axes(&[Some(-1), None]);
+/// let y = map_fn_axes(&mut g, |g, a| Ok(vec![g.mul(a[0], a[1])?]), &[xs, w], &axes)?;
+/// assert_eq!(g.shape(y[0])?.as_fixed(), Some(vec![4, 3]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn map_fn_axes(
     g: &mut Graph,
     f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,

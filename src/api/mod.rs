@@ -1,6 +1,8 @@
 //! User-facing entry points built on the vectorizer: `vectorized_map`, `map_fn`, the
-//! `pipeline` batching adaptor, jacobians / hessians / per-example gradients, and the small
-//! layers (`lstm_cell`) the examples and benchmarks build on.
+//! `pipeline` batching adaptor (each with explicit axes, [`MapAxes`]), jacobians / hessians
+//! / per-example gradients, the function-level derivative transforms (`grad`,
+//! `value_and_grad`, `vjp`, `jvp`), and the small layers (`lstm_cell`) the examples and
+//! benchmarks build on.
 
 pub mod autodiff;
 mod func;

@@ -64,6 +64,23 @@ where
 /// (the same tensor in every example of a batch, fed once), `Some(0)` (the default) stacks
 /// the examples' components on a new axis 0; the out-axes place the batch axis in each
 /// output.
+///
+/// ```
+/// use pfor::api::{MapAxes, pipeline_axes};
+/// use pfor::prelude::*;
+/// use pfor::vectorize::PforOptions;
+///
+/// # fn main() -> Result<()> {
+/// let w = Tensor::from_vec(&[2], vec![1.0f64, 10.0])?; // the same in every example
+/// let examples = (0..3).map(move |k| vec![Tensor::from_vec(&[2], vec![k as f64, 1.0]).unwrap(), w.clone()]);
+/// let types = [TensorType::new(DType::F64, [2]), TensorType::new(DType::F64, [2])];
+/// let axes = MapAxes::new().in_axes(&[Some(0), None]).out_axis(1);
+/// let f = |g: &mut Graph, a: &[ValueId]| Ok(vec![g.mul(a[0], a[1])?]);
+/// let batches = pipeline_axes(examples, 3, &types, &PforOptions::default(), f, &axes)?.collect::<Result<Vec<_>>>()?;
+/// assert_eq!(batches[0][0], Tensor::from_vec(&[2, 3], vec![0.0f64, 1.0, 2.0, 10.0, 10.0, 10.0])?);
+/// # Ok(())
+/// # }
+/// ```
 pub fn pipeline_axes<I>(
     examples: I,
     batch_size: usize,
