@@ -61,7 +61,7 @@ fn trace<O: Outputs>(
 /// The parameters `argnums` picks, checked (in range, float).
 fn pick(g: &Graph, t: &str, params: &[ValueId], args: &[ValueId], argnums: &[usize]) -> Result<Vec<ValueId>> {
     if argnums.is_empty() {
-        return Err(Error::InvalidArgument(format!("{t}: argnums is empty")));
+        return Err(Error::InvalidArgument(format!("{t}: no argument to differentiate (argnums or primals is empty)")));
     }
     argnums
         .iter()
@@ -73,6 +73,18 @@ fn pick(g: &Graph, t: &str, params: &[ValueId], args: &[ValueId], argnums: &[usi
             Ok(p)
         })
         .collect()
+}
+
+/// [`trace`] with every argument differentiated (checked float): parameters and outputs.
+fn trace_all<O: Outputs>(
+    g: &mut Graph,
+    t: &str,
+    f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<O>,
+    primals: &[ValueId],
+) -> Result<(Vec<ValueId>, Vec<ValueId>)> {
+    let (params, outs) = trace(g, f, primals)?;
+    let all: Vec<usize> = (0..params.len()).collect();
+    Ok((pick(g, t, &params, primals, &all)?, outs))
 }
 
 /// `f`'s one scalar output, checked.
@@ -192,9 +204,7 @@ pub fn vjp<O: Outputs>(
     cotangents: &[ValueId],
 ) -> Result<(Vec<ValueId>, Vec<ValueId>)> {
     const T: &str = "vjp";
-    let (params, outs) = trace(g, f, primals)?;
-    let all: Vec<usize> = (0..params.len()).collect();
-    let xs = pick(g, T, &params, primals, &all)?;
+    let (xs, outs) = trace_all(g, T, f, primals)?;
     check_pairs(g, T, "output", &outs, "cotangent", cotangents)?;
     let d = gradients(g, &outs, &xs, Some(cotangents))?;
     Ok((outs, d))
@@ -226,9 +236,7 @@ pub fn jvp<O: Outputs>(
 ) -> Result<(Vec<ValueId>, Vec<ValueId>)> {
     const T: &str = "jvp";
     check_pairs(g, T, "argument", primals, "tangent", tangents)?;
-    let (params, outs) = trace(g, f, primals)?;
-    let all: Vec<usize> = (0..params.len()).collect();
-    let xs = pick(g, T, &params, primals, &all)?;
+    let (xs, outs) = trace_all(g, T, f, primals)?;
     let d = autodiff::jvp(g, &outs, &xs, tangents)?;
     Ok((outs, d))
 }

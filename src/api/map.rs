@@ -230,6 +230,28 @@ fn place_outputs(g: &mut Graph, f: &str, outs: Vec<ValueId>, axes: &MapAxes) -> 
         .collect()
 }
 
+/// The map named `name`: vectorized with `options`, or the reference loop (`None`).
+fn map_impl(
+    g: &mut Graph,
+    name: &str,
+    f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    elems: &[ValueId],
+    axes: &MapAxes,
+    options: Option<&PforOptions>,
+) -> Result<Vec<ValueId>> {
+    let Plan { len, rows_of } = plan(g, name, elems, axes)?;
+    let elems = elems.to_vec();
+    let body = move |g: &mut Graph, i: ValueId| {
+        let xs = rows(g, &elems, &rows_of, i)?;
+        f(g, &xs)
+    };
+    let outs = match options {
+        Some(o) => pfor_with(g, len, o, body)?,
+        None => for_loop(g, len, body)?,
+    };
+    place_outputs(g, name, outs, axes)
+}
+
 /// Vectorized map over axis 0 of every input (TF `vectorized_map`, JAX `vmap`): `f` is
 /// traced once for one example and vectorized by `pfor`. Each output gets a leading axis
 /// of the loop length. Other axes, broadcast inputs and output axes: [`vectorized_map_axes`].
@@ -300,14 +322,7 @@ pub fn vectorized_map_axes_with(
     axes: &MapAxes,
     options: &PforOptions,
 ) -> Result<Vec<ValueId>> {
-    const F: &str = "vectorized_map";
-    let p = plan(g, F, elems, axes)?;
-    let elems = elems.to_vec();
-    let outs = pfor_with(g, p.len, options, move |g, i| {
-        let xs = rows(g, &elems, &p.rows_of, i)?;
-        f(g, &xs)
-    })?;
-    place_outputs(g, F, outs, axes)
+    map_impl(g, "vectorized_map", f, elems, axes, Some(options))
 }
 
 /// Sequential map over axis 0 of every input (TF `map_fn`): one body run per example. The
@@ -358,12 +373,5 @@ pub fn map_fn_axes(
     elems: &[ValueId],
     axes: &MapAxes,
 ) -> Result<Vec<ValueId>> {
-    const F: &str = "map_fn";
-    let p = plan(g, F, elems, axes)?;
-    let elems = elems.to_vec();
-    let outs = for_loop(g, p.len, move |g, i| {
-        let xs = rows(g, &elems, &p.rows_of, i)?;
-        f(g, &xs)
-    })?;
-    place_outputs(g, F, outs, axes)
+    map_impl(g, "map_fn", f, elems, axes, None)
 }
