@@ -66,9 +66,12 @@
 //!   is handed off to the auto-batching VM: the function (and everything it calls) is
 //!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
 //!   stacked arguments (batch = n); declined (per-op fallback) if translation fails.
+//! - `for` (a reference loop, e.g. a chunked pfor's chunks) with a loop-invariant trip count:
+//!   the loops are interchanged ([`for_loop`]).
 
 mod combined;
 mod derivative;
+mod for_loop;
 mod one_row;
 
 use std::sync::Arc;
@@ -765,7 +768,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let Op::Control(op) = ctx.op().clone() else {
         return ConvertCtx::unhandled("not a control-flow op");
     };
-    if !matches!(op, ControlOp::Call { .. } | ControlOp::For { .. }) && one_row::applies(ctx) && !subset_node(&op) {
+    if one_row::applies(ctx, &op) {
         return one_row::convert(ctx);
     }
     match op {
@@ -784,17 +787,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let outs = convert_function(ctx.graph(), &f, &args, &info, &options)?;
             ConvertCtx::done(outs)
         }
-        ControlOp::For { .. } => ConvertCtx::unhandled("a reference loop inside pfor"),
-    }
-}
-
-/// True if `op` is a Subset-form node an inner pfor emitted (rebuilt over the combined rows
-/// by [`combined`], whatever the outer loop's size).
-fn subset_node(op: &ControlOp) -> bool {
-    match op {
-        ControlOp::Cond { then, .. } => then.origin::<SubsetForm>().is_some(),
-        ControlOp::While { body, .. } => body.origin::<SubsetForm>().is_some(),
-        _ => false,
+        ControlOp::For { body, static_n } => for_loop::convert(ctx, &body, static_n),
     }
 }
 

@@ -9,8 +9,9 @@
 //! Op kinds without a converter, and why (checked by the coverage test):
 //! - `input`, `const`: no inputs, so never loop-variant;
 //! - `read_variable`: no inputs, so never loop-variant (reads are loop-invariant);
-//! - control flow: converted by `control.rs` (`for`, a reference loop nested in a pfor body,
-//!   and recursive `call`s are declined there and run through the per-op fallback).
+//! - control flow: converted by `control.rs` (a `for` with a per-iteration trip count is
+//!   declined there and runs through the per-op fallback; recursive `call`s are handed off
+//!   to the auto-batching VM).
 
 pub mod control;
 pub mod conv;
@@ -24,7 +25,7 @@ pub mod shape;
 pub mod slicing;
 pub mod state;
 
-use crate::ops::{Batching, ControlKind, OpKind, ShapeKind, StateKind};
+use crate::ops::{Batching, OpKind, ShapeKind, StateKind};
 use crate::vectorize::{OpKey, Registry, derived_convert};
 
 /// Register every built-in converter: the derived one for each kind with a declared
@@ -57,7 +58,6 @@ pub fn unconverted_kinds() -> Vec<(OpKind, &'static str)> {
         (OpKind::State(StateKind::Read), "no inputs: variable reads are loop-invariant"),
         // registered only to name the reason in the fallback message:
         (OpKind::Shape(ShapeKind::Range), "range with loop-variant bounds has a per-iteration length"),
-        (OpKind::Control(ControlKind::For), "a reference loop inside pfor runs as a per-iteration loop"),
     ];
     v
 }

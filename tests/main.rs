@@ -1,5 +1,6 @@
 //! The one test binary: modules mirror `src/` (ops families, ir, exec, control flow...).
 
+mod api;
 mod autobatch;
 mod autodiff;
 mod benches;

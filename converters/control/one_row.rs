@@ -13,13 +13,21 @@
 //! row 0 bit for bit (no op is evaluated in a different form), and the emitted node is a
 //! plain per-iteration cond/while, which autodiff and an enclosing pfor treat as any other.
 
+use super::SubsetForm;
 use crate::Result;
-use crate::ops::{Op, ShapeOp};
+use crate::ops::{ControlOp, Op, ShapeOp};
 use crate::vectorize::{ConvertCtx, Converted, Wrapped};
 
-/// True if the node should take the one-row form: one static iteration and some stacked input.
-pub(super) fn applies(ctx: &ConvertCtx<'_>) -> bool {
-    ctx.loop_info().n_static == Some(1) && ctx.any_stacked()
+/// True if the node should take the one-row form: a cond or while (not a Subset-form node an
+/// inner pfor emitted, which [`combined`](super::combined) rebuilds over the combined rows
+/// whatever the outer loop's size), one static iteration and some stacked input.
+pub(super) fn applies(ctx: &ConvertCtx<'_>, op: &ControlOp) -> bool {
+    let emitted = match op {
+        ControlOp::Cond { then, .. } => then.origin::<SubsetForm>().is_some(),
+        ControlOp::While { body, .. } => body.origin::<SubsetForm>().is_some(),
+        _ => return false,
+    };
+    !emitted && ctx.loop_info().n_static == Some(1) && ctx.any_stacked()
 }
 
 /// Re-emit the node on the only row (see the module docs).

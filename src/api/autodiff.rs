@@ -41,7 +41,7 @@ fn fixed_shape(g: &Graph, v: ValueId, what: &str, f: &str) -> Result<Vec<usize>>
     Ok(dims)
 }
 
-fn float_dtype(g: &Graph, v: ValueId, what: &str, f: &str) -> Result<DType> {
+pub(super) fn float_dtype(g: &Graph, v: ValueId, what: &str, f: &str) -> Result<DType> {
     let dt = g.dtype(v)?;
     if !dt.is_float() {
         return Err(Error::InvalidArgument(format!(

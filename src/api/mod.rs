@@ -1,8 +1,11 @@
 //! User-facing entry points built on the vectorizer: `vectorized_map`, `map_fn`, the
-//! `pipeline` batching adaptor, jacobians / hessians / per-example gradients, and the small
-//! layers (`lstm_cell`) the examples and benchmarks build on.
+//! `pipeline` batching adaptor (each with explicit axes, [`MapAxes`]), jacobians / hessians
+//! / per-example gradients, the function-level derivative transforms (`grad`,
+//! `value_and_grad`, `vjp`, `jvp`), and the small layers (`lstm_cell`) the examples and
+//! benchmarks build on.
 
 pub mod autodiff;
+mod func;
 mod layers;
 mod map;
 mod pipeline;
@@ -11,6 +14,9 @@ pub use autodiff::{
     batch_jacobian, batch_jacobian_with, hessian, hessian_with, jacobian, jacobian_fwd, jacobian_fwd_with,
     jacobian_loop, jacobian_with, per_example_gradients, per_example_gradients_loop, per_example_gradients_with,
 };
+pub use func::{Outputs, grad, jvp, value_and_grad, vjp};
 pub use layers::{lstm_cell, lstm_gates};
-pub use map::{map_fn, vectorized_map, vectorized_map_with};
-pub use pipeline::{BatchedMap, pipeline};
+pub use map::{
+    MapAxes, map_fn, map_fn_axes, vectorized_map, vectorized_map_axes, vectorized_map_axes_with, vectorized_map_with,
+};
+pub use pipeline::{BatchedMap, pipeline, pipeline_axes};

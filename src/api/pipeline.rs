@@ -4,8 +4,12 @@
 //!
 //! The map is compiled once with a dynamic batch dim, so every batch size — including the
 //! last, partial batch — reuses the same session (no re-tracing per batch size).
+//!
+//! With [`pipeline_axes`], an example component whose in-axis is `None` is broadcast: it
+//! must be the same tensor in every example of a batch (checked), and is fed once per
+//! batch, unstacked; the out-axes place the batch axis in each yielded output.
 
-use crate::api::vectorized_map_with;
+use crate::api::{MapAxes, vectorized_map_axes_with};
 use crate::error::{Error, Result};
 use crate::exec::Session;
 use crate::ir::{Graph, ValueId};
@@ -19,12 +23,30 @@ pub struct BatchedMap<I> {
     session: Session,
     inputs: Vec<ValueId>,
     elem_types: Vec<TensorType>,
+    /// Per component: stacked over the batch (`true`) or broadcast.
+    mapped: Vec<bool>,
     done: bool,
 }
 
 /// Batch `examples` (each a list of tensors matching `elem_types`) into groups of
 /// `batch_size` and apply the per-example function `f` to each group with one vectorized
 /// run. Yields, per batch, one tensor per output of `f` with a leading batch axis.
+///
+/// ```
+/// use pfor::api::pipeline;
+/// use pfor::prelude::*;
+/// use pfor::vectorize::PforOptions;
+///
+/// # fn main() -> Result<()> {
+/// let examples = (0..5).map(|k| vec![Tensor::from_vec(&[2], vec![k as f64, 1.0]).unwrap()]);
+/// let types = [TensorType::new(DType::F64, [2])];
+/// let f = |g: &mut Graph, x: &[ValueId]| Ok(vec![g.reduce_sum(x[0], &[0], false)?]);
+/// let sizes: Vec<usize> =
+///     pipeline(examples, 2, &types, &PforOptions::default(), f)?.map(|b| Ok(b?[0].shape()[0])).collect::<Result<_>>()?;
+/// assert_eq!(sizes, [2, 2, 1]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn pipeline<I>(
     examples: I,
     batch_size: usize,
@@ -35,16 +57,77 @@ pub fn pipeline<I>(
 where
     I: IntoIterator<Item = Vec<Tensor>>,
 {
+    pipeline_axes(examples, batch_size, elem_types, options, f, &MapAxes::new())
+}
+
+/// [`pipeline`] with axes (see [`MapAxes`]): an in-axis `None` broadcasts that component
+/// (the same tensor in every example of a batch, fed once), `Some(0)` (the default) stacks
+/// the examples' components on a new axis 0; the out-axes place the batch axis in each
+/// output.
+///
+/// ```
+/// use pfor::api::{MapAxes, pipeline_axes};
+/// use pfor::prelude::*;
+/// use pfor::vectorize::PforOptions;
+///
+/// # fn main() -> Result<()> {
+/// let w = Tensor::from_vec(&[2], vec![1.0f64, 10.0])?; // the same in every example
+/// let examples = (0..3).map(move |k| vec![Tensor::from_vec(&[2], vec![k as f64, 1.0]).unwrap(), w.clone()]);
+/// let types = [TensorType::new(DType::F64, [2]), TensorType::new(DType::F64, [2])];
+/// let axes = MapAxes::new().in_axes(&[Some(0), None]).out_axis(1);
+/// let f = |g: &mut Graph, a: &[ValueId]| Ok(vec![g.mul(a[0], a[1])?]);
+/// let batches = pipeline_axes(examples, 3, &types, &PforOptions::default(), f, &axes)?.collect::<Result<Vec<_>>>()?;
+/// assert_eq!(batches[0][0], Tensor::from_vec(&[2, 3], vec![0.0f64, 1.0, 2.0, 10.0, 10.0, 10.0])?);
+/// # Ok(())
+/// # }
+/// ```
+pub fn pipeline_axes<I>(
+    examples: I,
+    batch_size: usize,
+    elem_types: &[TensorType],
+    options: &PforOptions,
+    f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+    axes: &MapAxes,
+) -> Result<BatchedMap<I::IntoIter>>
+where
+    I: IntoIterator<Item = Vec<Tensor>>,
+{
     if batch_size == 0 {
         return Err(Error::InvalidArgument("pipeline: batch_size must be > 0".into()));
     }
+    let mapped: Vec<bool> = match axes.in_axes_of() {
+        None => vec![true; elem_types.len()],
+        Some(a) if a.len() != elem_types.len() => {
+            return Err(Error::InvalidArgument(format!(
+                "pipeline: in_axes has {} entries for {} example components",
+                a.len(),
+                elem_types.len()
+            )));
+        }
+        Some(a) => a
+            .iter()
+            .enumerate()
+            .map(|(k, x)| match x {
+                None => Ok(false),
+                Some(0) => Ok(true),
+                Some(x) => Err(Error::InvalidArgument(format!(
+                    "pipeline: in_axes entry {k} is {x}; examples are stacked on a new axis 0, so an entry \
+                     is Some(0) (mapped) or None (broadcast)"
+                ))),
+            })
+            .collect::<Result<_>>()?,
+    };
     let mut g = Graph::new();
     let inputs: Vec<ValueId> = elem_types
         .iter()
+        .zip(&mapped)
         .enumerate()
-        .map(|(k, t)| g.input(&format!("elem{k}"), t.dtype, t.shape.prepend(Dim::dynamic("batch"))))
+        .map(|(k, (t, m))| {
+            let shape = if *m { t.shape.prepend(Dim::dynamic("batch")) } else { t.shape.clone() };
+            g.input(&format!("elem{k}"), t.dtype, shape)
+        })
         .collect();
-    let outs = vectorized_map_with(&mut g, options, f, &inputs)?;
+    let outs = vectorized_map_axes_with(&mut g, f, &inputs, axes, options)?;
     let session = Session::new(&g, &outs)?;
     Ok(BatchedMap {
         examples: examples.into_iter(),
@@ -52,6 +135,7 @@ where
         session,
         inputs,
         elem_types: elem_types.to_vec(),
+        mapped,
         done: false,
     })
 }
@@ -76,7 +160,7 @@ impl<I: Iterator<Item = Vec<Tensor>>> BatchedMap<I> {
             return Ok(None);
         }
         let mut feeds = Vec::with_capacity(self.inputs.len());
-        for (k, (v, t)) in self.inputs.iter().zip(&self.elem_types).enumerate() {
+        for (k, ((v, t), m)) in self.inputs.iter().zip(&self.elem_types).zip(&self.mapped).enumerate() {
             let parts: Vec<Tensor> = batch.iter().map(|ex| ex[k].clone()).collect();
             let elem: Vec<usize> = parts[0].shape().to_vec();
             if !t.shape.matches(&elem) {
@@ -84,7 +168,18 @@ impl<I: Iterator<Item = Vec<Tensor>>> BatchedMap<I> {
                     "pipeline: example component {k} is {elem:?}, expected {t}"
                 )));
             }
-            feeds.push((*v, Tensor::stack(&parts, t.dtype, &elem)?));
+            if *m {
+                feeds.push((*v, Tensor::stack(&parts, t.dtype, &elem)?));
+                continue;
+            }
+            if let Some(j) = parts.iter().position(|p| p != &parts[0]) {
+                return Err(Error::InvalidArgument(format!(
+                    "pipeline: component {k} is broadcast (in_axes None) but example {j} of the batch has a \
+                     different value ({:?}) than example 0 ({elem:?})",
+                    parts[j].shape()
+                )));
+            }
+            feeds.push((*v, parts[0].clone()));
         }
         self.session.run(&feeds).map(Some)
     }

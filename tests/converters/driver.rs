@@ -5,10 +5,10 @@ use crate::common::coverage::pfor_recorded;
 use std::sync::Arc;
 
 use crate::common::*;
-use pfor::api::{map_fn, pipeline, vectorized_map};
+use pfor::api::{MapAxes, map_fn, map_fn_axes, pipeline, vectorized_map, vectorized_map_axes};
 use pfor::ops::{ControlKind, CustomOp, IndexKind};
 use pfor::prelude::*;
-use pfor::vectorize::{ConvertCtx, Fallback, OpKey, PforOptions, Registry, Wrapped, pfor_with_report};
+use pfor::vectorize::{ConvertCtx, Fallback, OpKey, PforOptions, Registry, Wrapped, pfor_with, pfor_with_report};
 
 /// Kinds of the nodes that computing `outs` runs.
 fn kinds_in(g: &Graph, outs: &[ValueId]) -> Vec<OpKind> {
@@ -164,6 +164,61 @@ fn nested_pfor_matches_nested_loops() {
     assert_eq!(r[0].shape(), &[4, 3]);
 }
 
+/// A chunked pfor (its chunks run by a `For`) and a `map_fn` nested in a strict pfor convert
+/// (the loops are interchanged), with a remainder chunk, a result the inner body leaves
+/// loop-invariant, and a dynamic outer length; the same against nested loops.
+#[test]
+fn chunked_pfor_and_map_fn_inside_strict_pfor_match_the_loops() {
+    let xv = Tensor::randn_f64(&[4, 5, 3], 9).unwrap();
+    let mut g = Graph::new();
+    let x = g.constant(xv);
+    let w = g.constant(Tensor::randn_f64(&[3], 2).unwrap());
+    let n = g.input("n", DType::I64, Shape::scalar());
+    let inner = |g: &mut Graph, xi: ValueId, j: ValueId| -> Result<Vec<ValueId>> {
+        let xij = g.gather(xi, j, 0)?;
+        let fj = g.cast(j, DType::F64)?;
+        let y = g.mul(xij, fj)?;
+        Ok(vec![g.sin(y)?, g.mul(w, w)?])
+    };
+    let chunked = PforOptions::strict().with_chunk_size(2);
+    let outer = |g: &mut Graph, i: ValueId, vectorized: bool| -> Result<Vec<ValueId>> {
+        let xi = g.gather(x, i, 0)?;
+        let r = if vectorized {
+            pfor_recorded(g, 5, &chunked, |g, j| inner(g, xi, j))?
+        } else {
+            for_loop(g, 5, |g, j| inner(g, xi, j))?
+        };
+        let m = map_fn(g, |g, a| Ok(vec![g.exp(a[0])?]), &[xi])?;
+        Ok(vec![g.exp(r[0])?, r[1], m[0]])
+    };
+    let a = pfor_recorded(&mut g, 4, &PforOptions::strict(), |g, i| outer(g, i, true)).unwrap();
+    let d = pfor_recorded(&mut g, n, &PforOptions::strict(), |g, i| outer(g, i, true)).unwrap();
+    let l = for_loop(&mut g, 4, |g, i| outer(g, i, false)).unwrap();
+    g.verify().unwrap();
+    let mut fetch = a.clone();
+    fetch.extend(&d);
+    fetch.extend(&l);
+    let r = run_once(&g, &fetch, &[(n, Tensor::scalar(4i64))]).unwrap();
+    assert_eq!(r[0].shape(), &[4, 5, 3]);
+    assert_eq!(r[1].shape(), &[4, 5, 3]);
+    for k in 0..3 {
+        assert_close(&r[k], &r[6 + k], 1e-12);
+        assert_close(&r[3 + k], &r[6 + k], 1e-12);
+    }
+}
+
+/// A reference loop whose trip count varies per iteration is declined, naming why.
+#[test]
+fn a_for_loop_with_a_per_iteration_trip_count_is_declined() {
+    let mut g = Graph::new();
+    let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
+        let r = for_loop(g, i, |g, j| Ok(vec![g.cast(j, DType::F64)?]))?;
+        Ok(vec![g.reduce_sum(r[0], &[0], false)?])
+    };
+    let e = pfor_with(&mut g, 4, &PforOptions::strict(), body).unwrap_err();
+    assert!(e.to_string().contains("per-iteration trip count"), "{e}");
+}
+
 #[test]
 fn zero_iterations_and_invariant_outputs() {
     let mut g = Graph::new();
@@ -198,13 +253,14 @@ fn bad_loop_lengths_are_errors() {
 fn vectorized_map_and_map_fn_agree_with_broadcast_elems() {
     let mut g = Graph::new();
     let a = g.constant(Tensor::randn_f64(&[5, 3], 1).unwrap());
-    let b = g.constant(Tensor::randn_f64(&[1, 3], 2).unwrap()); // first dim 1 broadcasts
+    let b = g.constant(Tensor::randn_f64(&[3], 2).unwrap()); // in_axes None: broadcast
     let f = |g: &mut Graph, xs: &[ValueId]| -> Result<Vec<ValueId>> {
         let s = g.mul(xs[0], xs[1])?;
         Ok(vec![g.reduce_sum(s, &[0], false)?])
     };
-    let v = vectorized_map(&mut g, f, &[a, b]).unwrap();
-    let m = map_fn(&mut g, f, &[a, b]).unwrap();
+    let axes = MapAxes::new().in_axes(&[Some(0), None]);
+    let v = vectorized_map_axes(&mut g, f, &[a, b], &axes).unwrap();
+    let m = map_fn_axes(&mut g, f, &[a, b], &axes).unwrap();
     let r = eval(&g, &[v[0], m[0]]);
     assert_eq!(r[0].shape(), &[5]);
     assert_close(&r[0], &r[1], 1e-12);
