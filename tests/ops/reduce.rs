@@ -231,13 +231,14 @@ fn sum_all_and_mean_all() {
     assert_eq!(g.shape(y).unwrap(), Shape::scalar());
 }
 
+/// A reduction builder (`Graph::reduce_sum`, …).
+type Reduction = fn(&mut Graph, ValueId, Option<&[i64]>, bool) -> Result<ValueId>;
+
 #[test]
 fn every_reduction_takes_none_for_all_axes() {
     // x[i,j,k] = 12i + 4j + k over [2, 3, 4]: one call each, `None` = every axis
     let x = ar(DType::F64);
-    let all = |f: fn(&mut Graph, ValueId, Option<&[i64]>, bool) -> Result<ValueId>, x: Tensor, keep: bool| {
-        apply1(x, |g, v| f(g, v, None, keep))
-    };
+    let all = |f: Reduction, x: Tensor, keep: bool| apply1(x, |g, v| f(g, v, None, keep));
     assert_eq!(all(Graph::reduce_sum, x.clone(), false), f64t(&[], &[276.0]));
     assert_eq!(all(Graph::reduce_mean, x.clone(), false), f64t(&[], &[11.5]));
     assert_eq!(all(Graph::reduce_max, x.clone(), false), f64t(&[], &[23.0]));
