@@ -236,7 +236,7 @@ impl ExecStats {
     pub fn runs(&self, name: &str) -> u64 {
         self.prim_runs.get(name).copied().unwrap_or(0)
     }
-    /// Activations of the function named `name`, summed over threads (see [`Self::calls`]).
+    /// Activations of the function named `name`, summed over threads (see the `calls` field).
     pub fn calls(&self, name: &str) -> u64 {
         self.calls.get(name).copied().unwrap_or(0)
     }
@@ -263,7 +263,7 @@ pub(crate) struct RunCounters {
     pub(crate) layouts: [u64; 3],
     pub(crate) max_depth: usize,
     pub(crate) plans_compiled: usize,
-    /// Activations per function (see [`ExecStats::calls`]).
+    /// Activations per function (the `calls` field of `ExecStats`).
     pub(crate) calls: BTreeMap<String, u64>,
     /// The run's deadline and cancel token.
     pub(crate) interrupt: Option<Interrupt>,
