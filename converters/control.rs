@@ -577,7 +577,7 @@ fn while_mask(
         args.extend(lp.captures);
         let r = convert_function(sub, cond_f, &args, &i2, options)?;
         let pr = force_stacked(sub, &i2, r[0], true)?.value;
-        Ok(vec![sub.reduce_any(pr, &[0], false)?])
+        Ok(vec![sub.reduce_any(pr, Some(&[0]), false)?])
     })?;
     let bf = Function::build(g, &types, |sub, p| {
         let (c, lp) = split_params(p, k, init, captures);
@@ -646,7 +646,7 @@ pub(super) fn while_subset(
                 &rewrap(&p[1..k + 1], init),
                 &rewrap(&p[kk + 2..], captures),
             )?;
-            return Ok(vec![sub.reduce_any(pr, &[0], false)?]);
+            return Ok(vec![sub.reduce_any(pr, Some(&[0]), false)?]);
         }
         let sz = sub.size_of(p[0])?;
         let z = sub.constant(Tensor::scalar(0i64));

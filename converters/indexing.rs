@@ -97,7 +97,7 @@ fn with_position(ctx: &mut ConvertCtx<'_>, ix: ValueId) -> Result<ValueId> {
     // `[n, ..., 1]` zeros; a sum over the index axis rather than a slice of its first
     // column, which does not exist for depth-0 indices (`[n, ..., 0]`: whole-tensor updates).
     let zeros = g.zeros_like(ix)?;
-    let zeros = g.reduce_sum(zeros, &[-1], true)?;
+    let zeros = g.reduce_sum(zeros, Some(&[-1]), true)?;
     let zero = g.constant(Tensor::scalar(0i64));
     let one = g.constant(Tensor::scalar(1i64));
     let pos = g.range(zero, n, one)?;

@@ -30,7 +30,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             let axes: Vec<i64> = (1..=rank as i64).collect();
             let g = ctx.graph();
             let sq = g.square(x)?;
-            let s = g.reduce_sum(sq, &axes, false)?;
+            let s = g.reduce_sum(sq, Some(&axes), false)?;
             Converted::stacked(g.mul_scalar(s, 0.5)?)
         }
         NnOp::LayerNorm { epsilon } => {
@@ -39,20 +39,15 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 let (gm, bt) = (ctx.input(1).value, ctx.input(2).value);
                 return Converted::stacked(ctx.graph().layer_norm(x, gm, bt, epsilon)?);
             }
-            // normalize with unit scale, then apply the stacked scale and offset
+            // stacked scale or offset: the builder's broadcast form (unit-scale node, then a
+            // broadcasting mul and add), which needs a fixed channel dim
+            if ctx.input_type(0).shape.dims().last().and_then(|d| d.value()).is_none() {
+                return ConvertCtx::unhandled("layer_norm with stacked parameters of dynamic size");
+            }
             let x = ctx.stacked(0)?;
             let gm = ctx.expand_for_broadcast(1, rank)?;
             let bt = ctx.expand_for_broadcast(2, rank)?;
-            let d = ctx.input_type(1).clone();
-            let g = ctx.graph();
-            let Some(fixed) = d.shape.as_fixed() else {
-                return ConvertCtx::unhandled("layer_norm with stacked parameters of dynamic size");
-            };
-            let ones = g.ones(d.dtype, &fixed)?;
-            let zeros = g.zeros(d.dtype, &fixed)?;
-            let n = g.layer_norm(x, ones, zeros, epsilon)?;
-            let y = g.mul(n, gm)?;
-            Converted::stacked(g.add(y, bt)?)
+            Converted::stacked(ctx.graph().layer_norm(x, gm, bt, epsilon)?)
         }
         NnOp::BatchNorm { epsilon } => {
             if (1..5).all(|k| !ctx.is_stacked(k)) {

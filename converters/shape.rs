@@ -50,7 +50,7 @@ fn resolved_tail(ctx: &mut ConvertCtx<'_>, x: ValueId, shape: &[i64]) -> Result<
     let known: i64 = shape.iter().filter(|&&d| d != -1).product();
     let dims = g.shape_of(x)?;
     let per = g.slice(dims, &[1], &[-1])?;
-    let count = g.reduce_prod(per, &[0], true)?;
+    let count = g.reduce_prod(per, Some(&[0]), true)?;
     let known = g.constant(Tensor::vec1(&[known]));
     let inferred = g.floor_div(count, known)?;
     let before = g.constant(Tensor::vec1(&shape[..at]));
@@ -150,7 +150,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
             if axes.is_empty() {
                 return Converted::one(x, true);
             }
-            Converted::one(ctx.graph().squeeze(x, &axes)?, true)
+            Converted::one(ctx.graph().squeeze(x, Some(&axes))?, true)
         }
         ShapeOp::BroadcastTo { shape } => {
             let x = ctx.stacked(0)?;
@@ -219,7 +219,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
                 Some(k) => ctx.graph().constant(Tensor::scalar(k as i64)),
                 None => {
                     let s = invariant_shape_of(ctx)?;
-                    ctx.graph().reduce_prod(s, &[0], false)?
+                    ctx.graph().reduce_prod(s, Some(&[0]), false)?
                 }
             };
             Converted::one(y, false)
@@ -227,7 +227,7 @@ fn convert(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
         ShapeOp::LoopMax => {
             let x = ctx.input(0).value;
             let g = ctx.graph();
-            let m = g.reduce_max(x, &[0], false)?;
+            let m = g.reduce_max(x, Some(&[0]), false)?;
             // reduce_max over no iterations is i64::MIN; sizes are >= 0.
             let zero = g.constant(Tensor::scalar(0i64));
             let m = g.maximum(m, zero)?;

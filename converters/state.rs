@@ -30,7 +30,7 @@ fn assign_add(ctx: &mut ConvertCtx<'_>) -> Result<Converted> {
     let w = ctx.input(0);
     // Each iteration adds its value: the loop adds the sum over iterations (or n·v).
     let total = if w.stacked {
-        ctx.graph().reduce_sum(w.value, &[0], false)?
+        ctx.graph().reduce_sum(w.value, Some(&[0]), false)?
     } else {
         let n = ctx.loop_len();
         let dt = ctx.input_type(0).dtype;

@@ -92,7 +92,7 @@ pub fn lstm_graph(
             let t0 = g.constant(Tensor::scalar(0i64));
             let h0 = g.constant(Tensor::zeros(dtype, &[n, hid])?);
             let c0 = g.constant(Tensor::zeros(dtype, &[n, hid])?);
-            let max_len = g.reduce_max(lens, &[0], false)?;
+            let max_len = g.reduce_max(lens, Some(&[0]), false)?;
             let out = g.while_loop(
                 &[t0, h0, c0],
                 &[max_len, lens, x, w, b],

@@ -49,7 +49,7 @@ fn main() -> Result<()> {
         let xi = g.expand_dims(rows[0], 0)?; // one image [1,28,28,1]
         let yi = g.reshape(rows[1], &[1])?;
         let l = logits(g, p, xi)?;
-        let l = g.sparse_softmax_cross_entropy(l, yi)?;
+        let l = g.sparse_softmax_cross_entropy(yi, l)?;
         g.sum_all(l)
     };
     let before = g.num_nodes();

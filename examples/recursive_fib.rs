@@ -12,23 +12,20 @@
 use std::time::Instant;
 
 use pfor::autobatch::{ExecConfig, Program, ProgramBuilder, VarType, reference, stackless, vm};
+use pfor::ops::BinaryKind;
 use pfor::prelude::*;
 use pfor::tensor::Verdict;
 
-/// A primop applying `f` to every element of an i64 tensor.
-pub fn i64_map(f: fn(i64) -> i64) -> impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static {
-    move |x| Ok(x[0].array::<i64>()?.mapv(f).into())
-}
-
 /// Doubly-recursive fibonacci as in TFP's frontend test:
-/// `fib(n) = if n <= 1 { 1 } else { fib(n - 2) + fib(n - 1) }`.
+/// `fib(n) = if n <= 1 { 1 } else { fib(n - 2) + fib(n - 1) }`, with the builder's
+/// arithmetic and comparison helpers (`le`, `sub`, `add`: one batched primop each).
 pub fn fib_program() -> Result<Program> {
     let mut pb = ProgramBuilder::new();
     let fib = pb.declare("fib", &["n"], &["ans"])?;
     pb.define(fib, |f| {
         let n = f.param(0)?;
         let ans = f.result(0)?;
-        let base = f.prim("base", &[n], |x| Ok(x[0].array::<i64>()?.mapv(|n| n <= 1).into()))?;
+        let base = f.le(n, 1i64)?;
         f.if_else(
             base,
             |f| {
@@ -37,13 +34,11 @@ pub fn fib_program() -> Result<Program> {
             },
             |f| {
                 let left = f.local("left");
-                let nm2 = f.prim("nm2", &[n], i64_map(|n| n - 2))?;
+                let nm2 = f.sub(n, 2i64)?;
                 f.call_into(fib, &[nm2], &[left])?;
-                let nm1 = f.prim("nm1", &[n], i64_map(|n| n - 1))?;
+                let nm1 = f.sub(n, 1i64)?;
                 let right = f.call(fib, &[nm1])?[0];
-                f.prim_into("add", &[left, right], &[ans], |x| {
-                    Ok(vec![(x[0].array::<i64>()? + x[1].array::<i64>()?).into()])
-                })?;
+                f.binary_into(BinaryKind::Add, left, right, ans)?;
                 f.ret(&[ans])
             },
         )
@@ -114,6 +109,11 @@ fn main() -> Result<()> {
 
     let stats = machine.run(&inputs, &cfg)?.stats;
     let sl_stats = stackless.run(&inputs, &cfg)?.stats;
+    // the batched runs made exactly the program's calls (the per-function call counters)
+    println!("fib calls: vm {} / stackless {} / the recursion {calls}", stats.calls("fib"), sl_stats.calls("fib"));
+    if stats.calls("fib") != calls || sl_stats.calls("fib") != calls {
+        verdict.max_diff = f64::INFINITY;
+    }
     println!(
         "add runs: vm {} / stackless {}; blocks: vm {} / stackless {}",
         stats.runs("add"),

@@ -10,7 +10,6 @@ use pfor::prelude::*;
 // W6's program is the one `examples/recursive_fib.rs` shows (one definition).
 #[path = "../../examples/recursive_fib.rs"]
 mod fib_example;
-use fib_example::i64_map;
 #[allow(unused_imports)]
 pub use fib_example::{fib_inputs, fib_program};
 
@@ -74,7 +73,7 @@ pub fn nuts_program(dim: usize) -> Result<Program> {
     pb.define(tree, move |f| {
         let [depth, q, p, g] = [f.param(0)?, f.param(1)?, f.param(2)?, f.param(3)?];
         let outs = f.results();
-        let leaf = f.prim("is_leaf", &[depth], |x| Ok(x[0].array::<i64>()?.mapv(|d| d <= 0).into()))?;
+        let leaf = f.le(depth, 0i64)?;
         f.if_else(
             leaf,
             |f| {
@@ -82,7 +81,7 @@ pub fn nuts_program(dim: usize) -> Result<Program> {
                 f.ret(&outs)
             },
             |f| {
-                let d1 = f.prim("dec", &[depth], i64_map(|d| d - 1))?;
+                let d1 = f.sub(depth, 1i64)?;
                 let left = f.call(tree, &[d1, q, p, g])?;
                 let right = f.call(tree, &[d1, left[0], left[1], left[2]])?;
                 let w = f.local("w");

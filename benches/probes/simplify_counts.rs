@@ -129,7 +129,7 @@ fn synthetic(nodes: usize, simplify: bool) -> Result<f64> {
         for _ in 0..nodes / 5 {
             h = g.matmul(h, w)?;
             h = g.tanh(h)?;
-            let s = g.reduce_sum(h, &[1], true)?;
+            let s = g.reduce_sum(h, Some(&[1]), true)?;
             h = g.sub(h, s)?;
             h = g.reshape(h, &[1, 32])?;
         }

@@ -21,7 +21,7 @@ pub fn w4(n: usize, mode: Mode) -> Result<Workload> {
     let out = match mode {
         Mode::Hand => {
             let logits = mnist_logits(&mut g, &p, x)?;
-            let l = g.sparse_softmax_cross_entropy(logits, y)?;
+            let l = g.sparse_softmax_cross_entropy(y, logits)?;
             let l = g.sum_all(l)?;
             gradients(&mut g, &[l], &params, None)?
         }
@@ -30,7 +30,7 @@ pub fn w4(n: usize, mode: Mode) -> Result<Workload> {
                 let xi = g.expand_dims(rows[0], 0)?;
                 let yi = g.reshape(rows[1], &[1])?;
                 let logits = mnist_logits(g, &p, xi)?;
-                let l = g.sparse_softmax_cross_entropy(logits, yi)?;
+                let l = g.sparse_softmax_cross_entropy(yi, logits)?;
                 g.sum_all(l)
             };
             if m == Mode::Pfor {

@@ -19,7 +19,7 @@ pub fn convert_body(nodes: usize, simplify: bool) -> Result<usize> {
         while k < nodes {
             h = g.matmul(h, w)?;
             h = g.tanh(h)?;
-            let s = g.reduce_sum(h, &[1], true)?;
+            let s = g.reduce_sum(h, Some(&[1]), true)?;
             h = g.sub(h, s)?;
             h = g.reshape(h, &[1, 32])?;
             k += 5;

@@ -113,7 +113,7 @@ impl Combined {
         };
         let (outer_of, inner_of) = (g.reshape(a, &[-1])?, g.reshape(b, &[-1])?);
         // index: outer_index[a]·s + inner_index[b], s = max(inner index) + 1 (1 when empty)
-        let s = g.reduce_max(index, &[0], false)?;
+        let s = g.reduce_max(index, Some(&[0]), false)?;
         let s = g.maximum(s, zero)?;
         let s = g.add_scalar(s, 1.0)?;
         let oi = g.gather(outer.index, outer_of, 0)?;

@@ -229,7 +229,7 @@ impl DerivativeHook for SubsetDerivative {
             let (i, stacked) = pi.args[p];
             let per_row = force_stacked(g, &info, w, true)?.value;
             // an invariant input's cotangent is the sum of every iteration's
-            let d = if stacked { per_row } else { g.reduce_sum(per_row, &[0], false)? };
+            let d = if stacked { per_row } else { g.reduce_sum(per_row, Some(&[0]), false)? };
             accumulate(g, &mut out[i], d)?;
         }
         Ok(out)

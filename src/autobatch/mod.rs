@@ -49,6 +49,7 @@
 //! otherwise; when every thread is active, values replace registers without a `where`.
 
 mod alloc;
+mod arith;
 pub mod builder;
 pub mod lower;
 mod mask;
@@ -65,6 +66,7 @@ pub mod vm;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+pub use arith::Operand;
 pub use builder::{FunctionBuilder, ProgramBuilder};
 pub use primop::{PrimFn, PrimKind, PrimOp};
 pub use program::{
@@ -223,12 +225,20 @@ pub struct ExecStats {
     /// Straight-line block plans compiled during this execution (cached across executions
     /// of one executor and across recursion depths).
     pub plans_compiled: usize,
+    /// Activations per function name, summed over threads: how many (thread, call) pairs
+    /// entered the function, the entry call from `main` and self tail calls included — what
+    /// the sequential program's call count would be, however the run batched them.
+    pub calls: BTreeMap<String, u64>,
 }
 
 impl ExecStats {
     /// Batched executions of primops named `name`.
     pub fn runs(&self, name: &str) -> u64 {
         self.prim_runs.get(name).copied().unwrap_or(0)
+    }
+    /// Activations of the function named `name`, summed over threads (see the `calls` field).
+    pub fn calls(&self, name: &str) -> u64 {
+        self.calls.get(name).copied().unwrap_or(0)
     }
     /// Total block executions.
     pub fn blocks(&self) -> u64 {
@@ -253,6 +263,8 @@ pub(crate) struct RunCounters {
     pub(crate) layouts: [u64; 3],
     pub(crate) max_depth: usize,
     pub(crate) plans_compiled: usize,
+    /// Activations per function (the `calls` field of `ExecStats`).
+    pub(crate) calls: BTreeMap<String, u64>,
     /// The run's deadline and cancel token.
     pub(crate) interrupt: Option<Interrupt>,
     /// The native-stack guard of recursive interpretations.
@@ -267,6 +279,15 @@ impl RunCounters {
     /// [`Interrupt::check`] before running a block (`at` says which).
     pub(crate) fn check_interrupt(&self, at: impl FnOnce() -> String) -> Result<()> {
         crate::exec::limits::check(self.interrupt.as_ref(), at)
+    }
+    /// `threads` threads entered function `name`.
+    pub(crate) fn count_calls(&mut self, name: &str, threads: usize) {
+        match self.calls.get_mut(name) {
+            Some(c) => *c += threads as u64,
+            None => {
+                self.calls.insert(name.to_string(), threads as u64);
+            }
+        }
     }
     pub(crate) fn count_layout(&mut self, l: &primop::Layout) {
         let i = match l {
@@ -291,6 +312,7 @@ impl RunCounters {
             gather_blocks: self.layouts[2],
             max_depth: self.max_depth,
             plans_compiled: self.plans_compiled,
+            calls: self.calls,
         }
     }
 }

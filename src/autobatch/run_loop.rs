@@ -1,8 +1,8 @@
 //! The block loop the two batching interpreters share ([`super::stackless`] runs it once per
 //! function activation, [`super::vm`] once per run of the lowered program).
 //!
-//! From a start block and its active threads: check the interrupt, run the block's plan for
-//! the active threads (primops here; calls, pushes and pops by the [`Machine`]), then
+//! From a start block and its active threads: check the interrupt, count the threads as
+//! calls when the block is a function's entry, run the block's plan for the active threads (primops here; calls, pushes and pops by the [`Machine`]), then
 //! follow its terminator — `Goto` enqueues the target with the active mask, `Branch` splits
 //! the mask by the condition and enqueues both parts (both counting backward jumps against
 //! `max_iterations`), `Return` retires the threads, and the lowered terminators (`PushGoto`,
@@ -38,6 +38,9 @@ pub(crate) trait Machine {
     ) -> Result<()>;
     /// Where block `pc` is (deadline and cancellation errors).
     fn block_at(&self, pc: usize) -> String;
+    /// The function whose entry block `pc` of the running graph is, if it is one (the
+    /// threads running it start an activation: the call counters).
+    fn entered(&self, pc: usize) -> Option<&str>;
     /// Run a `Call`, `Push` or `Pop` step of a block running for `active`.
     fn step(&mut self, step: &Step, run: &mut BlockRun<'_>, active: &Mask, counters: &mut RunCounters) -> Result<()>;
     /// Follow a `PushGoto` or `IndirectGoto` terminator for the threads `idx` (mask `active`).
@@ -96,6 +99,9 @@ pub(crate) fn run_blocks<M: Machine>(
     loop {
         counters.check_interrupt(|| m.block_at(pc))?;
         let plan = cache.get(p, gi, pc, &mut counters.plans_compiled)?;
+        if let Some(f) = m.entered(pc) {
+            counters.count_calls(f, active.count());
+        }
         let mut run = BlockRun::new(p, &active, config, &mut locals);
         counters.count_layout(run.layout());
         for step in &plan.steps {

@@ -107,6 +107,11 @@ impl Machine for Activation<'_> {
         block_at(&graph_name(p, self.gi), &block)
     }
 
+    fn entered(&self, pc: usize) -> Option<&str> {
+        let f = self.gi.checked_sub(1)?;
+        (pc == 0).then(|| self.exec.program.functions.get(f).map(|f| f.name.as_str())).flatten()
+    }
+
     /// A call runs the callee by a recursive interpretation for the threads active here (the
     /// block's rows: compacted in gather mode) in a fresh variable environment.
     fn step(&mut self, step: &Step, run: &mut BlockRun<'_>, active: &Mask, counters: &mut RunCounters) -> Result<()> {

@@ -247,6 +247,10 @@ impl Machine for State<'_> {
         block_at("", self.prog.graph.blocks.get(pc).map_or("", |b| b.name.as_str()))
     }
 
+    fn entered(&self, pc: usize) -> Option<&str> {
+        self.vm.entries.get(pc).and_then(|e| e.as_deref())
+    }
+
     /// Pushes and pops move the active threads' rows between registers and stacks.
     fn step(&mut self, step: &Step, run: &mut BlockRun<'_>, _: &Mask, _: &mut RunCounters) -> Result<()> {
         match step {

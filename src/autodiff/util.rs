@@ -17,7 +17,7 @@ pub fn sum_to(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
     let mut d = d;
     if lead > 0 {
         let axes: Vec<i64> = (0..lead as i64).collect();
-        d = g.reduce_sum(d, &axes, false)?;
+        d = g.reduce_sum(d, Some(&axes), false)?;
     }
     let axes: Vec<i64> = sx
         .dims()
@@ -28,7 +28,7 @@ pub fn sum_to(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
         .map(|(i, _)| i as i64)
         .collect();
     if !axes.is_empty() {
-        d = g.reduce_sum(d, &axes, true)?;
+        d = g.reduce_sum(d, Some(&axes), true)?;
     }
     Ok(d)
 }

@@ -29,6 +29,7 @@
 
 mod checks;
 mod ctx;
+mod fetch;
 mod fuse;
 pub mod limits;
 
@@ -49,6 +50,7 @@ use crate::kernels::KernelOptions;
 use crate::ops::Op;
 use crate::tensor::{Tensor, TensorType};
 pub use ctx::ExecCtx;
+pub use fetch::Fetched;
 pub use limits::{CancelToken, RunOptions};
 use plans::FunctionPlans;
 use pool::BufferPool;
@@ -490,6 +492,9 @@ pub struct Session {
     last_outputs: Vec<Tensor>,
     /// How long the last run took (decides whether the next one is handed to a worker).
     last_run: Option<Duration>,
+    /// The fetched values, in order, and their names (see [`Session::named`]).
+    fetches: Vec<ValueId>,
+    fetch_names: Vec<Option<String>>,
 }
 
 impl Session {
@@ -517,7 +522,29 @@ impl Session {
             workers: Workers::shared(),
             last_outputs: Vec::new(),
             last_run: None,
+            fetches: fetches.to_vec(),
+            fetch_names: vec![None; fetches.len()],
         })
+    }
+
+    /// Compile named fetches (default options): [`run_fetched`](Self::run_fetched) results
+    /// can then be read by name (`out.by_name("loss")`) or as a map. Names must be unique.
+    pub fn named(graph: &Graph, fetches: &[(&str, ValueId)]) -> Result<Session> {
+        let mut seen = HashSet::new();
+        if let Some((dup, _)) = fetches.iter().find(|(n, _)| !seen.insert(*n)) {
+            return Err(Error::InvalidArgument(format!("Session::named: fetch name '{dup}' is given twice")));
+        }
+        let values: Vec<ValueId> = fetches.iter().map(|&(_, v)| v).collect();
+        let mut s = Session::new(graph, &values)?;
+        s.fetch_names = fetches.iter().map(|(n, _)| Some(n.to_string())).collect();
+        Ok(s)
+    }
+
+    /// [`run`](Self::run), returning the outputs keyed by fetched value and name instead of
+    /// by position (`out.get(loss)?`, `out.by_name("loss")?`).
+    pub fn run_fetched(&mut self, feeds: &[(ValueId, Tensor)]) -> Result<Fetched> {
+        let outs = self.run(feeds)?;
+        Ok(Fetched::new(self.fetches.clone(), self.fetch_names.clone(), outs))
     }
 
     /// Run with feeds given by input value.

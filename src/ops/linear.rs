@@ -1,5 +1,7 @@
 //! Matrix products: `matmul` (rank-2 operands) and `batch_matmul` (batched, numpy-style
-//! broadcasting of the leading batch dims).
+//! broadcasting of the leading batch dims). The builder [`Graph::matmul`] takes operands of
+//! any rank (numpy / TF `matmul`: rank-1 promotion, broadcast batch dims) and lowers them to
+//! these two kinds, so converters and derivative rules only ever see them.
 //!
 //! Invariants:
 //! - both operands have the same numeric dtype (f32, f64 or i64); the output has it too;
@@ -119,7 +121,10 @@ impl LinearOp {
             LinearOp::MatMul { .. } if ra != 2 || rb != 2 => {
                 return Err(Error::shape(
                     op,
-                    format!("operands must be rank 2, got {} and {} (use batch_matmul for batches)", a.shape, b.shape),
+                    format!(
+                        "operands must be rank 2, got {} and {} (`Graph::matmul` lowers other ranks to batch_matmul)",
+                        a.shape, b.shape
+                    ),
                 ));
             }
             LinearOp::BatchMatMul { .. } if ra < 2 || rb < 2 => {
@@ -353,17 +358,55 @@ fn batched_product<T: GemmElem + Zeroable>(
 }
 
 impl Graph {
-    /// Matrix product `a · b` of two rank-2 tensors (`[m, k] · [k, n] → [m, n]`).
+    /// Matrix product with numpy / TF `matmul` semantics, for operands of any rank >= 1:
+    /// `[..., m, k] · [..., k, n] → [broadcast batch..., m, n]`. A rank-1 lhs `[k]` is read as
+    /// `[1, k]` and a rank-1 rhs `[k]` as `[k, 1]`, and the added dim is removed from the
+    /// result (vector · vector is a scalar). Lowered to the fast kinds: two rank-2 operands
+    /// give one `matmul` node, anything else one `batch_matmul` node (whose batch dims
+    /// broadcast), with `expand_dims` / `squeeze` around it for rank-1 operands; pfor and
+    /// the derivatives see only those kinds. A rank-0 operand or disagreeing inner dims are
+    /// an `Err` naming both shapes.
     pub fn matmul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
         self.matmul_t(a, b, false, false)
     }
 
-    /// Matrix product `op(a) · op(b)` of two rank-2 tensors, `op` transposing where asked.
+    /// [`matmul`](Self::matmul) of `op(a)` and `op(b)`, `op` transposing the last two dims
+    /// where its flag is set. A rank-1 operand is a vector, the same transposed or not (its
+    /// flag is ignored).
     pub fn matmul_t(&mut self, a: ValueId, b: ValueId, transpose_a: bool, transpose_b: bool) -> Result<ValueId> {
-        self.add_op(Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }), &[a, b])
+        let (ra, rb) = (self.value_type(a)?.rank(), self.value_type(b)?.rank());
+        if ra == 2 && rb == 2 {
+            return self.add_op(Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }), &[a, b]);
+        }
+        if ra == 0 || rb == 0 {
+            let (sa, sb) = (self.shape(a)?, self.shape(b)?);
+            return Err(Error::shape("matmul", format!("operands must have rank >= 1, got {sa} and {sb}")));
+        }
+        let a2 = if ra == 1 { self.expand_dims(a, 0)? } else { a };
+        let b2 = if rb == 1 { self.expand_dims(b, -1)? } else { b };
+        let (adj_a, adj_b) = (transpose_a && ra > 1, transpose_b && rb > 1);
+        let op = if ra <= 2 && rb <= 2 {
+            LinearOp::MatMul { transpose_a: adj_a, transpose_b: adj_b }
+        } else {
+            LinearOp::BatchMatMul { adj_a, adj_b }
+        };
+        let y = match self.add_op(Op::Linear(op), &[a2, b2]) {
+            Ok(y) => y,
+            Err(e) => {
+                let (sa, sb) = (self.shape(a)?, self.shape(b)?);
+                return Err(Error::shape("matmul", format!("operands {sa} and {sb}: {e}")));
+            }
+        };
+        match (ra == 1, rb == 1) {
+            (true, true) => self.squeeze(y, Some(&[-2, -1])),
+            (true, false) => self.squeeze(y, Some(&[-2])),
+            (false, true) => self.squeeze(y, Some(&[-1])),
+            (false, false) => Ok(y),
+        }
     }
 
-    /// Batched matrix product over the last two dims; leading dims broadcast.
+    /// Batched matrix product over the last two dims (rank >= 2 each); leading dims
+    /// broadcast. [`matmul`](Self::matmul) accepts this and every other rank.
     pub fn batch_matmul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
         self.batch_matmul_t(a, b, false, false)
     }

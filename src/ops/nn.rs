@@ -6,8 +6,13 @@
 //!   output keeps it (sparse labels are i64);
 //! - "rows" are along the LAST axis (`[..., C]`), except for softmax / log_softmax whose
 //!   `axis` attribute (negative counts from the end) picks the axis;
-//! - per-channel parameters (`b`, `gamma`, `beta`, `mean`, ...) are 1-D `[C]` and must match
-//!   the last dim (checked statically where fixed, at run time otherwise);
+//! - per-channel parameters (`b`, `gamma`, `beta`, `mean`, ...) of the nodes are 1-D `[C]`
+//!   and must match the last dim (checked statically where fixed, at run time otherwise);
+//!   the `layer_norm` builder also takes `gamma` / `beta` of any shape that broadcasts to
+//!   `x`'s (TF / Keras), lowered to the node with unit scale and a `mul` / `add`;
+//! - the cross-entropy builders take `(labels, logits)` in TF's order (same-shape floats
+//!   make a swap undetectable, so the order is the same everywhere); their nodes keep the
+//!   inputs `[logits, labels]`;
 //! - softmax, log_softmax and the cross-entropies subtract the row maximum (stable for huge
 //!   logits); sigmoid cross-entropy uses `max(x,0) - x*z + log1p(exp(-|x|))`;
 //! - a sparse label outside `[0, C)` is `Error::IndexOutOfRange` at run time;
@@ -543,16 +548,19 @@ impl Graph {
         self.add_op(Op::Nn(NnOp::LogSoftmax { axis }), &[x])
     }
     /// Per-row loss `-sum(labels * log_softmax(logits))` over the last axis: `[..., C]` → `[...]`.
-    pub fn softmax_cross_entropy(&mut self, logits: ValueId, labels: ValueId) -> Result<ValueId> {
+    /// Arguments in TF's order: `labels` (a distribution per row) first, then `logits`.
+    pub fn softmax_cross_entropy(&mut self, labels: ValueId, logits: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::SoftmaxCrossEntropy), &[logits, labels])
     }
-    /// Per-row loss `-log_softmax(logits)[label]` with i64 labels `[...]`; a label outside
-    /// `[0, C)` fails at run time with `Error::IndexOutOfRange`.
-    pub fn sparse_softmax_cross_entropy(&mut self, logits: ValueId, labels: ValueId) -> Result<ValueId> {
+    /// Per-row loss `-log_softmax(logits)[label]` with i64 `labels` `[...]` and `logits`
+    /// `[..., C]` (TF's order: labels first); a label outside `[0, C)` fails at run time with
+    /// `Error::IndexOutOfRange`.
+    pub fn sparse_softmax_cross_entropy(&mut self, labels: ValueId, logits: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::SparseSoftmaxCrossEntropy), &[logits, labels])
     }
-    /// Elementwise stable sigmoid cross-entropy of logits and (same-shape) labels.
-    pub fn sigmoid_cross_entropy(&mut self, logits: ValueId, labels: ValueId) -> Result<ValueId> {
+    /// Elementwise stable sigmoid cross-entropy of (same-shape) `labels` and `logits`, in
+    /// TF's order (labels first).
+    pub fn sigmoid_cross_entropy(&mut self, labels: ValueId, logits: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::SigmoidCrossEntropy), &[logits, labels])
     }
     /// Scalar `sum(x²) / 2`.
@@ -560,9 +568,43 @@ impl Graph {
         self.add_op(Op::Nn(NnOp::L2Loss), &[x])
     }
     /// Layer normalization over the last axis: `(x - mean) / sqrt(var + epsilon) * gamma + beta`
-    /// (biased variance; `epsilon` finite and `>= 0`).
+    /// (biased variance; `epsilon` finite and `>= 0`). `gamma` and `beta` broadcast against
+    /// `x` as TF / Keras document (a scalar, `[C]`, `[1, C]`, `[T, C]`, `x`'s own shape …);
+    /// the result has `x`'s shape (a parameter that would grow it is an `Err` naming the
+    /// shapes). Per-channel `[C]` parameters make one fused node; any other shape normalizes
+    /// with unit scale in that node (the last dim must then be fixed) and applies the
+    /// parameters with a broadcasting `mul` and `add`.
     pub fn layer_norm(&mut self, x: ValueId, gamma: ValueId, beta: ValueId, epsilon: f64) -> Result<ValueId> {
-        self.add_op(Op::Nn(NnOp::LayerNorm { epsilon }), &[x, gamma, beta])
+        let op = "layer_norm";
+        let xt = self.value_type(x)?.clone();
+        let Some(last) = xt.shape.dims().last().cloned() else {
+            return self.add_op(Op::Nn(NnOp::LayerNorm { epsilon }), &[x, gamma, beta]);
+        };
+        let (gt, bt) = (self.value_type(gamma)?.clone(), self.value_type(beta)?.clone());
+        let per_channel = |t: &TensorType| t.rank() == 1 && t.shape.dim(0).unify(&last).is_some();
+        if per_channel(&gt) && per_channel(&bt) {
+            return self.add_op(Op::Nn(NnOp::LayerNorm { epsilon }), &[x, gamma, beta]);
+        }
+        for (t, what) in [(&gt, "gamma"), (&bt, "beta")] {
+            if t.dtype != xt.dtype {
+                return Err(Error::dtype(op, format!("{} {what} (the dtype of x)", xt.dtype), t.dtype));
+            }
+            let grown = crate::ops::broadcast_static(op, &xt.shape, &t.shape).ok().filter(|s| s.rank() == xt.rank());
+            if grown.is_none_or(|s| s.dims().iter().zip(xt.shape.dims()).any(|(a, b)| a.unify(b).is_none())) {
+                return Err(Error::shape(op, format!("{what} {} does not broadcast to x {}", t.shape, xt.shape)));
+            }
+        }
+        let Some(c) = last.value() else {
+            return Err(Error::shape(
+                op,
+                format!("gamma {} and beta {} broadcast over x {} need a fixed last dim", gt.shape, bt.shape, xt.shape),
+            ));
+        };
+        let ones = self.ones(xt.dtype, &[c])?;
+        let zeros = self.zeros(xt.dtype, &[c])?;
+        let n = self.add_op(Op::Nn(NnOp::LayerNorm { epsilon }), &[x, ones, zeros])?;
+        let y = self.mul(n, gamma)?;
+        self.add(y, beta)
     }
     /// Inference batch normalization over the last (channel) axis:
     /// `(x - mean) / sqrt(variance + epsilon) * scale + offset` (`epsilon` finite and `>= 0`).

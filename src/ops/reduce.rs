@@ -4,9 +4,10 @@
 //! - Axis reductions (`reduce_sum`, `reduce_mean`, `reduce_prod`, `reduce_max`, `reduce_min`,
 //!   `reduce_all`, `reduce_any`, `reduce_logsumexp`) take a set of `axes` (negative axes count
 //!   from the end; an out-of-range axis is [`Error::Axis`], a repeated axis is
-//!   [`Error::Shape`]). EMPTY `axes` means no reduction: the op is the identity (like JAX
-//!   `axis=()`); use [`Graph::sum_all`] / [`Graph::mean_all`] to reduce everything. Reduced
-//!   dims disappear, or become 1 with `keep_dims` (a reduced dynamic dim too).
+//!   [`Error::Shape`]). Every builder takes `axes: Option<&[i64]>`: `None` reduces every
+//!   axis (resolved at build time from the static rank to the explicit list), `Some(&[])`
+//!   means no reduction: the op is the identity (like JAX `axis=()`). Reduced dims
+//!   disappear, or become 1 with `keep_dims` (a reduced dynamic dim too).
 //! - Dtypes: sum/prod/max/min on f32, f64, i64 (i64 arithmetic wraps on overflow); mean and
 //!   logsumexp on floats only; all/any on bool only. The output dtype is the input dtype.
 //! - Reducing zero elements gives the identity: sum 0, prod 1, mean NaN, max -inf
@@ -760,10 +761,12 @@ macro_rules! axes_builders {
     ($($fn_name:ident => $variant:ident),* $(,)?) => {
         impl Graph {
             $(
-                #[doc = concat!("`", stringify!($fn_name), "` over `axes` (negative axes count from the end; ",
-                    "empty `axes` = identity); `keep_dims` keeps reduced dims as size 1.")]
-                pub fn $fn_name(&mut self, x: ValueId, axes: &[i64], keep_dims: bool) -> Result<ValueId> {
-                    self.add_op(Op::Reduce(ReduceOp::$variant { axes: axes.to_vec(), keep_dims }), &[x])
+                #[doc = concat!("`", stringify!($fn_name), "` over `axes`: `None` = every axis, `Some(axes)` = ",
+                    "those axes (negative axes count from the end; `Some(&[])` = identity); `keep_dims` keeps ",
+                    "reduced dims as size 1.")]
+                pub fn $fn_name(&mut self, x: ValueId, axes: Option<&[i64]>, keep_dims: bool) -> Result<ValueId> {
+                    let axes = self.reduction_axes(x, axes)?;
+                    self.add_op(Op::Reduce(ReduceOp::$variant { axes, keep_dims }), &[x])
                 }
             )*
         }
@@ -776,15 +779,20 @@ axes_builders! {
 }
 
 impl Graph {
-    /// Sum over every axis (a scalar).
-    pub fn sum_all(&mut self, x: ValueId) -> Result<ValueId> {
-        let axes: Vec<i64> = (0..self.value_type(x)?.rank() as i64).collect();
-        self.reduce_sum(x, &axes, false)
+    /// The explicit axes of a reduction of `x`: `None` = every axis of its (static) rank.
+    fn reduction_axes(&self, x: ValueId, axes: Option<&[i64]>) -> Result<Vec<i64>> {
+        Ok(match axes {
+            Some(a) => a.to_vec(),
+            None => (0..self.value_type(x)?.rank() as i64).collect(),
+        })
     }
-    /// Mean over every axis (a scalar; float only).
+    /// Sum over every axis (a scalar): `reduce_sum(x, None, false)`.
+    pub fn sum_all(&mut self, x: ValueId) -> Result<ValueId> {
+        self.reduce_sum(x, None, false)
+    }
+    /// Mean over every axis (a scalar; float only): `reduce_mean(x, None, false)`.
     pub fn mean_all(&mut self, x: ValueId) -> Result<ValueId> {
-        let axes: Vec<i64> = (0..self.value_type(x)?.rank() as i64).collect();
-        self.reduce_mean(x, &axes, false)
+        self.reduce_mean(x, None, false)
     }
     /// Index (i64) of the maximum along `axis`, which is removed. Ties → smallest index;
     /// the first NaN wins.

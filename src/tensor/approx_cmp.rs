@@ -25,7 +25,8 @@ pub(crate) fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> bool {
     x.iter().zip(&y).all(|(p, q)| (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= atol + rtol * q.abs())
 }
 
-/// `Ok(())` if `a ≈ b`, else an error describing the first mismatch.
+/// `Ok(())` if `a ≈ b` (every element: `|a - b| <= atol + rtol * |b|`, NaN matching NaN),
+/// else an error describing the first mismatch, with the tolerances used.
 pub fn assert_close(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<()> {
     if a.dtype() != b.dtype() || a.shape() != b.shape() {
         return Err(Error::InvalidArgument(format!(
@@ -41,8 +42,11 @@ pub fn assert_close(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<()> 
         let ok = (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= atol + rtol * q.abs();
         if !ok {
             return Err(Error::InvalidArgument(format!(
-                "mismatch at flat index {i} of shape {:?}: {p} vs {q}",
-                a.shape()
+                "mismatch at flat index {i} of shape {:?}: {p} vs {q} (|diff| = {:e} > atol + rtol * |want| = {:e}, \
+                 with rtol = {rtol:e}, atol = {atol:e})",
+                a.shape(),
+                (p - q).abs(),
+                atol + rtol * q.abs()
             )));
         }
     }

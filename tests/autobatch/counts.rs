@@ -80,3 +80,68 @@ fn gather_mode_computes_only_active_rows() {
     assert!(m.stats.masked_blocks > 0 && m.stats.gather_blocks == 0);
     assert!(g.stats.rows_computed < m.stats.rows_computed, "{:?} vs {:?}", g.stats, m.stats);
 }
+
+// The example's fibonacci (written with the builder's arithmetic helpers), included as the
+// benches include it: the test checks the program users read.
+#[allow(dead_code)]
+#[path = "../../examples/recursive_fib.rs"]
+mod fib_example;
+
+#[test]
+fn call_counters_equal_the_recursions_calls() {
+    let batch = [3i64, 7, 4, 5, 0, 9];
+    let want: u64 = batch.iter().map(|&n| fib_example::fib_calls(n)).sum();
+    let x = [i64t(&[batch.len()], &batch)];
+    let cfg = ExecConfig::default();
+    for p in [fib_example::fib_program().unwrap(), fibonacci()] {
+        let v = vm::execute_with(&p, &x, &cfg).unwrap();
+        let s = stackless::execute_with(&p, &x, &cfg).unwrap();
+        assert_eq!(v.outputs[0].to_vec::<i64>().unwrap(), batch.map(fib_ref).to_vec());
+        assert_eq!(v.outputs, s.outputs);
+        assert_eq!((v.stats.calls("fib"), s.stats.calls("fib")), (want, want), "{:?}", v.stats.calls);
+        // one counter per function: main is not a function, fib is the only one
+        assert_eq!(v.stats.calls.keys().collect::<Vec<_>>(), vec!["fib"]);
+    }
+    // mutual recursion: is_even(n) and is_odd(n - 1) alternate down to 0
+    let p = even_odd();
+    let n = [4i64, 1, 0];
+    let v = vm::execute_with(&p, &[i64t(&[3], &n)], &cfg).unwrap();
+    let s = stackless::execute_with(&p, &[i64t(&[3], &n)], &cfg).unwrap();
+    for st in [&v.stats, &s.stats] {
+        // is_even runs at n, n-2, …; is_odd at n-1, n-3, …: (n / 2 + 1) + (n + 1) / 2 calls
+        assert_eq!(st.calls("is_even"), 3 + 1 + 1, "{:?}", st.calls);
+        assert_eq!(st.calls("is_odd"), 2 + 1, "{:?}", st.calls);
+    }
+}
+
+#[test]
+fn arithmetic_helpers_match_closures() {
+    use pfor::autobatch::{ProgramBuilder, VarType};
+    // f(x, y) = (x * y - 1.5, x < y, x == 2) per thread with event shapes [] and [3]
+    let mut pb = ProgramBuilder::new();
+    let f = pb
+        .function("f", &["x", "y"], &["p", "lt", "eq"], |f| {
+            let (x, y) = (f.param(0)?, f.param(1)?);
+            let m = f.mul(x, y)?;
+            let p = f.sub(m, 1.5f64)?;
+            let lt = f.lt(x, y)?;
+            let eq = f.eq(x, 2.0f64)?;
+            f.ret(&[p, lt, eq])
+        })
+        .unwrap();
+    let p = pb.build(f, &[VarType::scalar(DType::F64), VarType::new(DType::F64, &[3])]).unwrap();
+    let x = Tensor::vec1(&[1.0f64, 2.0]);
+    let y = Tensor::from_vec(&[2, 3], vec![0.0f64, 1.0, 2.0, 3.0, 4.0, 5.0]).unwrap();
+    let out = vm::execute(&p, &[x, y]).unwrap();
+    assert_eq!(out[0], Tensor::from_vec(&[2, 3], vec![-1.5f64, -0.5, 0.5, 4.5, 6.5, 8.5]).unwrap());
+    assert_eq!(out[1], Tensor::from_vec(&[2, 3], vec![false, false, true, true, true, true]).unwrap());
+    assert_eq!(out[2], Tensor::vec1(&[false, true]));
+    // a dtype mismatch is an error naming the op
+    let mut pb = ProgramBuilder::new();
+    let g = pb.function("g", &["x"], &["y"], |f| {
+        let y = f.add(f.param(0)?, 1i64)?;
+        f.ret(&[y])
+    });
+    let e = g.and_then(|g| pb.build(g, &[VarType::scalar(DType::F64)])).unwrap_err().to_string();
+    assert!(e.contains("add"), "{e}");
+}

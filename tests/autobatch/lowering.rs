@@ -76,7 +76,7 @@ fn graph_function_primops() {
     let neg = Function::build(&parent, std::slice::from_ref(&batched3), |g, a| Ok(vec![g.neg(a[0])?])).unwrap();
     let sum_exp = Function::build(&parent, &[batched3], |g, a| {
         let e = g.exp(a[0])?;
-        Ok(vec![g.reduce_sum(e, &[1], false)?])
+        Ok(vec![g.reduce_sum(e, Some(&[1]), false)?])
     })
     .unwrap();
     let mut pb = ProgramBuilder::new();

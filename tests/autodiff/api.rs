@@ -25,10 +25,10 @@ fn close(a: &Tensor, b: &Tensor, tol: f64) {
 fn f(g: &mut Graph, x: ValueId) -> Result<ValueId> {
     let s = g.sin(x)?;
     let sq = g.square(x)?;
-    let n = g.reduce_sum(sq, &[0], true)?;
+    let n = g.reduce_sum(sq, Some(&[0]), true)?;
     let a = g.mul(s, n)?;
     let e = g.exp(x)?;
-    let m = g.reduce_max(x, &[0], true)?;
+    let m = g.reduce_max(x, Some(&[0]), true)?;
     let r = g.mul(e, m)?;
     g.add(a, r)
 }
@@ -152,7 +152,7 @@ fn batch_jacobian_keeps_examples_apart() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F64, [4, 3]);
     let y = g.tanh(x).unwrap();
-    let s = g.reduce_sum(x, &[1], true).unwrap();
+    let s = g.reduce_sum(x, Some(&[1]), true).unwrap();
     let y = g.mul(y, s).unwrap(); // y[b, j] = tanh(x[b, j]) Σ_k x[b, k]
     let bj = batch_jacobian_with(&mut g, y, x, &strict()).unwrap();
     assert_eq!(g.shape(bj).unwrap(), Shape::fixed(&[4, 3, 3]));

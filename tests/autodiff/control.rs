@@ -412,7 +412,7 @@ pub(super) const HID: usize = 2;
 fn vecmat(g: &mut Graph, v: ValueId, w: ValueId) -> Result<ValueId> {
     let e = g.expand_dims(v, -1)?;
     let p = g.mul(e, w)?;
-    g.reduce_sum(p, &[0], false)
+    g.reduce_sum(p, Some(&[0]), false)
 }
 
 /// One LSTM step; gate `k` uses `wx[k]`, `wh[k]`, `b[k]` (order i, f, o, u).

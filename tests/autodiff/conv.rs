@@ -264,9 +264,9 @@ fn per_example_cnn_gradients_vectorize_without_fallback() {
             let h = g.relu(h)?;
             let h = g.max_pool(h, [2, 2], [1, 1], Padding::Same)?;
             let h = g.conv2d(h, w[2], p([2, 2], Padding::Valid, [2, 1]))?;
-            let logits = g.reduce_mean(h, &[1, 2], false)?;
+            let logits = g.reduce_mean(h, Some(&[1, 2]), false)?;
             let y = g.reshape(rows[1], &[1])?;
-            let l = g.sparse_softmax_cross_entropy(logits, y)?;
+            let l = g.sparse_softmax_cross_entropy(y, logits)?;
             g.sum_all(l)
         };
         let pv = per_example_gradients_with(&mut g, &PforOptions::strict(), loss, &[xs, ys], &params).unwrap();

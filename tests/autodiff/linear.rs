@@ -47,6 +47,18 @@ pub fn cases() -> Vec<FdCase> {
             v.push(if j == 1 || j == 3 { c.second() } else { c });
         }
     }
+    // Any-rank matmul (numpy semantics, lowered to the two kinds): vectors and broadcast batches.
+    let ranks: [(&[usize], &[usize]); 5] =
+        [(&[3], &[3]), (&[3], &[3, 2]), (&[2, 3], &[3]), (&[2, 2, 3], &[3, 2]), (&[3], &[2, 3, 2])];
+    for (i, (sa, sb)) in ranks.into_iter().enumerate() {
+        let seed = 300 + 2 * i as u64;
+        v.push(
+            case(&format!("matmul of ranks {sa:?} x {sb:?}"), vec![randn(sa, seed), randn(sb, seed + 1)], |g, x| {
+                Ok(vec![g.matmul(x[0], x[1])?])
+            })
+            .second(),
+        );
+    }
     // A product of a value with itself (both cotangent paths accumulate), and a chain.
     v.push(
         case("matmul x xᵀ", vec![randn(&[3, 2], 7)], |g, x| Ok(vec![g.matmul_t(x[0], x[0], false, true)?])).second(),
@@ -170,5 +182,36 @@ fn second_derivative_through_a_constant_weight_matches_an_input_weight_and_fd() 
             (via_const[j] - via_input[j]).abs() < 1e-12 * (1.0 + fd[j].abs()),
             "constant W [{j}]: {via_const:?} vs input W {via_input:?}"
         );
+    }
+}
+
+#[test]
+fn gradient_of_a_batched_matmul_equals_the_sum_of_per_example_gradients() {
+    // d/dW sum(tanh(x W)) for x [4, 2, 3] and one W [3, 2]: the batch dims of x broadcast
+    // over W, so W's gradient sums the per-example gradients of the 2-D products.
+    let xs = randn(&[4, 2, 3], 1);
+    let wv = randn(&[3, 2], 2);
+    let grad_of = |x: Tensor| -> Tensor {
+        let mut g = Graph::new();
+        let x = g.constant(x);
+        let w = g.input("w", DType::F64, [3, 2]);
+        let y = g.matmul(x, w).unwrap();
+        let y = g.tanh(y).unwrap();
+        let l = g.sum_all(y).unwrap();
+        let d = pfor::autodiff::gradients(&mut g, &[l], &[w], None).unwrap();
+        run_once(&g, &d, &[(w, wv.clone())]).unwrap().remove(0)
+    };
+    let batched = grad_of(xs.clone());
+    let mut want = vec![0.0; 6];
+    for r in 0..4 {
+        let row = Tensor::from_vec(&[2, 3], xs.to_f64_vec()[6 * r..6 * r + 6].to_vec()).unwrap();
+        for (acc, v) in want.iter_mut().zip(grad_of(row).to_f64_vec()) {
+            *acc += v;
+        }
+    }
+    let got = batched.to_f64_vec();
+    assert_eq!(batched.shape(), &[3, 2]);
+    for (p, q) in got.iter().zip(&want) {
+        assert!((p - q).abs() < 1e-12, "{got:?} vs {want:?}");
     }
 }

@@ -15,7 +15,7 @@ pub fn cases() -> Vec<FdCase> {
         case("log_softmax axis 0", vec![randn(&[2, 3, 4], 6)], |g, x| Ok(vec![g.log_softmax(x[0], 0)?])).second(),
         // labels that do not sum to one: the rule must not assume they do
         case("softmax_cross_entropy", vec![randn(&[2, 3, 4], 7), unif(&[2, 3, 4], 0.0, 1.0, 8)], |g, x| {
-            Ok(vec![g.softmax_cross_entropy(x[0], x[1])?])
+            Ok(vec![g.softmax_cross_entropy(x[1], x[0])?])
         })
         .second(),
         case(
@@ -23,22 +23,28 @@ pub fn cases() -> Vec<FdCase> {
             vec![randn(&[2, 3, 4], 31), labels.clone()],
             |g, x| {
                 let l = super::fd::dyn_dims(g, x[0])?;
-                Ok(vec![g.sparse_softmax_cross_entropy(l, x[1])?])
+                Ok(vec![g.sparse_softmax_cross_entropy(x[1], l)?])
             },
         )
         .second(),
         case("sparse_softmax_cross_entropy", vec![randn(&[2, 3, 4], 9), labels], |g, x| {
-            Ok(vec![g.sparse_softmax_cross_entropy(x[0], x[1])?])
+            Ok(vec![g.sparse_softmax_cross_entropy(x[1], x[0])?])
         })
         .second(),
         case("sigmoid_cross_entropy", vec![randn(&[2, 5], 10), unif(&[2, 5], 0.0, 1.0, 11)], |g, x| {
-            Ok(vec![g.sigmoid_cross_entropy(x[0], x[1])?])
+            Ok(vec![g.sigmoid_cross_entropy(x[1], x[0])?])
         })
         .second(),
         case("l2_loss", vec![randn(&[3, 4], 12)], |g, x| Ok(vec![g.l2_loss(x[0])?])).second(),
         case("layer_norm", vec![randn(&[2, 3, 5], 13), randn(&[5], 14), randn(&[5], 15)], |g, x| {
             Ok(vec![g.layer_norm(x[0], x[1], x[2], 1e-3)?])
         })
+        .second(),
+        case(
+            "layer_norm broadcast gamma/beta",
+            vec![randn(&[2, 3, 5], 26), randn(&[3, 5], 27), randn(&[1], 28)],
+            |g, x| Ok(vec![g.layer_norm(x[0], x[1], x[2], 1e-3)?]),
+        )
         .second(),
         case(
             "batch_norm",
@@ -83,7 +89,7 @@ fn sparse_labels_get_no_gradient() {
     let mut g = Graph::new();
     let l = g.input("l", DType::F64, [2, 3]);
     let y = g.input("y", DType::I64, [2]);
-    let loss = g.sparse_softmax_cross_entropy(l, y).unwrap();
+    let loss = g.sparse_softmax_cross_entropy(y, l).unwrap();
     let s = g.sum_all(loss).unwrap();
     let d = pfor::autodiff::gradients_with(&mut g, &[s], &[l], None).unwrap();
     let lv = Tensor::from_vec(&[2, 3], vec![0.0f64, 0.0, 0.0, 1.0, 2.0, 3.0]).unwrap();

@@ -67,7 +67,7 @@ pub fn cases() -> Vec<FdCase> {
     }
     // A product containing an exact zero (the rule must not divide by it).
     let with_zero = map(&input_for(ReduceKind::Prod, 7), |x| if x.abs() < 0.7 { 0.0 } else { x });
-    v.push(case("reduce_prod with zeros", vec![with_zero], |g, x| Ok(vec![g.reduce_prod(x[0], &[2], false)?])));
+    v.push(case("reduce_prod with zeros", vec![with_zero], |g, x| Ok(vec![g.reduce_prod(x[0], Some(&[2]), false)?])));
     // Scans through exact zeros: one zero, two zeros, a zero first, a zero last (per line,
     // in both scan directions); first and second order.
     let zeros = Tensor::from_vec(
@@ -97,18 +97,20 @@ pub fn cases() -> Vec<FdCase> {
             .second(),
     );
     v.push(
-        case("reduce_prod with zeros, second order", vec![zeros], |g, x| Ok(vec![g.reduce_prod(x[0], &[1], false)?]))
-            .second(),
+        case("reduce_prod with zeros, second order", vec![zeros], |g, x| {
+            Ok(vec![g.reduce_prod(x[0], Some(&[1]), false)?])
+        })
+        .second(),
     );
     // Reductions feeding non-linear ops, so second derivatives see non-constant cotangents.
     v.push(
         case("softmax-like chain", vec![randn(&[3, 4], 8)], |g, x| {
-            let m = g.reduce_max(x[0], &[1], true)?;
+            let m = g.reduce_max(x[0], Some(&[1]), true)?;
             let d = g.sub(x[0], m)?;
-            let l = g.reduce_logsumexp(d, &[1], true)?;
+            let l = g.reduce_logsumexp(d, Some(&[1]), true)?;
             let s = g.sub(d, l)?;
             let s = g.exp(s)?;
-            let p = g.reduce_mean(s, &[0], false)?;
+            let p = g.reduce_mean(s, Some(&[0]), false)?;
             Ok(vec![g.square(p)?])
         })
         .second(),
@@ -127,7 +129,7 @@ fn reduce_derivatives_match_finite_differences() {
 fn max_shares_the_gradient_among_ties() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F64, [2, 3]);
-    let m = g.reduce_max(x, &[1], false).unwrap();
+    let m = g.reduce_max(x, Some(&[1]), false).unwrap();
     let l = g.sum_all(m).unwrap();
     let d = pfor::autodiff::gradients(&mut g, &[l], &[x], None).unwrap();
     let xv = Tensor::from_vec(&[2, 3], vec![1.0f64, 3.0, 3.0, 2.0, 2.0, 2.0]).unwrap();

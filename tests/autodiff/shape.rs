@@ -27,8 +27,8 @@ pub fn cases() -> Vec<FdCase> {
         case("transpose [1,0]", vec![x23()], |g, x| Ok(vec![g.transpose(x[0], &[1, 0])?])),
         case("expand_dims 1", vec![x23()], |g, x| sq(g, |g| g.expand_dims(x[0], 1))).second(),
         case("expand_dims -1", vec![x23()], |g, x| Ok(vec![g.expand_dims(x[0], -1)?])),
-        case("squeeze [1]", vec![randn(&[2, 1, 3], 3)], |g, x| sq(g, |g| g.squeeze(x[0], &[1]))).second(),
-        case("squeeze all", vec![randn(&[1, 3, 1], 4)], |g, x| Ok(vec![g.squeeze(x[0], &[])?])),
+        case("squeeze [1]", vec![randn(&[2, 1, 3], 3)], |g, x| sq(g, |g| g.squeeze(x[0], Some(&[1])))).second(),
+        case("squeeze all", vec![randn(&[1, 3, 1], 4)], |g, x| Ok(vec![g.squeeze(x[0], None)?])),
         case("broadcast_to [3] -> [2,3]", vec![randn(&[3], 5)], |g, x| sq(g, |g| g.broadcast_to(x[0], &[2, 3])))
             .second(),
         case("broadcast_to [2,1] -> [4,2,3]", vec![randn(&[2, 1], 6)], |g, x| {

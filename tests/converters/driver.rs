@@ -102,7 +102,7 @@ fn custom_converter_registered_through_the_public_api() {
 
 fn body_rows(g: &mut Graph, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
     let xi = g.gather(x, i, 0)?;
-    let s = g.reduce_sum(xi, &[0], false)?;
+    let s = g.reduce_sum(xi, Some(&[0]), false)?;
     let fi = g.cast(i, DType::F64)?;
     Ok(vec![g.mul(xi, s)?, g.add(s, fi)?])
 }
@@ -256,7 +256,7 @@ fn vectorized_map_and_map_fn_agree_with_broadcast_elems() {
     let b = g.constant(Tensor::randn_f64(&[3], 2).unwrap()); // in_axes None: broadcast
     let f = |g: &mut Graph, xs: &[ValueId]| -> Result<Vec<ValueId>> {
         let s = g.mul(xs[0], xs[1])?;
-        Ok(vec![g.reduce_sum(s, &[0], false)?])
+        Ok(vec![g.reduce_sum(s, Some(&[0]), false)?])
     };
     let axes = MapAxes::new().in_axes(&[Some(0), None]);
     let v = vectorized_map_axes(&mut g, f, &[a, b], &axes).unwrap();
@@ -272,11 +272,12 @@ fn vectorized_map_and_map_fn_agree_with_broadcast_elems() {
 fn pipeline_batches_examples_with_one_session() {
     let examples: Vec<Vec<Tensor>> = (0..7).map(|k| vec![f64t(&[2], &[k as f64, 1.0])]).collect();
     let types = [TensorType::new(DType::F64, [2])];
-    let batches: Vec<Vec<Tensor>> =
-        pipeline(examples, 3, &types, &PforOptions::strict(), |g, xs| Ok(vec![g.reduce_sum(xs[0], &[0], false)?]))
-            .unwrap()
-            .collect::<Result<_>>()
-            .unwrap();
+    let batches: Vec<Vec<Tensor>> = pipeline(examples, 3, &types, &PforOptions::strict(), |g, xs| {
+        Ok(vec![g.reduce_sum(xs[0], Some(&[0]), false)?])
+    })
+    .unwrap()
+    .collect::<Result<_>>()
+    .unwrap();
     assert_eq!(batches.len(), 3);
     assert_eq!(batches[0][0], f64t(&[3], &[1.0, 2.0, 3.0]));
     assert_eq!(batches[2][0], f64t(&[1], &[7.0]));

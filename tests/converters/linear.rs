@@ -78,3 +78,19 @@ fn an_invariant_weight_is_never_tiled() {
     let got = r[0].reshape(&[64, 768]).unwrap();
     pfor::tensor::assert_close(&got, &Tensor::from_array(want), 1e-3, 1e-3).unwrap();
 }
+
+#[test]
+fn matmul_of_any_rank_under_pfor() {
+    // per-iteration operands of every rank pattern; assert_oracle stacks each side or not
+    let cases: [(&[usize], &[usize]); 6] = [
+        (&[3], &[3]),
+        (&[3], &[3, 4]),
+        (&[2, 3], &[3]),
+        (&[5, 2, 3], &[3, 4]),
+        (&[2, 3], &[5, 3, 4]),
+        (&[3], &[2, 3, 4]),
+    ];
+    for (sa, sb) in cases {
+        assert_oracle(&[Spec::f64(sa), Spec::f64(sb)], &|g: &mut Graph, x: &[ValueId]| Ok(vec![g.matmul(x[0], x[1])?]));
+    }
+}

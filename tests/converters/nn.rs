@@ -18,9 +18,9 @@ fn bias_softmax_losses() {
         &[Spec::f64(&[2, 3]), Spec::uniform(DType::F64, &[2, 3], 0.0, 1.0), Spec::int(&[2], 0, 3)],
         &|g: &mut Graph, x: &[ValueId]| {
             Ok(vec![
-                g.softmax_cross_entropy(x[0], x[1])?,
-                g.sparse_softmax_cross_entropy(x[0], x[2])?,
-                g.sigmoid_cross_entropy(x[0], x[1])?,
+                g.softmax_cross_entropy(x[1], x[0])?,
+                g.sparse_softmax_cross_entropy(x[2], x[0])?,
+                g.sigmoid_cross_entropy(x[1], x[0])?,
             ])
         },
     );
@@ -29,6 +29,10 @@ fn bias_softmax_losses() {
 #[test]
 fn normalization_layers() {
     assert_oracle(&[Spec::f64(&[2, 4]), Spec::f64(&[4]), Spec::f64(&[4])], &|g: &mut Graph, x: &[ValueId]| {
+        Ok(vec![g.layer_norm(x[0], x[1], x[2], 1e-5)?])
+    });
+    // gamma / beta broadcast like Keras ([1, C] and [T, C])
+    assert_oracle(&[Spec::f64(&[2, 4]), Spec::f64(&[1, 4]), Spec::f64(&[2, 4])], &|g: &mut Graph, x: &[ValueId]| {
         Ok(vec![g.layer_norm(x[0], x[1], x[2], 1e-5)?])
     });
     assert_oracle(

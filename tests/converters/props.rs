@@ -87,9 +87,9 @@ proptest! {
         let axis = (axes_mask as i64 % r) - if neg { r } else { 0 };
         run(&[Spec::f64(&s)], &st, n, dynamic, seed, &|g: &mut Graph, x: &[ValueId]| {
             Ok(vec![
-                g.reduce_sum(x[0], &axes, keep)?,
-                g.reduce_max(x[0], &axes, keep)?,
-                g.reduce_mean(x[0], &axes, keep)?,
+                g.reduce_sum(x[0], Some(&axes), keep)?,
+                g.reduce_max(x[0], Some(&axes), keep)?,
+                g.reduce_mean(x[0], Some(&axes), keep)?,
                 g.argmax(x[0], axis)?,
                 g.cumsum(x[0], axis, keep, neg)?,
                 g.softmax(x[0], axis)?,
@@ -119,7 +119,7 @@ proptest! {
                 g.transpose(x[0], &perm)?,
                 g.reshape(x[0], &[total as i64])?,
                 g.reshape(x[0], &[-1, *s.last().unwrap_or(&1) as i64])?,
-                g.squeeze(e, &[ax])?,
+                g.squeeze(e, Some(&[ax]))?,
                 g.tile(x[0], &mult)?,
             ])
         })?;

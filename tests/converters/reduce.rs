@@ -10,16 +10,16 @@ fn reductions_over_axis_sets() {
         for keep in [false, true] {
             assert_oracle(&[Spec::f64(&[2, 3, 4])], &|g: &mut Graph, x: &[ValueId]| {
                 Ok(vec![
-                    g.reduce_sum(x[0], axes, keep)?,
-                    g.reduce_mean(x[0], axes, keep)?,
-                    g.reduce_max(x[0], axes, keep)?,
-                    g.reduce_min(x[0], axes, keep)?,
-                    g.reduce_prod(x[0], axes, keep)?,
-                    g.reduce_logsumexp(x[0], axes, keep)?,
+                    g.reduce_sum(x[0], Some(axes), keep)?,
+                    g.reduce_mean(x[0], Some(axes), keep)?,
+                    g.reduce_max(x[0], Some(axes), keep)?,
+                    g.reduce_min(x[0], Some(axes), keep)?,
+                    g.reduce_prod(x[0], Some(axes), keep)?,
+                    g.reduce_logsumexp(x[0], Some(axes), keep)?,
                 ])
             });
             assert_oracle(&[Spec::bool(&[2, 3, 4])], &|g: &mut Graph, x: &[ValueId]| {
-                Ok(vec![g.reduce_all(x[0], axes, keep)?, g.reduce_any(x[0], axes, keep)?])
+                Ok(vec![g.reduce_all(x[0], Some(axes), keep)?, g.reduce_any(x[0], Some(axes), keep)?])
             });
         }
     }

@@ -14,8 +14,8 @@ fn reshape_transpose_expand_squeeze() {
             g.transpose(x[0], &[2, 0, 1])?,
             g.expand_dims(x[0], 0)?,
             g.expand_dims(x[0], -1)?,
-            g.squeeze(x[0], &[2])?,
-            g.squeeze(x[0], &[])?,
+            g.squeeze(x[0], Some(&[2]))?,
+            g.squeeze(x[0], None)?,
             g.identity(x[0])?,
             g.stop_gradient(x[0])?,
         ])

@@ -16,6 +16,33 @@ fn feeds_by_value_and_name() {
 }
 
 #[test]
+fn outputs_by_fetched_value_and_by_name() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2]);
+    let e = g.exp(x).unwrap();
+    let n = g.neg(x).unwrap();
+    let s = g.sum_all(x).unwrap();
+    let feed = [(x, f64t(&[2], &[0.0, 1.0]))];
+    // by the ValueId fetched, whatever its position
+    let mut sess = Session::new(&g, &[e, n]).unwrap();
+    let out = sess.run_fetched(&feed).unwrap();
+    assert_eq!(out.get(n).unwrap(), &f64t(&[2], &[-0.0, -1.0]));
+    assert_eq!(out.get(e).unwrap(), &f64t(&[2], &[1.0, std::f64::consts::E]));
+    let err = out.get(s).unwrap_err().to_string();
+    assert!(err.contains("was not fetched") && err.contains(&s.to_string()), "{err}");
+    // by name, and as a map
+    let mut sess = Session::named(&g, &[("sum", s), ("neg", n)]).unwrap();
+    let out = sess.run_fetched(&feed).unwrap();
+    assert_eq!(out.by_name("sum").unwrap(), &f64t(&[], &[1.0]));
+    assert!(out.by_name("exp").unwrap_err().to_string().contains("no fetch named 'exp'"));
+    let map = out.into_map();
+    assert_eq!(map["neg"], f64t(&[2], &[-0.0, -1.0]));
+    assert_eq!(map.len(), 2);
+    let err = Session::named(&g, &[("a", s), ("a", n)]).err().unwrap().to_string();
+    assert!(err.contains("'a' is given twice"), "{err}");
+}
+
+#[test]
 fn feed_errors_are_clear() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [2]);

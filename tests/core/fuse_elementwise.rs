@@ -106,9 +106,9 @@ fn bias_moves_through_a_split_only_when_nothing_else_needs_it() {
             _ => g.split(y, 1, &[h, 3 * h]).unwrap(),
         };
         match case {
-            0 => fetches.push(g.reduce_sum(y, &[1], false).unwrap()),
+            0 => fetches.push(g.reduce_sum(y, Some(&[1]), false).unwrap()),
             1 => fetches.push(y),
-            3 => fetches.extend(pieces.iter().map(|&p| g.reduce_sum(p, &[1], false).unwrap())),
+            3 => fetches.extend(pieces.iter().map(|&p| g.reduce_sum(p, Some(&[1]), false).unwrap())),
             _ => {}
         }
         if case != 3 {
@@ -186,7 +186,7 @@ fn fetched_and_outside_read_members_are_produced() {
     let (mut g, [z, c, b], h2, c2) = lstm_cell(6, 16);
     // an outside reader of a member (a reduction) and a later member reading it back: the
     // reader runs between them, so they cannot share one step
-    let s = g.reduce_sum(c2, &[1], true).unwrap();
+    let s = g.reduce_sum(c2, Some(&[1]), true).unwrap();
     let y = g.mul(h2, s).unwrap();
     let feeds = [
         (z, Tensor::randn(&[6, 64], 1).unwrap()),
@@ -316,7 +316,7 @@ proptest! {
                 g.binary(BINARY[op.b % BINARY.len()], x, y).unwrap()
             } else {
                 // a non-elementwise reader between members
-                let s = g.reduce_sum(a, &[1], true).unwrap();
+                let s = g.reduce_sum(a, Some(&[1]), true).unwrap();
                 g.mul(s, a).unwrap()
             };
             vals.push(v);

@@ -10,5 +10,6 @@ mod options;
 mod pretranspose;
 mod random_graphs;
 mod standalone;
+mod surface;
 mod tensor;
 mod workers;

@@ -60,6 +60,12 @@ fn allclose_and_assert_close() {
 }
 
 #[test]
+fn assert_close_failures_print_the_tolerances() {
+    let e = pfor::tensor::assert_close(&f64t(&[1], &[1.0]), &f64t(&[1], &[1.5]), 1e-3, 2e-4).unwrap_err().to_string();
+    assert!(e.contains("rtol = 1e-3") && e.contains("atol = 2e-4") && e.contains("|diff| = 5e-1"), "{e}");
+}
+
+#[test]
 fn gemm_kernel_matches_naive() {
     use pfor::kernels::gemm::gemm;
     let (m, k, n) = (5, 7, 3);

@@ -26,7 +26,7 @@ fn two_gemms() -> (Graph, ValueId, Vec<ValueId>) {
     let h = g.matmul(x, w1).unwrap();
     let h = g.tanh(h).unwrap();
     let y = g.matmul(h, w2).unwrap();
-    let s = g.reduce_sum(y, &[0], false).unwrap();
+    let s = g.reduce_sum(y, Some(&[0]), false).unwrap();
     (g, x, vec![y, s])
 }
 

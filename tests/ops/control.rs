@@ -71,7 +71,7 @@ fn while_loop_body_must_preserve_carry_types() {
             &[x],
             &[],
             |g, a| {
-                let s = g.reduce_sum(a[0], &[0], false)?;
+                let s = g.reduce_sum(a[0], Some(&[0]), false)?;
                 let z = g.scalar_like(s, 0.0)?;
                 g.less(s, z)
             },

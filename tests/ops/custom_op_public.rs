@@ -113,7 +113,7 @@ impl CustomOp for SumSquares {
         let Some(t) = cx.t(0) else { return Ok(vec![None]) };
         let two_x = cx.g.mul_scalar(cx.x(0), 2.0)?;
         let p = cx.g.mul(two_x, t)?;
-        Ok(vec![Some(cx.g.reduce_sum(p, &[self.axis], false)?)])
+        Ok(vec![Some(cx.g.reduce_sum(p, Some(&[self.axis]), false)?)])
     }
 }
 
@@ -239,7 +239,7 @@ fn derivatives_of_a_custom_op_vectorize() {
     let out = pfor::vectorize::pfor_with(&mut g, 5, &PforOptions::strict(), |g, i| {
         let xi = g.gather(x, i, 0)?;
         let y = g.add_op(custom(Cube), &[xi])?;
-        let s = g.reduce_sum(y, &[0], false)?;
+        let s = g.reduce_sum(y, Some(&[0]), false)?;
         pfor::autodiff::gradients(g, &[s], &[xi], None)
     })
     .unwrap();

@@ -347,3 +347,90 @@ fn outer_products_exact_small_and_streamed() {
     check::<f32>(4, 2049, 2053, DType::F32); // 67.3 MB
     check::<f64>(2, 2049, 2053, DType::F64); // 67.3 MB
 }
+
+/// numpy `matmul` the slow way: promote rank-1 operands, then a loop of 2-D products over
+/// the broadcast batch, then drop the promoted dims.
+fn loop_matmul(a: &Tensor, b: &Tensor) -> Tensor {
+    let (mut sa, mut sb) = (a.shape().to_vec(), b.shape().to_vec());
+    let (va, vb) = (sa.len() == 1, sb.len() == 1);
+    if va {
+        sa.insert(0, 1);
+    }
+    if vb {
+        sb.push(1);
+    }
+    let (ra, rb) = (sa.len(), sb.len());
+    let (m, k, n) = (sa[ra - 2], sa[ra - 1], sb[rb - 1]);
+    let r = ra.max(rb) - 2;
+    let pad = |s: &[usize]| -> Vec<usize> {
+        std::iter::repeat_n(1, r + 2 - s.len()).chain(s[..s.len() - 2].iter().copied()).collect()
+    };
+    let (ba, bb) = (pad(&sa), pad(&sb));
+    let batch: Vec<usize> = ba.iter().zip(&bb).map(|(&x, &y)| x.max(y)).collect();
+    let (xa, xb) = (a.to_f64_vec(), b.to_f64_vec());
+    let flat =
+        |bs: &[usize], idx: &[usize]| idx.iter().zip(bs).fold(0, |acc, (&i, &d)| acc * d + if d == 1 { 0 } else { i });
+    let mut out = Vec::new();
+    for t in 0..batch.iter().product::<usize>() {
+        let mut idx = vec![0; r];
+        let mut rest = t;
+        for d in (0..r).rev() {
+            idx[d] = rest % batch[d];
+            rest /= batch[d];
+        }
+        let (oa, ob) = (flat(&ba, &idx) * m * k, flat(&bb, &idx) * k * n);
+        for i in 0..m {
+            for j in 0..n {
+                out.push((0..k).map(|l| xa[oa + i * k + l] * xb[ob + l * n + j]).sum::<f64>());
+            }
+        }
+    }
+    let mut shape = batch;
+    if !va {
+        shape.push(m);
+    }
+    if !vb {
+        shape.push(n);
+    }
+    f64t(&shape, &out)
+}
+
+#[test]
+fn matmul_of_any_rank_matches_a_loop_of_2d_products() {
+    let cases: [(&[usize], &[usize]); 10] = [
+        (&[3], &[3]),
+        (&[3], &[3, 4]),
+        (&[2, 3], &[3]),
+        (&[2, 3], &[3, 4]),
+        (&[5, 2, 3], &[3, 4]),
+        (&[2, 3], &[5, 3, 4]),
+        (&[5, 1, 2, 3], &[4, 3, 2]),
+        (&[3], &[5, 3, 4]),
+        (&[5, 2, 3], &[3]),
+        (&[2, 1, 2, 3], &[1, 6, 3, 1]),
+    ];
+    for (i, (sa, sb)) in cases.into_iter().enumerate() {
+        let a = Tensor::randn_f64(sa, 2 * i as u64).unwrap();
+        let b = Tensor::randn_f64(sb, 2 * i as u64 + 1).unwrap();
+        let got = apply2(a.clone(), b.clone(), |g, x, y| g.matmul(x, y));
+        assert_close(&got, &loop_matmul(&a, &b), 1e-12);
+    }
+    // transpose flags act on the last two dims of a batch; a vector ignores its flag
+    let a = Tensor::randn_f64(&[4, 3, 2], 30).unwrap();
+    let b = Tensor::randn_f64(&[3], 31).unwrap();
+    let got = apply2(a.clone(), b.clone(), |g, x, y| g.matmul_t(x, y, true, true));
+    let at = apply1(a, |g, x| g.transpose(x, &[0, 2, 1]));
+    assert_close(&got, &loop_matmul(&at, &b), 1e-12);
+}
+
+#[test]
+fn matmul_of_any_rank_errors_name_the_shapes() {
+    let mut g = Graph::new();
+    let s = g.input("s", DType::F64, [0usize; 0]);
+    let v = g.input("v", DType::F64, [3]);
+    let w = g.input("w", DType::F64, [2, 4, 5]);
+    let e = g.matmul(s, v).unwrap_err().to_string();
+    assert!(e.contains("matmul") && e.contains("rank >= 1"), "{e}");
+    let e = g.matmul(v, w).unwrap_err().to_string();
+    assert!(e.contains("matmul") && e.contains("[3]") && e.contains("[2,4,5]"), "{e}");
+}

@@ -50,9 +50,9 @@ fn softmax_large_logits_are_stable() {
         // Cross-entropies with huge logits stay finite.
         let logits = f64t(&[1, 3], &[1000.0, 1001.0, 1002.0]).cast(dt);
         let onehot = f64t(&[1, 3], &[1.0, 0.0, 0.0]).cast(dt);
-        let got = apply(vec![logits.clone(), onehot], |g, v| g.softmax_cross_entropy(v[0], v[1]));
+        let got = apply(vec![logits.clone(), onehot], |g, v| g.softmax_cross_entropy(v[1], v[0]));
         assert_close(&got, &f64t(&[1], &[-LSM123[0]]).cast(dt), 1e-4);
-        let got = apply(vec![logits, i64t(&[1], &[1])], |g, v| g.sparse_softmax_cross_entropy(v[0], v[1]));
+        let got = apply(vec![logits, i64t(&[1], &[1])], |g, v| g.sparse_softmax_cross_entropy(v[1], v[0]));
         assert_close(&got, &f64t(&[1], &[-LSM123[1]]).cast(dt), 1e-4);
     });
 }
@@ -89,17 +89,17 @@ fn softmax_cross_entropy_values() {
         // One-hot labels give -log p; soft labels a weighted sum.
         let labels = f64t(&[3, 3], &[0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.5, 0.0, 0.5]).cast(dt);
         let want = f64t(&[3], &[-LSM123[2], -LSM123[0], -0.5 * (LSM123[2] + LSM123[1])]).cast(dt);
-        assert_close(&apply(vec![logits, labels], |g, v| g.softmax_cross_entropy(v[0], v[1])), &want, tol);
+        assert_close(&apply(vec![logits, labels], |g, v| g.softmax_cross_entropy(v[1], v[0])), &want, tol);
     });
     // Rank 1 logits give a scalar loss; a -inf logit with zero label is harmless.
     let logits = f64t(&[4], &[1.0, 2.0, 3.0, f64::NEG_INFINITY]);
     let labels = f64t(&[4], &[0.0, 1.0, 0.0, 0.0]);
-    let got = apply(vec![logits, labels], |g, v| g.softmax_cross_entropy(v[0], v[1]));
+    let got = apply(vec![logits, labels], |g, v| g.softmax_cross_entropy(v[1], v[0]));
     assert_close(&got, &f64t(&[], &[-LSM123[1]]), 1e-12);
     // Batch [2, 1] of 3 classes.
     let logits = f64t(&[2, 1, 3], &[1.0, 2.0, 3.0, 2.0, 3.0, 1.0]);
     let labels = f64t(&[2, 1, 3], &[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
-    let got = apply(vec![logits, labels], |g, v| g.softmax_cross_entropy(v[0], v[1]));
+    let got = apply(vec![logits, labels], |g, v| g.softmax_cross_entropy(v[1], v[0]));
     assert_close(&got, &f64t(&[2, 1], &[-LSM123[0], -LSM123[1]]), 1e-12);
 }
 
@@ -109,13 +109,13 @@ fn sparse_softmax_cross_entropy_values() {
         let logits = f64t(&[3, 3], &[1.0, 2.0, 3.0, 3.0, 2.0, 1.0, 2.0, 3.0, 1.0]).cast(dt);
         let labels = i64t(&[3], &[2, 1, 2]);
         let want = f64t(&[3], &[-LSM123[2], -LSM123[1], -LSM123[0]]).cast(dt);
-        assert_close(&apply(vec![logits, labels], |g, v| g.sparse_softmax_cross_entropy(v[0], v[1])), &want, tol);
+        assert_close(&apply(vec![logits, labels], |g, v| g.sparse_softmax_cross_entropy(v[1], v[0])), &want, tol);
     });
     let got =
-        apply(vec![f64t(&[3], &[1.0, 2.0, 3.0]), i64t(&[], &[0])], |g, v| g.sparse_softmax_cross_entropy(v[0], v[1]));
+        apply(vec![f64t(&[3], &[1.0, 2.0, 3.0]), i64t(&[], &[0])], |g, v| g.sparse_softmax_cross_entropy(v[1], v[0]));
     assert_close(&got, &f64t(&[], &[-LSM123[0]]), 1e-12);
     // Empty batch.
-    let got = apply(vec![f64t(&[0, 3], &[]), i64t(&[0], &[])], |g, v| g.sparse_softmax_cross_entropy(v[0], v[1]));
+    let got = apply(vec![f64t(&[0, 3], &[]), i64t(&[0], &[])], |g, v| g.sparse_softmax_cross_entropy(v[1], v[0]));
     assert_eq!(got, f64t(&[0], &[]));
 }
 
@@ -123,7 +123,7 @@ fn sparse_softmax_cross_entropy_values() {
 fn sparse_label_out_of_range_is_a_runtime_error() {
     for bad in [3i64, -1] {
         let e = try_apply(vec![f64t(&[2, 3], &[0.0; 6]), i64t(&[2], &[0, bad])], |g, v| {
-            g.sparse_softmax_cross_entropy(v[0], v[1])
+            g.sparse_softmax_cross_entropy(v[1], v[0])
         })
         .unwrap_err();
         assert!(
@@ -142,12 +142,12 @@ fn sigmoid_cross_entropy_values() {
         let z = f64t(&[2, 2], &[0.5, 1.0, 0.0, 0.25]).cast(dt);
         // z * -log(s(x)) + (1 - z) * -log(1 - s(x)), with 1 - s(x) = s(-x).
         let want = f64t(&[2, 2], &[2f64.ln(), l(2.0), l(3.0), 0.25 * l(1.0) + 0.75 * l(-1.0)]).cast(dt);
-        assert_close(&apply(vec![x, z], |g, v| g.sigmoid_cross_entropy(v[0], v[1])), &want, tol);
+        assert_close(&apply(vec![x, z], |g, v| g.sigmoid_cross_entropy(v[1], v[0])), &want, tol);
         // Large logits: no overflow.
         let x = f64t(&[3], &[1000.0, -1000.0, 1000.0]).cast(dt);
         let z = f64t(&[3], &[0.0, 1.0, 1.0]).cast(dt);
         let want = f64t(&[3], &[1000.0, 1000.0, 0.0]).cast(dt);
-        assert_close(&apply(vec![x, z], |g, v| g.sigmoid_cross_entropy(v[0], v[1])), &want, tol);
+        assert_close(&apply(vec![x, z], |g, v| g.sigmoid_cross_entropy(v[1], v[0])), &want, tol);
     });
 }
 
@@ -233,7 +233,7 @@ fn bias_add_values() {
 fn empty_rows_and_large_parallel_rows() {
     assert_eq!(apply1(f64t(&[0, 3], &[]), |g, x| g.softmax(x, -1)), f64t(&[0, 3], &[]));
     assert_eq!(apply1(f64t(&[2, 0], &[]), |g, x| g.log_softmax(x, 1)), f64t(&[2, 0], &[]));
-    let got = apply(vec![f64t(&[2, 0], &[]), f64t(&[2, 0], &[])], |g, v| g.softmax_cross_entropy(v[0], v[1]));
+    let got = apply(vec![f64t(&[2, 0], &[]), f64t(&[2, 0], &[])], |g, v| g.softmax_cross_entropy(v[1], v[0]));
     assert_eq!(got, f64t(&[2], &[0.0, 0.0]));
     // Above the parallel threshold: every row of a constant-row tensor has the uniform softmax.
     let rows = pfor::ops::unary::PAR_THRESHOLD / 4 + 1;
@@ -268,14 +268,14 @@ fn nn_build_errors_name_the_op() {
     assert!(matches!(g.bias_add(x, x32).unwrap_err().root(), Error::DType { got: DType::F32, .. }));
     assert!(matches!(g.bias_add(s, b3).unwrap_err().root(), Error::Shape { .. }));
 
-    let e = g.softmax_cross_entropy(x, b3).unwrap_err();
+    let e = g.softmax_cross_entropy(b3, x).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "softmax_cross_entropy"), "{e}");
-    let e = g.sparse_softmax_cross_entropy(x, b2).unwrap_err();
+    let e = g.sparse_softmax_cross_entropy(b2, x).unwrap_err();
     assert!(matches!(e.root(), Error::DType { op, got: DType::F64, .. } if op == "sparse_softmax_cross_entropy"));
     let l3 = g.constant(i64t(&[3], &[0; 3]));
-    let e = g.sparse_softmax_cross_entropy(x, l3).unwrap_err();
+    let e = g.sparse_softmax_cross_entropy(l3, x).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "sparse_softmax_cross_entropy"), "{e}");
-    let e = g.sigmoid_cross_entropy(x, b3).unwrap_err();
+    let e = g.sigmoid_cross_entropy(b3, x).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "sigmoid_cross_entropy"), "{e}");
     assert!(matches!(g.l2_loss(xi).unwrap_err().root(), Error::DType { op, .. } if op == "l2_loss"));
 
@@ -308,7 +308,7 @@ fn dynamic_dims_are_checked_at_run_time() {
     let mut g = Graph::new();
     let logits = g.input("l", DType::F32, [Dim::unknown(), Dim::fixed(2)]);
     let labels = g.input("z", DType::I64, [Dim::unknown()]);
-    let y = g.sparse_softmax_cross_entropy(logits, labels).unwrap();
+    let y = g.sparse_softmax_cross_entropy(labels, logits).unwrap();
     let e = run_recorded(&g, &[y], &[(logits, f32t(&[2, 2], &[0.0; 4])), (labels, i64t(&[3], &[0; 3]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "sparse_softmax_cross_entropy"), "{e}");
 }
@@ -321,4 +321,48 @@ fn nn_display() {
     let z = g.layer_norm(x, x, x, 0.5).unwrap();
     assert_eq!(g.node(y.node).unwrap().op.to_string(), "softmax{axis=-1}");
     assert_eq!(g.node(z.node).unwrap().op.to_string(), "layer_norm{epsilon=0.5}");
+}
+
+#[test]
+fn cross_entropies_take_labels_then_logits() {
+    // labels one-hot on class 1, logits [1, 2, 3]: the loss is -log_softmax(logits)[1]
+    // (the swapped call, -sum(logits * log_softmax(labels)), is a different number)
+    let labels = f64t(&[3], &[0.0, 1.0, 0.0]);
+    let logits = f64t(&[3], &[1.0, 2.0, 3.0]);
+    let want = f64t(&[], &[-LSM123[1]]);
+    let got = apply(vec![labels.clone(), logits.clone()], |g, v| g.softmax_cross_entropy(v[0], v[1]));
+    assert_close(&got, &want, 1e-12);
+    let got = apply(vec![i64t(&[], &[1]), logits.clone()], |g, v| g.sparse_softmax_cross_entropy(v[0], v[1]));
+    assert_close(&got, &want, 1e-12);
+    // sigmoid: labels z, logits x: max(x, 0) - x z + log1p(exp(-|x|)); at z = 1, x = 2: log1p(e^-2)
+    let got = apply(vec![f64t(&[], &[1.0]), f64t(&[], &[2.0])], |g, v| g.sigmoid_cross_entropy(v[0], v[1]));
+    assert_close(&got, &f64t(&[], &[(-2.0f64).exp().ln_1p()]), 1e-12);
+}
+
+#[test]
+fn layer_norm_broadcasts_gamma_and_beta_like_keras() {
+    // x [2, 3]; gamma / beta of shapes [], [1], [3], [1, 3], [2, 3] against the explicit formula
+    let x = f64t(&[2, 3], &[1.0, 2.0, 3.0, 4.0, 6.0, 11.0]);
+    let xhat = apply(vec![x.clone(), f64t(&[3], &[1.0; 3]), f64t(&[3], &[0.0; 3])], |g, v| {
+        g.layer_norm(v[0], v[1], v[2], 1e-3)
+    });
+    let shapes: [&[usize]; 5] = [&[], &[1], &[3], &[1, 3], &[2, 3]];
+    for (i, gs) in shapes.iter().enumerate() {
+        let bs = shapes[(i + 2) % shapes.len()];
+        let gamma = Tensor::randn_f64(gs, i as u64).unwrap();
+        let beta = Tensor::randn_f64(bs, 10 + i as u64).unwrap();
+        let got = apply(vec![x.clone(), gamma.clone(), beta.clone()], |g, v| g.layer_norm(v[0], v[1], v[2], 1e-3));
+        let want = apply(vec![xhat.clone(), gamma, beta], |g, v| {
+            let m = g.mul(v[0], v[1])?;
+            g.add(m, v[2])
+        });
+        assert_close(&got, &want, 1e-12);
+    }
+    // a parameter that would grow x's shape is an error naming both shapes
+    let mut g = Graph::new();
+    let xv = g.constant(x);
+    let big = g.constant(f64t(&[4, 1, 3], &[1.0; 12]));
+    let b3 = g.constant(f64t(&[3], &[0.0; 3]));
+    let e = g.layer_norm(xv, big, b3, 1e-3).unwrap_err().to_string();
+    assert!(e.contains("layer_norm") && e.contains("gamma") && e.contains("[4,1,3]") && e.contains("[2,3]"), "{e}");
 }

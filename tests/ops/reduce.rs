@@ -30,14 +30,14 @@ fn grid(shape: &[usize], f: &dyn Fn(&[usize]) -> f64) -> Vec<f64> {
 
 fn red(k: ReduceKind, x: Tensor, axes: &[i64], keep: bool) -> Tensor {
     apply1(x, |g, x| match k {
-        ReduceKind::Sum => g.reduce_sum(x, axes, keep),
-        ReduceKind::Mean => g.reduce_mean(x, axes, keep),
-        ReduceKind::Prod => g.reduce_prod(x, axes, keep),
-        ReduceKind::Max => g.reduce_max(x, axes, keep),
-        ReduceKind::Min => g.reduce_min(x, axes, keep),
-        ReduceKind::All => g.reduce_all(x, axes, keep),
-        ReduceKind::Any => g.reduce_any(x, axes, keep),
-        ReduceKind::LogSumExp => g.reduce_logsumexp(x, axes, keep),
+        ReduceKind::Sum => g.reduce_sum(x, Some(axes), keep),
+        ReduceKind::Mean => g.reduce_mean(x, Some(axes), keep),
+        ReduceKind::Prod => g.reduce_prod(x, Some(axes), keep),
+        ReduceKind::Max => g.reduce_max(x, Some(axes), keep),
+        ReduceKind::Min => g.reduce_min(x, Some(axes), keep),
+        ReduceKind::All => g.reduce_all(x, Some(axes), keep),
+        ReduceKind::Any => g.reduce_any(x, Some(axes), keep),
+        ReduceKind::LogSumExp => g.reduce_logsumexp(x, Some(axes), keep),
         _ => unreachable!(),
     })
 }
@@ -231,6 +231,30 @@ fn sum_all_and_mean_all() {
     assert_eq!(g.shape(y).unwrap(), Shape::scalar());
 }
 
+/// A reduction builder (`Graph::reduce_sum`, …).
+type Reduction = fn(&mut Graph, ValueId, Option<&[i64]>, bool) -> Result<ValueId>;
+
+#[test]
+fn every_reduction_takes_none_for_all_axes() {
+    // x[i,j,k] = 12i + 4j + k over [2, 3, 4]: one call each, `None` = every axis
+    let x = ar(DType::F64);
+    let all = |f: Reduction, x: Tensor, keep: bool| apply1(x, |g, v| f(g, v, None, keep));
+    assert_eq!(all(Graph::reduce_sum, x.clone(), false), f64t(&[], &[276.0]));
+    assert_eq!(all(Graph::reduce_mean, x.clone(), false), f64t(&[], &[11.5]));
+    assert_eq!(all(Graph::reduce_max, x.clone(), false), f64t(&[], &[23.0]));
+    assert_eq!(all(Graph::reduce_min, x.clone(), true), f64t(&[1, 1, 1], &[0.0]));
+    let p = all(Graph::reduce_prod, f64t(&[2, 2], &[1.0, 2.0, 3.0, 4.0]), false);
+    assert_eq!(p, f64t(&[], &[24.0]));
+    let lse = all(Graph::reduce_logsumexp, f64t(&[2], &[0.0, 0.0]), false);
+    assert_close(&lse, &f64t(&[], &[2f64.ln()]), 1e-15);
+    let b = boolt(&[2, 2], &[true, false, true, true]);
+    assert_eq!(all(Graph::reduce_all, b.clone(), false), boolt(&[], &[false]));
+    assert_eq!(all(Graph::reduce_any, b, true), boolt(&[1, 1], &[true]));
+    // `None` is the explicit list of every axis; `Some(&[])` stays the identity
+    assert_eq!(apply1(x.clone(), |g, v| g.reduce_max(v, Some(&[0, 1, 2]), false)), f64t(&[], &[23.0]));
+    assert_eq!(apply1(x.clone(), |g, v| g.reduce_max(v, Some(&[]), false)), x);
+}
+
 #[test]
 fn reductions_of_empty_tensors() {
     let inf = f64::INFINITY;
@@ -419,7 +443,7 @@ fn scans_of_empty_tensors_and_shared_inputs() {
     let mut g = Graph::new();
     let x = g.constant(i64t(&[3], &[1, 2, 3]));
     let y = g.cumsum(x, 0, false, false).unwrap();
-    let z = g.reduce_sum(x, &[0], false).unwrap();
+    let z = g.reduce_sum(x, Some(&[0]), false).unwrap();
     let out = eval(&g, &[y, x, z]);
     assert_eq!(out[0], i64t(&[3], &[1, 3, 6]));
     assert_eq!(out[1], i64t(&[3], &[1, 2, 3]));
@@ -430,9 +454,9 @@ fn scans_of_empty_tensors_and_shared_inputs() {
 fn dynamic_dims_are_reduced_or_kept_as_one() {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [Dim::dynamic("n"), Dim::fixed(3)]);
-    let a = g.reduce_sum(x, &[0], false).unwrap();
-    let b = g.reduce_max(x, &[0], true).unwrap();
-    let c = g.reduce_mean(x, &[1], true).unwrap();
+    let a = g.reduce_sum(x, Some(&[0]), false).unwrap();
+    let b = g.reduce_max(x, Some(&[0]), true).unwrap();
+    let c = g.reduce_mean(x, Some(&[1]), true).unwrap();
     let d = g.cumsum(x, 0, true, false).unwrap();
     let e = g.argmax(x, 1).unwrap();
     assert_eq!(g.shape(a).unwrap(), Shape::fixed(&[3]));
@@ -453,9 +477,9 @@ fn dynamic_dims_are_reduced_or_kept_as_one() {
 fn axis_errors_name_the_op() {
     let mut g = Graph::new();
     let x = g.constant(ar(DType::F32));
-    let e = g.reduce_sum(x, &[3], false).unwrap_err();
+    let e = g.reduce_sum(x, Some(&[3]), false).unwrap_err();
     assert!(matches!(e.root(), Error::Axis { op, axis: 3, rank: 3 } if op == "reduce_sum"), "{e}");
-    let e = g.reduce_max(x, &[0, -4], true).unwrap_err();
+    let e = g.reduce_max(x, Some(&[0, -4]), true).unwrap_err();
     assert!(matches!(e.root(), Error::Axis { op, axis: -4, rank: 3 } if op == "reduce_max"), "{e}");
     let e = g.argmin(x, 3).unwrap_err();
     assert!(matches!(e.root(), Error::Axis { op, axis: 3, .. } if op == "argmin"), "{e}");
@@ -466,7 +490,7 @@ fn axis_errors_name_the_op() {
     assert!(matches!(e.root(), Error::Axis { op, rank: 0, .. } if op == "argmax"), "{e}");
     // Duplicate axes (also when spelled differently).
     for axes in [&[1, 1][..], &[0, -3][..], &[2, 0, -1][..]] {
-        let e = g.reduce_mean(x, axes, false).unwrap_err();
+        let e = g.reduce_mean(x, Some(axes), false).unwrap_err();
         assert!(matches!(e.root(), Error::Shape { op, .. } if op == "reduce_mean"), "{e}");
         assert!(e.to_string().contains("reduce_mean"), "{e}");
     }
@@ -482,14 +506,14 @@ fn dtype_and_arity_errors_name_the_op() {
         let e = r.unwrap_err();
         assert!(matches!(e.root(), Error::DType { op, got: gd, .. } if op == name && *gd == got), "{name}: {e}");
     };
-    dt_err(g.reduce_mean(i, &[0], false), "reduce_mean", DType::I64);
-    dt_err(g.reduce_logsumexp(i, &[], false), "reduce_logsumexp", DType::I64);
-    dt_err(g.reduce_all(f, &[0], false), "reduce_all", DType::F32);
-    dt_err(g.reduce_any(i, &[0], false), "reduce_any", DType::I64);
-    dt_err(g.reduce_sum(b, &[0], false), "reduce_sum", DType::Bool);
-    dt_err(g.reduce_prod(b, &[0], false), "reduce_prod", DType::Bool);
-    dt_err(g.reduce_max(b, &[0], false), "reduce_max", DType::Bool);
-    dt_err(g.reduce_min(b, &[0], false), "reduce_min", DType::Bool);
+    dt_err(g.reduce_mean(i, Some(&[0]), false), "reduce_mean", DType::I64);
+    dt_err(g.reduce_logsumexp(i, Some(&[]), false), "reduce_logsumexp", DType::I64);
+    dt_err(g.reduce_all(f, Some(&[0]), false), "reduce_all", DType::F32);
+    dt_err(g.reduce_any(i, Some(&[0]), false), "reduce_any", DType::I64);
+    dt_err(g.reduce_sum(b, Some(&[0]), false), "reduce_sum", DType::Bool);
+    dt_err(g.reduce_prod(b, Some(&[0]), false), "reduce_prod", DType::Bool);
+    dt_err(g.reduce_max(b, Some(&[0]), false), "reduce_max", DType::Bool);
+    dt_err(g.reduce_min(b, Some(&[0]), false), "reduce_min", DType::Bool);
     dt_err(g.argmax(b, 0), "argmax", DType::Bool);
     dt_err(g.argmin(b, 0), "argmin", DType::Bool);
     dt_err(g.cumsum(b, 0, false, false), "cumsum", DType::Bool);
@@ -513,12 +537,12 @@ fn large_inputs_take_the_parallel_paths() {
     let rows = n / 4;
     let r = rows as i64;
     let x = Tensor::arange(rows * 4).unwrap().reshape(&[rows, 4]).unwrap();
-    let s0 = apply1(x.clone(), |g, x| g.reduce_sum(x, &[0], false)).to_vec::<i64>().unwrap();
+    let s0 = apply1(x.clone(), |g, x| g.reduce_sum(x, Some(&[0]), false)).to_vec::<i64>().unwrap();
     let want0: Vec<i64> = (0..4).map(|c| 4 * r * (r - 1) / 2 + c * r).collect();
     assert_eq!(s0, want0);
-    let s1 = apply1(x.clone(), |g, x| g.reduce_sum(x, &[1], false)).to_vec::<i64>().unwrap();
+    let s1 = apply1(x.clone(), |g, x| g.reduce_sum(x, Some(&[1]), false)).to_vec::<i64>().unwrap();
     assert!(s1.iter().enumerate().all(|(i, &v)| v == 16 * i as i64 + 6));
-    let m = apply1(x.clone().cast(DType::F64), |g, x| g.reduce_logsumexp(x, &[0], false)).to_f64_vec();
+    let m = apply1(x.clone().cast(DType::F64), |g, x| g.reduce_logsumexp(x, Some(&[0]), false)).to_f64_vec();
     // Column 3 holds 4t + 3: lse = 4(r-1) + 3 + ln Σ_t e^(-4t) = 4(r-1) + 3 - ln(1 - e^-4).
     let want3 = 4.0 * (r - 1) as f64 + 3.0 - (1.0 - (-4.0f64).exp()).ln();
     assert!((m[3] - want3).abs() < 1e-9, "{} vs {want3}", m[3]);
@@ -532,13 +556,13 @@ fn large_inputs_take_the_parallel_paths() {
         c == [4 * i, 8 * i + 1, 12 * i + 3, 16 * i + 6]
     }));
     assert_eq!(apply1(x.clone(), |g, x| g.argmax(x, 1)), i64t(&[rows], &vec![3; rows]));
-    let l = apply1(x.cast(DType::F64), |g, x| g.reduce_logsumexp(x, &[1], false)).to_f64_vec();
+    let l = apply1(x.cast(DType::F64), |g, x| g.reduce_logsumexp(x, Some(&[1]), false)).to_f64_vec();
     let tail = (1.0 + (-1.0f64).exp() + (-2.0f64).exp() + (-3.0f64).exp()).ln();
     assert!(l.iter().enumerate().all(|(i, &v)| (v - (4.0 * i as f64 + 3.0 + tail)).abs() < 1e-9));
     // Row-parallel with inner > 1: x[a,b,c] = 8a + 4b + c over [m, 2, 4], reduced over b.
     let m = pfor::ops::unary::PAR_THRESHOLD / 8 + 1;
     let x = Tensor::arange(8 * m).unwrap().reshape(&[m, 2, 4]).unwrap();
-    let s = apply1(x.clone(), |g, x| g.reduce_sum(x, &[1], false)).to_vec::<i64>().unwrap();
+    let s = apply1(x.clone(), |g, x| g.reduce_sum(x, Some(&[1]), false)).to_vec::<i64>().unwrap();
     assert!(s.chunks(4).enumerate().all(|(a, c)| (0..4).all(|k| c[k] == 16 * a as i64 + 4 + 2 * k as i64)));
     assert_eq!(apply1(x.clone(), |g, x| g.argmax(x, 1)), i64t(&[m, 4], &vec![1; 4 * m]));
     assert_eq!(apply1(x, |g, x| g.argmin(x, 1)), i64t(&[m, 4], &vec![0; 4 * m]));

@@ -142,21 +142,24 @@ fn expand_dims_and_squeeze() {
     assert_eq!(apply1(Tensor::scalar(1i64), |g, x| g.expand_dims(x, -1)), i64t(&[1], &[1]));
 
     let y = f32t(&[1, 2, 1], &[7., 8.]);
-    assert_eq!(apply1(y.clone(), |g, x| g.squeeze(x, &[])), f32t(&[2], &[7., 8.]));
-    assert_eq!(apply1(y.clone(), |g, x| g.squeeze(x, &[-1])), f32t(&[1, 2], &[7., 8.]));
-    assert_eq!(apply1(y.clone(), |g, x| g.squeeze(x, &[0])), f32t(&[2, 1], &[7., 8.]));
-    assert_eq!(apply1(y, |g, x| g.squeeze(x, &[2, -3])), f32t(&[2], &[7., 8.]));
-    assert_eq!(apply1(f32t(&[1, 1], &[3.]), |g, x| g.squeeze(x, &[])), f32t(&[], &[3.]));
+    assert_eq!(apply1(y.clone(), |g, x| g.squeeze(x, None)), f32t(&[2], &[7., 8.]));
+    assert_eq!(apply1(y.clone(), |g, x| g.squeeze(x, Some(&[-1]))), f32t(&[1, 2], &[7., 8.]));
+    assert_eq!(apply1(y.clone(), |g, x| g.squeeze(x, Some(&[0]))), f32t(&[2, 1], &[7., 8.]));
+    assert_eq!(apply1(y, |g, x| g.squeeze(x, Some(&[2, -3]))), f32t(&[2], &[7., 8.]));
+    assert_eq!(apply1(f32t(&[1, 1], &[3.]), |g, x| g.squeeze(x, None)), f32t(&[], &[3.]));
     // Nothing to squeeze: value unchanged.
-    assert_eq!(apply1(iota_f32(&[2, 2]), |g, x| g.squeeze(x, &[])), iota_f32(&[2, 2]));
+    assert_eq!(apply1(iota_f32(&[2, 2]), |g, x| g.squeeze(x, None)), iota_f32(&[2, 2]));
+    // `Some(&[])` removes no dim (unlike `None`, which removes them all)
+    let z = f32t(&[1, 2, 1], &[7., 8.]);
+    assert_eq!(apply1(z.clone(), |g, x| g.squeeze(x, Some(&[]))), z);
 
     let mut g = Graph::new();
     let c = g.constant(iota_f32(&[2, 1]));
     assert_err(g.expand_dims(c, 3), "expand_dims", is_axis);
     assert_err(g.expand_dims(c, -4), "expand_dims", is_axis);
-    assert_err(g.squeeze(c, &[0]), "squeeze", is_shape);
-    assert_err(g.squeeze(c, &[1, -1]), "squeeze", is_shape);
-    assert_err(g.squeeze(c, &[2]), "squeeze", is_axis);
+    assert_err(g.squeeze(c, Some(&[0])), "squeeze", is_shape);
+    assert_err(g.squeeze(c, Some(&[1, -1])), "squeeze", is_shape);
+    assert_err(g.squeeze(c, Some(&[2])), "squeeze", is_axis);
 }
 
 #[test]
@@ -530,14 +533,14 @@ fn dynamic_dims_propagate_and_are_checked_at_run_time() {
     // Squeeze / broadcast of a dynamic dim: checked at run time.
     let mut g = Graph::new();
     let y = g.input("y", DType::F64, [Dim::unknown(), Dim::fixed(2)]);
-    let sq = g.squeeze(y, &[0]).unwrap();
+    let sq = g.squeeze(y, Some(&[0])).unwrap();
     assert_eq!(g.shape(sq).unwrap(), Shape::fixed(&[2]));
     assert_eq!(run(&g, &[sq], &[(y, f64t(&[1, 2], &[1., 2.]))]).unwrap()[0], f64t(&[2], &[1., 2.]));
     let e = run(&g, &[sq], &[(y, f64t(&[2, 2], &[1., 2., 3., 4.]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "squeeze"), "{e}");
     // The builder resolves empty axes to the fixed size-1 dims only.
     let y1 = g.input("y1", DType::F64, [Dim::unknown(), Dim::fixed(1)]);
-    let sq_all = g.squeeze(y1, &[]).unwrap();
+    let sq_all = g.squeeze(y1, None).unwrap();
     assert_eq!(g.shape(sq_all).unwrap(), Shape::from([Dim::unknown()]));
     assert_eq!(run(&g, &[sq_all], &[(y1, f64t(&[1, 1], &[9.]))]).unwrap()[0], f64t(&[1], &[9.]));
     let b = g.broadcast_to(y, &[3, 2]).unwrap();

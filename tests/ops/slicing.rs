@@ -182,6 +182,24 @@ fn split_errors_and_dynamic_axis() {
     assert_err!(e, Error::Shape { .. }, "split");
 }
 
+#[test]
+fn split_by_count() {
+    let mut g = Graph::new();
+    let x = g.constant(ar(&[2, 6]));
+    let p = g.split_count(x, -1, 3).unwrap();
+    let got = run_recorded(&g, &p, &[]).unwrap();
+    assert_eq!(got, vec![i64t(&[2, 2], &[0, 1, 6, 7]), i64t(&[2, 2], &[2, 3, 8, 9]), i64t(&[2, 2], &[4, 5, 10, 11])]);
+    // a count that does not divide the axis, zero parts, a dynamic axis: errors naming the axis
+    let e = g.split_count(x, 1, 4).unwrap_err();
+    assert_err!(e.clone(), Error::Shape { .. }, "split");
+    assert!(e.to_string().contains("axis 1 of size 6") && e.to_string().contains("4 equal parts"), "{e}");
+    assert_err!(g.split_count(x, 0, 0).unwrap_err(), Error::Shape { .. }, "split");
+    assert_err!(g.split_count(x, 2, 1).unwrap_err(), Error::Axis { axis: 2, .. }, "split");
+    let d = g.input("d", DType::I64, [Dim::unknown(), Dim::fixed(2)]);
+    let e = g.split_count(d, 0, 2).unwrap_err();
+    assert!(e.to_string().contains("fixed size along axis 0"), "{e}");
+}
+
 // ---------------------------------------------------------------- slice
 
 #[test]

@@ -282,7 +282,7 @@ fn captured_while_values_through_pfor_gradients_and_the_reference_loop() {
         // the conversion in either mode
         let mut fetch = vec![v, l];
         for y in [l, v] {
-            let total = g.reduce_sum(y, &[0], false).unwrap();
+            let total = g.reduce_sum(y, Some(&[0]), false).unwrap();
             fetch.push(gradients(&mut g, &[total], &[w], None).unwrap()[0]);
         }
         g.verify().unwrap();

@@ -93,7 +93,7 @@ fn cond_whose_branches_return_different_shapes_takes_the_taken_branchs_shape() {
             let s = g.sum_all(xi)?;
             let zero = g.scalar_like(s, 0.0)?;
             let p = g.greater(s, zero)?;
-            g.cond(p, &[xi], |g, a| Ok(vec![g.reduce_sum(a[0], &[0], true)?]), |g, a| Ok(vec![g.neg(a[0])?]))
+            g.cond(p, &[xi], |g, a| Ok(vec![g.reduce_sum(a[0], Some(&[0]), true)?]), |g, a| Ok(vec![g.neg(a[0])?]))
         });
     }
 }
@@ -117,7 +117,7 @@ fn a_branch_no_iteration_takes_never_runs() {
                     never,
                     &[x],
                     |g, a| Ok(vec![g.gather(a[0], at, 1)?]),
-                    |g, a| Ok(vec![g.reduce_sum(a[0], &[1], false)?]),
+                    |g, a| Ok(vec![g.reduce_sum(a[0], Some(&[1]), false)?]),
                 )
             };
             let inputs = [];

@@ -397,7 +397,7 @@ fn last_writer_mask(g: &mut Graph, t: ValueId, idx: ValueId, upd: ValueId) -> Re
             // Index rows known at run time: range(rows) reshaped to the index rows' shape.
             let si = g.shape_of(idx)?;
             let rows = g.slice(si, &[0], &[nrows_dims as i64])?;
-            let nrows = g.reduce_prod(rows, &[0], false)?;
+            let nrows = g.reduce_prod(rows, Some(&[0]), false)?;
             let (zero, one) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(1i64)));
             let ids = g.range(zero, nrows, one)?;
             g.reshape_dyn(ids, rows)?

@@ -38,7 +38,7 @@ pub fn vjp(op: &NnOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         }
         NnOp::Softmax { axis } => Ok(vec![Some(softmax_lin(g, y, dy, axis)?)]),
         NnOp::LogSoftmax { axis } => {
-            let s = g.reduce_sum(dy, &[axis], true)?;
+            let s = g.reduce_sum(dy, Some(&[axis]), true)?;
             let p = g.exp(y)?;
             let ps = g.mul(p, s)?;
             Ok(vec![Some(g.sub(dy, ps)?)])
@@ -48,7 +48,7 @@ pub fn vjp(op: &NnOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let dye = g.expand_dims(dy, -1)?;
             let dl = if need(0) {
                 let p = g.softmax(x, -1)?;
-                let zs = g.reduce_sum(z, &[-1], true)?;
+                let zs = g.reduce_sum(z, Some(&[-1]), true)?;
                 let pz = g.mul(p, zs)?;
                 let d = g.sub(pz, z)?;
                 Some(g.mul(dye, d)?)
@@ -161,7 +161,7 @@ pub fn jvp(op: &NnOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             Some(v) => {
                 let p = g.exp(y)?;
                 let pv = g.mul(p, v)?;
-                let s = g.reduce_sum(pv, &[axis], true)?;
+                let s = g.reduce_sum(pv, Some(&[axis]), true)?;
                 Some(g.sub(v, s)?)
             }
             None => None,
@@ -171,11 +171,11 @@ pub fn jvp(op: &NnOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let a = match t(0) {
                 Some(tl) => {
                     let p = g.softmax(x, -1)?;
-                    let zs = g.reduce_sum(z, &[-1], true)?;
+                    let zs = g.reduce_sum(z, Some(&[-1]), true)?;
                     let pz = g.mul(p, zs)?;
                     let d = g.sub(pz, z)?;
                     let m = g.mul(d, tl)?;
-                    Some(g.reduce_sum(m, &[-1], false)?)
+                    Some(g.reduce_sum(m, Some(&[-1]), false)?)
                 }
                 None => None,
             };
@@ -183,7 +183,7 @@ pub fn jvp(op: &NnOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
                 Some(tz) => {
                     let ls = g.log_softmax(x, -1)?;
                     let m = g.mul(ls, tz)?;
-                    let s = g.reduce_sum(m, &[-1], false)?;
+                    let s = g.reduce_sum(m, Some(&[-1]), false)?;
                     Some(g.neg(s)?)
                 }
                 None => None,
@@ -194,7 +194,7 @@ pub fn jvp(op: &NnOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             Some(tl) => {
                 let d = sparse_weights(g, x, xs[1])?;
                 let m = g.mul(d, tl)?;
-                Some(g.reduce_sum(m, &[-1], false)?)
+                Some(g.reduce_sum(m, Some(&[-1]), false)?)
             }
             None => None,
         },
@@ -287,7 +287,7 @@ pub fn differentiable(_k: NnKind) -> bool {
 /// `y * (v - sum(v * y, axis))`: the softmax Jacobian (symmetric) applied to `v`.
 fn softmax_lin(g: &mut Graph, y: ValueId, v: ValueId, axis: i64) -> Result<ValueId> {
     let vy = g.mul(v, y)?;
-    let s = g.reduce_sum(vy, &[axis], true)?;
+    let s = g.reduce_sum(vy, Some(&[axis]), true)?;
     let d = g.sub(v, s)?;
     g.mul(y, d)
 }
@@ -321,10 +321,10 @@ fn rsqrt_eps(g: &mut Graph, v: ValueId, epsilon: f64) -> Result<ValueId> {
 
 /// `(xhat, r)` of layer norm over the last axis: `r = rsqrt(var + eps)`, `xhat = (x-mu)*r`.
 fn layer_norm_parts(g: &mut Graph, x: ValueId, epsilon: f64) -> Result<(ValueId, ValueId)> {
-    let mu = g.reduce_mean(x, &[-1], true)?;
+    let mu = g.reduce_mean(x, Some(&[-1]), true)?;
     let xc = g.sub(x, mu)?;
     let sq = g.square(xc)?;
-    let var = g.reduce_mean(sq, &[-1], true)?;
+    let var = g.reduce_mean(sq, Some(&[-1]), true)?;
     let r = rsqrt_eps(g, var, epsilon)?;
     Ok((g.mul(xc, r)?, r))
 }
@@ -332,9 +332,9 @@ fn layer_norm_parts(g: &mut Graph, x: ValueId, epsilon: f64) -> Result<(ValueId,
 /// `r * (v - mean(v) - xhat * mean(v * xhat))` over the last axis: the derivative of
 /// `xhat` (symmetric, so the same for both modes).
 fn layer_norm_project(g: &mut Graph, v: ValueId, xhat: ValueId, r: ValueId) -> Result<ValueId> {
-    let mv = g.reduce_mean(v, &[-1], true)?;
+    let mv = g.reduce_mean(v, Some(&[-1]), true)?;
     let vx = g.mul(v, xhat)?;
-    let mvx = g.reduce_mean(vx, &[-1], true)?;
+    let mvx = g.reduce_mean(vx, Some(&[-1]), true)?;
     let c = g.sub(v, mv)?;
     let p = g.mul(xhat, mvx)?;
     let c = g.sub(c, p)?;

@@ -55,7 +55,7 @@ pub fn vjp(op: &ReduceOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let z1 = ZeroSplit::new(g, z.x1, axis, exclusive, reverse)?;
             let d1 = z1.vjp_value(g, z.y1, dy, axis, exclusive, reverse)?;
             let xz = g.mul(x, z.first)?;
-            let xz = g.reduce_sum(xz, &[axis], true)?;
+            let xz = g.reduce_sum(xz, Some(&[axis]), true)?;
             let after = g.mul(d1, z.after)?;
             let after = g.mul(after, xz)?;
             g.add(d, after)?
@@ -84,17 +84,17 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
         ReduceOp::Prod { axes, keep_dims } => {
             let others = prod_of_others(g, x, y, axes, *keep_dims)?;
             let p = g.mul(t, others)?;
-            g.reduce_sum(p, axes, *keep_dims)?
+            g.reduce_sum(p, Some(axes), *keep_dims)?
         }
         ReduceOp::Max { axes, keep_dims } | ReduceOp::Min { axes, keep_dims } => {
             let w = tie_weights(g, x, y, axes, *keep_dims)?;
             let p = g.mul(t, w)?;
-            g.reduce_sum(p, axes, *keep_dims)?
+            g.reduce_sum(p, Some(axes), *keep_dims)?
         }
         ReduceOp::LogSumExp { axes, keep_dims } => {
             let w = softmax_weights(g, x, y, axes, *keep_dims)?;
             let p = g.mul(t, w)?;
-            g.reduce_sum(p, axes, *keep_dims)?
+            g.reduce_sum(p, Some(axes), *keep_dims)?
         }
         ReduceOp::CumProd { axis, exclusive, reverse } => {
             let z = ZeroSplit::new(g, x, *axis, *exclusive, *reverse)?;
@@ -104,7 +104,7 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let s = g.cumsum(r, *axis, *exclusive, *reverse)?;
             let s = g.mul(s, z.tm)?;
             let tz = g.mul(t, z.first)?;
-            let tz = g.reduce_sum(tz, &[*axis], true)?;
+            let tz = g.reduce_sum(tz, Some(&[*axis]), true)?;
             let one = g.scalar_like(z.tm, 1.0)?;
             let after = g.sub(one, z.tm)?;
             let tz = g.mul(tz, after)?;
@@ -149,7 +149,7 @@ fn tie_weights(g: &mut Graph, x: ValueId, y: ValueId, axes: &[i64], keep_dims: b
     let eq = g.equal(x, yb)?;
     let dt = g.dtype(x)?;
     let m = g.cast(eq, dt)?;
-    let n = g.reduce_sum(m, axes, true)?;
+    let n = g.reduce_sum(m, Some(axes), true)?;
     g.div(m, n)
 }
 

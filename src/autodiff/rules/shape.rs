@@ -69,7 +69,7 @@ pub fn vjp(op: &ShapeOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
                 }
             };
             let axes: Vec<i64> = (0..multiples.len()).map(|i| 2 * i as i64).collect();
-            let d = g.reduce_sum(r, &axes, false)?;
+            let d = g.reduce_sum(r, Some(&axes), false)?;
             reshape_like(g, d, x)?
         }
         ShapeOp::Stack { axis } => {

@@ -183,5 +183,5 @@ pub fn max_pool_select(g: &mut Graph, x: ValueId, y: ValueId, v: ValueId, w: &Wi
     let none_before = g.cast(none_before, dt)?;
     let first = g.mul(m, none_before)?;
     let sel = g.mul(first, pv)?;
-    g.reduce_sum(sel, &[4], false)
+    g.reduce_sum(sel, Some(&[4]), false)
 }

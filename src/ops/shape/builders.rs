@@ -23,19 +23,20 @@ impl Graph {
     pub fn expand_dims(&mut self, x: ValueId, axis: i64) -> Result<ValueId> {
         self.shape_op(ShapeOp::ExpandDims { axis }, &[x])
     }
-    /// Remove size-1 axes; `&[]` removes every FIXED size-1 dim (resolved here to an explicit
-    /// list; returns an `identity` node when there is none).
-    pub fn squeeze(&mut self, x: ValueId, axes: &[i64]) -> Result<ValueId> {
-        let axes: Vec<i64> = if axes.is_empty() {
-            let s = self.shape(x)?;
-            let v: Vec<i64> = (0..s.rank()).filter(|&i| s.dim(i) == &Dim::Fixed(1)).map(|i| i as i64).collect();
-            if v.is_empty() {
-                return self.identity(x);
+    /// Remove size-1 axes: `Some(axes)` removes those (each must be size 1; `Some(&[])`
+    /// removes none), `None` removes every FIXED size-1 dim (resolved here to an explicit
+    /// list). Returns an `identity` node when there is nothing to remove.
+    pub fn squeeze(&mut self, x: ValueId, axes: Option<&[i64]>) -> Result<ValueId> {
+        let axes: Vec<i64> = match axes {
+            Some(a) => a.to_vec(),
+            None => {
+                let s = self.shape(x)?;
+                (0..s.rank()).filter(|&i| s.dim(i) == &Dim::Fixed(1)).map(|i| i as i64).collect()
             }
-            v
-        } else {
-            axes.to_vec()
         };
+        if axes.is_empty() {
+            return self.identity(x);
+        }
         self.shape_op(ShapeOp::Squeeze { axes }, &[x])
     }
     /// Numpy broadcast to a fixed shape.

@@ -12,6 +12,27 @@ impl Graph {
     pub fn split(&mut self, x: ValueId, axis: i64, sizes: &[usize]) -> Result<Vec<ValueId>> {
         self.add_op_multi(Op::Slicing(SlicingOp::Split { axis, sizes: sizes.to_vec() }), &[x])
     }
+    /// Split `x` along `axis` into `count` equal pieces (TF `split` with a number of splits).
+    /// The axis must have a fixed size that `count` divides; otherwise an `Err` names the
+    /// axis, its size and the shape.
+    pub fn split_count(&mut self, x: ValueId, axis: i64, count: usize) -> Result<Vec<ValueId>> {
+        let op = "split";
+        let shape = self.shape(x)?;
+        let ax = norm_axis(op, axis, shape.rank())?;
+        let Some(d) = shape.dim(ax).value() else {
+            return Err(Error::shape(
+                op,
+                format!("splitting into {count} parts needs a fixed size along axis {axis}, got {shape}"),
+            ));
+        };
+        if count == 0 || d % count != 0 {
+            return Err(Error::shape(
+                op,
+                format!("axis {axis} of size {d} in {shape} does not split into {count} equal parts"),
+            ));
+        }
+        self.split(x, axis, &vec![d / count; count])
+    }
     /// `x[begin_i .. begin_i + size_i]` per axis (`size_i == -1`: to the end).
     pub fn slice(&mut self, x: ValueId, begin: &[i64], size: &[i64]) -> Result<ValueId> {
         self.add_op(Op::Slicing(SlicingOp::Slice { begin: begin.to_vec(), size: size.to_vec() }), &[x])
