@@ -265,7 +265,7 @@ fn map_impl(
 /// let xs = g.constant(Tensor::randn_f64(&[4, 3], 0)?);
 /// let norms = vectorized_map(&mut g, |g, x| {
 ///     let sq = g.mul(x[0], x[0])?;
-///     Ok(vec![g.reduce_sum(sq, &[0], false)?])
+///     Ok(vec![g.reduce_sum(sq, Some(&[0]), false)?])
 /// }, &[xs])?;
 /// assert_eq!(g.shape(norms[0])?.as_fixed(), Some(vec![4]));
 /// # Ok(())

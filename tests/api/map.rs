@@ -9,7 +9,7 @@ use pfor::vectorize::PforOptions;
 /// `Σ_j x[j] · w[j]` for one example.
 fn dot(g: &mut Graph, a: &[ValueId]) -> Result<Vec<ValueId>> {
     let p = g.mul(a[0], a[1])?;
-    Ok(vec![g.reduce_sum(p, &[0], false)?])
+    Ok(vec![g.reduce_sum(p, Some(&[0]), false)?])
 }
 
 #[test]
@@ -47,7 +47,7 @@ fn a_negative_in_axis_maps_the_last_axis() {
 fn out_axes_1_puts_the_mapped_axis_second() {
     let mut g = Graph::new();
     let xs = g.constant(Tensor::randn_f64(&[4, 3], 1).unwrap());
-    let f = |g: &mut Graph, a: &[ValueId]| Ok(vec![g.tanh(a[0])?, g.reduce_sum(a[0], &[0], false)?]);
+    let f = |g: &mut Graph, a: &[ValueId]| Ok(vec![g.tanh(a[0])?, g.reduce_sum(a[0], Some(&[0]), false)?]);
     let axes = MapAxes::new().out_axes(&[1, -1]);
     let v = vectorized_map_axes(&mut g, f, &[xs], &axes).unwrap();
     let l = map_fn_axes(&mut g, f, &[xs], &axes).unwrap();

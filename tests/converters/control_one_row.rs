@@ -144,8 +144,8 @@ fn gradients_through_the_one_row_form_match_the_loop() {
     let ls = g.constant(lens);
     let v = pfor_with(&mut g, 1, &PforOptions::strict(), |g, i| running_sum(g, xs, ls, i)).unwrap();
     let l = for_loop(&mut g, 1, |g, i| running_sum(g, xs, ls, i)).unwrap();
-    let sv = g.reduce_sum(v[0], &[0, 1], false).unwrap();
-    let sl = g.reduce_sum(l[0], &[0, 1], false).unwrap();
+    let sv = g.reduce_sum(v[0], Some(&[0, 1]), false).unwrap();
+    let sl = g.reduce_sum(l[0], Some(&[0, 1]), false).unwrap();
     let gv = pfor::autodiff::gradients(&mut g, &[sv], &[xs], None).unwrap();
     let gl = pfor::autodiff::gradients(&mut g, &[sl], &[xs], None).unwrap();
     let r = run_once(&g, &[gv[0], gl[0]], &[(xs, x)]).unwrap();

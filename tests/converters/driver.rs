@@ -213,7 +213,7 @@ fn a_for_loop_with_a_per_iteration_trip_count_is_declined() {
     let mut g = Graph::new();
     let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
         let r = for_loop(g, i, |g, j| Ok(vec![g.cast(j, DType::F64)?]))?;
-        Ok(vec![g.reduce_sum(r[0], &[0], false)?])
+        Ok(vec![g.reduce_sum(r[0], Some(&[0]), false)?])
     };
     let e = pfor_with(&mut g, 4, &PforOptions::strict(), body).unwrap_err();
     assert!(e.to_string().contains("per-iteration trip count"), "{e}");
