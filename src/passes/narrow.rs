@@ -21,7 +21,7 @@
 
 use hashbrown::HashSet;
 
-use super::pattern::{GraphView, const_value, redirect_uses, sole_reader};
+use super::pattern::{GraphView, const_value, redirect_uses, sole_producer};
 use super::{Pass, PassCtx};
 use crate::error::Result;
 use crate::ir::{Graph, NodeId, ValueId};
@@ -112,29 +112,28 @@ fn plan_for(g: &Graph, s: NodeId, in_region: &HashSet<NodeId>, outputs: &[ValueI
         return Ok(None);
     }
     let (c0, width) = (sizes[..k].iter().sum(), sizes[k]);
-    // the only reader of `v` is `reader` (once), `v` is no output, and its node is in the
-    // region
+    // Walk up input 0 (of the split, then of each reshape): a reshape or the matmul in the
+    // region whose result only the node below reads (once) and that is no output.
     let view = GraphView { graph: g, outputs };
-    let sole = |v: ValueId, reader: NodeId| in_region.contains(&v.node) && sole_reader(&view, v) == Some(reader);
-    let (mut v, mut reader, mut chain) = (x, s, Vec::new());
+    let link = |op: &Op| matches!(op, Op::Shape(ShapeOp::Reshape { .. }) | Op::Linear(LinearOp::MatMul { .. }));
+    let (mut reader, mut chain) = (s, Vec::new());
     loop {
-        if !sole(v, reader) {
+        let Some(pn) = sole_producer(&view, reader, 0, link).filter(|p| in_region.contains(p)) else {
             return Ok(None);
-        }
-        let p = g.node(v.node)?;
+        };
+        let p = g.node(pn)?;
         match &p.op {
             Op::Shape(ShapeOp::Reshape { .. }) if chain.len() < MAX_CHAIN => {
-                let src = p.inputs[0];
-                let keeps_last = g.value_type(src)?.shape.as_fixed().is_some_and(|d| d.last() == Some(&n));
+                let keeps_last = g.value_type(p.inputs[0])?.shape.as_fixed().is_some_and(|d| d.last() == Some(&n));
                 if !keeps_last {
                     return Ok(None);
                 }
-                chain.push(v.node);
-                (reader, v) = (v.node, src);
+                chain.push(pn);
+                reader = pn;
             }
             Op::Linear(LinearOp::MatMul { .. }) => {
                 let static_b = g.value_type(p.inputs[1])?.shape.as_fixed().is_some_and(|d| d.len() == 2);
-                return Ok(static_b.then_some(Plan { live: k, c0, width, chain, matmul: v.node }));
+                return Ok(static_b.then_some(Plan { live: k, c0, width, chain, matmul: pn }));
             }
             _ => return Ok(None),
         }
