@@ -5,7 +5,7 @@
 //! and the old formulas term by term, so a later change of the model that moves a decision
 //! on these workloads fails here.
 
-#[allow(dead_code, unused_imports)]
+#[allow(unused_imports, clippy::duplicate_mod)]
 #[path = "../../benches/workloads/mod.rs"]
 mod workloads;
 
