@@ -5,11 +5,11 @@
 //! somewhere else.
 //!
 //! The passes (the [`simplify`] pipeline, in this order):
-//! - `dead` ([`dead`]): drop the region nodes nothing reads;
-//! - `rewrite` ([`simplify`](mod@simplify)): one forward sweep of local rewrites — forward
+//! - `dead` (`dead.rs`): drop the region nodes nothing reads;
+//! - `rewrite` (`simplify.rs`): one forward sweep of local rewrites — forward
 //!   identities and no-op views, fold view and transpose chains, bypass redundant
-//!   broadcasts, and fold pure ops on constants ([`fold`]);
-//! - `narrow` ([`narrow`]): narrow a matmul to the one column range a split of its result
+//!   broadcasts, and fold pure ops on constants (`fold.rs`);
+//! - `narrow` (`narrow.rs`): narrow a matmul to the one column range a split of its result
 //!   reads;
 //! - `dead` again: what the rewrites left unread.
 //!

@@ -52,7 +52,7 @@ use crate::ir::{Graph, NodeId, ValueId};
 use crate::ops::{ElementwiseOp, Op, ShapeOp};
 use crate::tensor::TensorType;
 
-/// What [`simplify`] did.
+/// What [`simplify`](super::simplify) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimplifyReport {
     /// The outputs after the pass (an output may now be an earlier, equal value).
