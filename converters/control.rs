@@ -80,6 +80,7 @@ use combined::SubsetForm;
 use derivative::SubsetDerivative;
 
 use crate::ops::{ControlKind, ControlOp, IterationCap, Op, OpKind};
+use crate::passes::cost::graph_cost;
 use crate::tensor::{DType, Shape, Tensor, TensorType};
 use crate::vectorize::{
     ControlFlowMode, ConvertCtx, Converted, LoopInfo, OpKey, PforOptions, Registry, Wrapped, convert_function,
@@ -168,12 +169,14 @@ fn maskable(f: &Function) -> bool {
     !f.may_raise() && !has_side_effects(f)
 }
 
-/// Auto's choice of the mask form for a branch: small (≤ 16 nodes), without control flow,
-/// and [`maskable`].
+/// Largest branch (nodes, by the one cost estimate) Auto runs in the mask form.
+const MASK_MAX_NODES: usize = 16;
+
+/// Auto's choice of the mask form for a branch: small (≤ [`MASK_MAX_NODES`] nodes),
+/// without control flow (both by [`graph_cost`]), and [`maskable`].
 fn small_and_safe(f: &Function) -> bool {
-    f.graph().num_nodes() <= 16
-        && f.graph().node_ids().into_iter().all(|n| f.graph().node(n).is_ok_and(|nd| !matches!(nd.op, Op::Control(_))))
-        && maskable(f)
+    let cost = graph_cost(f.graph());
+    cost.nodes <= MASK_MAX_NODES && cost.control == 0 && maskable(f)
 }
 
 fn cond(ctx: &mut ConvertCtx<'_>, then: &Arc<Function>, else_: &Arc<Function>) -> Result<Converted> {

@@ -17,6 +17,7 @@ pub mod exec;
 pub mod ir;
 pub mod kernels;
 pub mod ops;
+pub mod passes;
 pub mod reference;
 pub mod tensor;
 pub mod vectorize;

@@ -35,7 +35,8 @@ use hashbrown::HashSet;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, Library};
-use crate::ops::{ControlOp, LinearOp, Op};
+use crate::ops::{ControlOp, Op};
+use crate::passes::cost::{Work, op_cost};
 use crate::tensor::{Tensor, TensorType};
 
 /// Stack of each pool thread.
@@ -116,14 +117,10 @@ pub(crate) fn run_batched<R: Send>(inputs: &[Tensor], f: impl FnOnce() -> R + Se
     Workers::shared().run(if batch >= VM_HAND_OFF_BATCH { SEVERAL } else { 0 }, f)
 }
 
-fn elements(t: &TensorType) -> usize {
-    t.shape.num_elements().unwrap_or(0)
-}
-
 /// Parallel kernels (saturating at "several") one evaluation of `op` may issue, from its
-/// static input and output types: dynamic shapes count as large; control flow counts what
-/// its functions may issue, loops as several times that; a call to a function already being
-/// estimated (recursion) as several.
+/// cost ([`crate::passes::cost::op_cost`]): dynamic shapes count as large; control flow
+/// counts what its functions may issue, loops as several times that; a call to a function
+/// already being estimated (recursion) as several.
 pub(crate) fn op_estimate(
     op: &Op,
     ins: &[&TensorType],
@@ -131,36 +128,21 @@ pub(crate) fn op_estimate(
     lib: &Library,
     seen: &mut HashSet<String>,
 ) -> usize {
-    let dynamic = ins.iter().any(|t| !t.shape.is_fixed()) || outs.iter().any(|t| !t.shape.is_fixed());
-    let largest = ins.iter().map(|t| elements(t)).chain(outs.iter().map(elements)).max().unwrap_or(0);
-    match op {
-        Op::Input { .. } | Op::Const { .. } => 0,
-        Op::Control(c) => control_estimate(c, lib, seen),
-        Op::Linear(l) => {
-            if dynamic {
+    let cost = op_cost(op, ins, outs);
+    match (cost.work, op) {
+        (Work::Free, _) => 0,
+        (Work::Control, Op::Control(c)) => control_estimate(c, lib, seen),
+        (Work::Contraction, _) => {
+            if cost.dynamic {
                 return 1;
             }
-            // multiply-adds: output elements times the contracted length
-            let k = ins.first().and_then(|a| a.shape.as_fixed()).map_or(0, |d| {
-                let r = d.len();
-                let ta = match l {
-                    LinearOp::MatMul { transpose_a, .. } => *transpose_a,
-                    LinearOp::BatchMatMul { adj_a, .. } => *adj_a,
-                };
-                match (r, ta) {
-                    (0, _) => 0,
-                    (1, _) => d[0],
-                    (_, false) => d[r - 1],
-                    (_, true) => d[r - 2],
-                }
-            });
             // a product of 16x the parallel threshold runs long enough (~0.1 ms) that the
             // hand-off is cheap next to it, and runs faster on a pool thread (sliced GEMM)
-            let flops = outs.iter().map(elements).sum::<usize>().saturating_mul(k);
+            let madds = usize::try_from(cost.multiply_adds()).unwrap_or(usize::MAX);
             let par = crate::kernels::gemm::PAR_FLOPS;
-            if flops >= 16 * par { SEVERAL } else { usize::from(flops >= par) }
+            if madds >= 16 * par { SEVERAL } else { usize::from(madds >= par) }
         }
-        _ => usize::from(dynamic || largest >= PAR_ELEMS),
+        _ => usize::from(cost.dynamic || cost.largest >= PAR_ELEMS),
     }
 }
 

@@ -23,12 +23,10 @@
 mod ctx;
 mod derived;
 mod driver;
-mod fold;
 pub mod handoff;
-mod narrow;
 mod registry;
-mod simplify;
 
+pub use crate::passes::{SimplifyReport, simplify, simplify_since};
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
 pub use derived::{broadcast_convert, derived_convert, shift_axis};
 pub use driver::{
@@ -36,7 +34,6 @@ pub use driver::{
     pfor_with_report,
 };
 pub use registry::{Converted, Converter, OpKey, Registry};
-pub use simplify::{SimplifyReport, simplify, simplify_since};
 
 use std::sync::Arc;
 

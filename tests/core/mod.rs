@@ -7,6 +7,7 @@ mod fuse_elementwise;
 mod fuse_patch_product;
 mod ir;
 mod options;
+mod passes;
 mod pretranspose;
 mod random_graphs;
 mod standalone;

@@ -16,7 +16,9 @@
 use hashbrown::HashSet;
 
 use super::super::Step;
+use super::PlanView;
 use crate::ops::{NnOp, Op, SlicingOp};
+use crate::passes::pattern::{Dataflow, sole_reader};
 use crate::tensor::{Dim, Shape, TensorType};
 
 /// Rewrite every eligible `split(bias_add(..))` in `steps` (before elementwise grouping);
@@ -28,32 +30,26 @@ pub(crate) fn split_biases(
     pinned: &HashSet<usize>,
     fusable: impl Fn(&Step) -> bool,
 ) {
-    let (readers, producer) = super::slot_maps(steps);
+    let view = PlanView::new(steps, pinned);
     // (bias step, split step) pairs, by index in the old order
     let mut pairs: Vec<(usize, usize)> = Vec::new();
     for (si, st) in steps.iter().enumerate() {
-        let Op::Nn(NnOp::BiasAdd) = &st.op else { continue };
-        if st.fused.is_some() || st.inputs.len() != 2 || st.outputs.len() != 1 {
+        let Some(Op::Nn(NnOp::BiasAdd)) = view.op(si) else { continue };
+        if st.inputs.len() != 2 || st.outputs.len() != 1 {
             continue;
         }
         let y = st.outputs[0];
-        let Some(&[sp]) = readers.get(&y).map(Vec::as_slice) else { continue };
-        if pinned.contains(&y) {
-            continue;
-        }
+        let Some(sp) = sole_reader(&view, y) else { continue };
         let split = &steps[sp];
         let Op::Slicing(SlicingOp::Split { axis, sizes }) = &split.op else { continue };
         let ty = &st.out_types[0];
         let rank = ty.shape.rank() as i64;
         let Some(Dim::Fixed(d)) = ty.shape.dims().last().cloned() else { continue };
         let last_axis = rank >= 1 && (*axis == rank - 1 || *axis == -1);
-        let b_fixed = producer
-            .get(&st.inputs[1].0)
-            .and_then(|&p| steps[p].outputs.iter().position(|&s| s == st.inputs[1].0).map(|k| &steps[p].out_types[k]))
-            .is_some_and(|t| t.shape.dims() == [Dim::Fixed(d)]);
-        let pieces_fuse = split.outputs.iter().all(|slot| {
-            let rs = readers.get(slot).map(Vec::as_slice).unwrap_or(&[]);
-            (rs.is_empty() && !pinned.contains(slot)) || rs.iter().any(|&r| fusable(&steps[r]))
+        let b_fixed = view.value_type(st.inputs[1].0).is_some_and(|t| t.shape.dims() == [Dim::Fixed(d)]);
+        let pieces_fuse = split.outputs.iter().all(|&slot| {
+            let rs = view.readers(slot);
+            (rs.is_empty() && !view.pinned(slot)) || rs.iter().any(|&r| fusable(&steps[r]))
         });
         if last_axis && b_fixed && split.fused.is_none() && sizes.iter().sum::<usize>() == d && pieces_fuse {
             pairs.push((si, sp));
@@ -97,7 +93,7 @@ pub(crate) fn split_biases(
             },
         ];
         for (i, &piece) in split.outputs.iter().enumerate() {
-            if readers.get(&piece).is_none_or(Vec::is_empty) && !pinned.contains(&piece) {
+            if view.readers(piece).is_empty() && !view.pinned(piece) {
                 continue;
             }
             new.push(Step {

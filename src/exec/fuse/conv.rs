@@ -23,11 +23,13 @@
 
 use hashbrown::HashSet;
 
+use super::PlanView;
 use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
 use crate::ops::conv::ConvEpilogue;
 use crate::ops::{ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
+use crate::passes::pattern::{Dataflow, sole_reader};
 use crate::tensor::{DType, Dim, Tensor, TensorType};
 
 /// One fused-away op after the conv.
@@ -165,16 +167,13 @@ fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
 /// are the fetched slots.
 pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
-    let (consumers, producer) = super::slot_maps(steps);
-    // The one consumer of slot `s`, if it is not fetched and read exactly once.
-    let sole = |s: usize| match consumers.get(&s).map(Vec::as_slice) {
-        Some(&[c]) if !pinned.contains(&s) => Some(c),
-        _ => None,
-    };
-    let mut removed = vec![false; steps.len()];
+    // Match every chain first (on the unchanged plan), then rewrite.
+    let view = PlanView::new(steps, pinned);
+    // (conv step, fused chain, fused-away steps after the conv, the bias slot)
+    let mut found: Vec<(usize, ConvChain, Vec<usize>, Option<usize>)> = Vec::new();
     for a in 0..steps.len() {
-        let Op::Conv(conv @ ConvOp::Conv2D { .. }) = &steps[a].op else { continue };
-        if removed[a] || steps[a].fused.is_some() || steps[a].outputs.len() != 1 || steps[a].inputs.len() != 2 {
+        let Some(Op::Conv(conv @ ConvOp::Conv2D { .. })) = view.op(a) else { continue };
+        if steps[a].outputs.len() != 1 || steps[a].inputs.len() != 2 {
             continue;
         }
         let Some(Dim::Fixed(channels)) = steps[a].out_types[0].shape.dims().last().cloned() else { continue };
@@ -183,7 +182,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
         let (mut tail, mut chain, mut bias) = (Vec::new(), Vec::new(), None);
         // Length of `tail` / `chain` up to the last bias_add or relu.
         let mut keep = 0;
-        while let Some(c) = sole(cur) {
+        while let Some(c) = sole_reader(&view, cur) {
             let st = &steps[c];
             if st.outputs.len() != 1 || st.inputs.first().map(|i| i.0) != Some(cur) {
                 break;
@@ -226,19 +225,24 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
         }
         tail.truncate(keep);
         chain.truncate(keep);
-        let last = chain[keep - 1];
+        // The bias is computed before the bias_add (topological order), hence before the
+        // chain's last step.
+        debug_assert!(bias.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1])));
+        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail };
+        found.push((a, fused, chain, bias));
+    }
+    let mut removed = vec![false; steps.len()];
+    for (a, fused, chain, bias) in found {
+        let Some((&last, before)) = chain.split_last() else { continue };
         let mut inputs = steps[a].inputs.clone();
         if let Some(b) = bias {
-            // Computed before the bias_add (topological order), hence before `last`.
-            debug_assert!(producer.get(&b).is_none_or(|&p| p < last));
             inputs.push((b, false));
         }
-        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail };
         let st = &mut steps[last];
         st.inputs = inputs;
         st.fused = Some(Box::new(super::Fused::Conv(fused)));
         removed[a] = true;
-        for &c in &chain[..keep - 1] {
+        for &c in before {
             removed[c] = true;
         }
     }

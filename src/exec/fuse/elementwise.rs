@@ -34,6 +34,7 @@ use crate::ir::NodeId;
 use crate::ops::binary::{self, F32Arg};
 use crate::ops::broadcast_shapes;
 use crate::ops::{BinaryKind, NnOp, Op, SlicingOp, UnaryKind, unary};
+use crate::passes::cost;
 use crate::tensor::{DType, Dim, Shape, Tensor};
 
 /// Elements per piece (per member scratch buffer: 4 KiB of f32).
@@ -62,17 +63,15 @@ enum Kind {
 }
 
 impl Kind {
-    /// Relative cost per element: transcendental kernels ~8× an add or multiply.
+    /// Relative work per element, from the one cost estimate ([`cost`]): transcendental
+    /// kernels ~8× an add or multiply.
     fn cost(self) -> usize {
-        use UnaryKind as U;
-        match self {
-            Kind::Unary(
-                U::Neg | U::Abs | U::Square | U::Relu | U::Relu6 | U::Step | U::Sign | U::Floor | U::Ceil | U::Round,
-            ) => 1,
-            Kind::Unary(_) => 8,
-            Kind::Binary(BinaryKind::Pow | BinaryKind::FloorMod | BinaryKind::FloorDiv) => 8,
-            Kind::Binary(_) | Kind::BiasAdd => 1,
-        }
+        let flops = match self {
+            Kind::Unary(k) => cost::unary_flops(k),
+            Kind::Binary(k) => cost::binary_flops(k),
+            Kind::BiasAdd => 1,
+        };
+        flops as usize
     }
 }
 

@@ -11,6 +11,9 @@
 //!   (an LSTM cell's gates and state update, a backward pass's `s·(1-s)·g` chains) evaluated
 //!   piece by piece, every intermediate living in a small scratch buffer.
 //!
+//! Every fusion matches its pattern through the passes' toolkit ([`crate::passes::pattern`])
+//! on a [`PlanView`] of the plan.
+//!
 //! Invariants shared by all:
 //! - a value is fused away only when every reader is in the group and it is not fetched;
 //!   values read outside (or fetched) are still produced, by the fused step;
@@ -31,11 +34,13 @@ pub(super) use conv::conv_chains;
 pub(super) use elementwise::{elementwise_groups, fusable};
 pub(super) use patch_product::patch_products;
 
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashSet};
 
 use super::{ExecCtx, Step};
 use crate::error::Result;
-use crate::tensor::Tensor;
+use crate::ops::Op;
+use crate::passes::pattern::Dataflow;
+use crate::tensor::{Tensor, TensorType};
 
 /// Who reads and who writes each slot of a plan: `(readers, producer)` by step index
 /// (a step reading a slot twice is listed twice).
@@ -51,6 +56,49 @@ pub(super) fn slot_maps(steps: &[Step]) -> (HashMap<usize, Vec<usize>>, HashMap<
         }
     }
     (readers, producer)
+}
+
+/// A plan as [`Dataflow`] (the pattern toolkit the graph passes use): steps are nodes,
+/// slots are values, fetched slots are pinned; a fused step matches no pattern.
+pub(super) struct PlanView<'a> {
+    steps: &'a [Step],
+    readers: HashMap<usize, Vec<usize>>,
+    producer: HashMap<usize, usize>,
+    pinned: &'a HashSet<usize>,
+}
+
+impl<'a> PlanView<'a> {
+    pub(super) fn new(steps: &'a [Step], pinned: &'a HashSet<usize>) -> PlanView<'a> {
+        let (readers, producer) = slot_maps(steps);
+        PlanView { steps, readers, producer, pinned }
+    }
+}
+
+impl Dataflow for PlanView<'_> {
+    type Node = usize;
+    type Value = usize;
+    fn op(&self, n: usize) -> Option<&Op> {
+        self.steps.get(n).filter(|st| st.fused.is_none()).map(|st| &st.op)
+    }
+    fn inputs(&self, n: usize) -> Vec<usize> {
+        self.steps.get(n).map(|st| st.inputs.iter().map(|i| i.0).collect()).unwrap_or_default()
+    }
+    fn outputs(&self, n: usize) -> Vec<usize> {
+        self.steps.get(n).map(|st| st.outputs.clone()).unwrap_or_default()
+    }
+    fn value_type(&self, v: usize) -> Option<&TensorType> {
+        let st = &self.steps[*self.producer.get(&v)?];
+        st.outputs.iter().position(|&s| s == v).map(|k| &st.out_types[k])
+    }
+    fn producer(&self, v: usize) -> Option<usize> {
+        self.producer.get(&v).copied()
+    }
+    fn readers(&self, v: usize) -> Vec<usize> {
+        self.readers.get(&v).cloned().unwrap_or_default()
+    }
+    fn pinned(&self, v: usize) -> bool {
+        self.pinned.contains(&v)
+    }
 }
 
 /// Drop the steps marked in `removed` (fused into a later step), keeping the order.

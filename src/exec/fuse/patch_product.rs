@@ -18,10 +18,12 @@
 
 use hashbrown::HashSet;
 
+use super::PlanView;
 use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
 use crate::ops::{ConvOp, LinearOp, Op, ShapeOp};
+use crate::passes::pattern::{Dataflow, sole_reader};
 use crate::tensor::Tensor;
 
 /// A fused patch product (the plan step's inputs are `[x, dy]`).
@@ -71,25 +73,24 @@ impl PatchProduct {
 /// Fuse every eligible patch product in `steps` (before slot releases are computed);
 /// `pinned` are the fetched slots.
 pub(crate) fn patch_products(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
-    let (consumers, _) = super::slot_maps(steps);
-    let sole = |s: usize| match consumers.get(&s).map(Vec::as_slice) {
-        Some(&[c]) if !pinned.contains(&s) => Some(c),
-        _ => None,
-    };
-    let mut removed = vec![false; steps.len()];
+    // Match every group first (on the unchanged plan), then rewrite.
+    let view = PlanView::new(steps, pinned);
+    // (patches step, product step, fused group, the reshape steps between)
+    let mut found: Vec<(usize, usize, PatchProduct, Vec<usize>)> = Vec::new();
     for a in 0..steps.len() {
-        let Op::Conv(patches @ ConvOp::ExtractPatches { .. }) = &steps[a].op else { continue };
-        if removed[a] || steps[a].fused.is_some() || steps[a].outputs.len() != 1 || steps[a].inputs.len() != 1 {
+        let Some(Op::Conv(patches @ ConvOp::ExtractPatches { .. })) = view.op(a) else { continue };
+        if steps[a].outputs.len() != 1 || steps[a].inputs.len() != 1 {
             continue;
         }
         let (mut cur, mut reshapes, mut chain) = (steps[a].outputs[0], Vec::new(), Vec::new());
         let product = loop {
-            let Some(c) = sole(cur) else { break None };
+            let Some(c) = sole_reader(&view, cur) else { break None };
             let st = &steps[c];
-            if st.fused.is_some() || st.outputs.len() != 1 || st.inputs.first().map(|i| i.0) != Some(cur) {
+            let Some(op) = view.op(c) else { break None };
+            if st.outputs.len() != 1 || st.inputs.first().map(|i| i.0) != Some(cur) {
                 break None;
             }
-            match &st.op {
+            match op {
                 Op::Shape(ShapeOp::Reshape { .. }) if st.inputs.len() == 1 => {
                     reshapes.push((st.node, st.op.clone()));
                     chain.push(c);
@@ -111,6 +112,10 @@ pub(crate) fn patch_products(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
             product_node: steps[p].node,
             product: steps[p].op.clone(),
         };
+        found.push((a, p, fused, chain));
+    }
+    let mut removed = vec![false; steps.len()];
+    for (a, p, fused, chain) in found {
         let inputs = vec![steps[a].inputs[0], steps[p].inputs[1]];
         let st = &mut steps[p];
         st.inputs = inputs;

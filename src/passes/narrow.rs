@@ -1,4 +1,4 @@
-//! Dead-column narrowing, part of [`simplify`](super::simplify): a `matmul` whose result
+//! The `narrow` pass of the simplification pipeline ([`simplify`](super::simplify)): a `matmul` whose result
 //! reaches a `split` of its last axis (through `reshape`s that keep that axis) of which only
 //! ONE piece is read computes just that piece's columns — `matmul(a, b[:, c0..c1])` — instead
 //! of all of them. Reverse mode produces this shape: the cotangent of `concat(x_t, h)` in
@@ -21,6 +21,8 @@
 
 use hashbrown::HashSet;
 
+use super::pattern::{GraphView, const_value, redirect_uses, sole_producer};
+use super::{Pass, PassCtx};
 use crate::error::Result;
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::ops::{LinearOp, Op, ShapeOp, SlicingOp};
@@ -29,60 +31,53 @@ use crate::tensor::Tensor;
 /// Longest reshape chain followed between the matmul and the split.
 const MAX_CHAIN: usize = 8;
 
-/// Narrow every eligible matmul feeding a split in `region`; returns how many. `outputs` are
-/// updated when a live piece is one of them; nodes left unread are pushed to `bypassed`.
-pub(super) fn narrow_matmuls(
-    g: &mut Graph,
-    region: &[NodeId],
-    in_region: &HashSet<NodeId>,
-    outputs: &mut [ValueId],
-    bypassed: &mut Vec<NodeId>,
-) -> Result<usize> {
-    let mut count = 0;
-    for &s in region {
-        let Some(plan) = plan_for(g, s, in_region, outputs)? else { continue };
-        let Plan { live, c0, width, chain, matmul } = plan;
-        let mm = g.node(matmul)?.clone();
-        let Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }) = mm.op else { continue };
-        let (a, b) = (mm.inputs[0], mm.inputs[1]);
-        let (begin, size) =
-            if transpose_b { ([c0 as i64, 0], [width as i64, -1]) } else { ([0, c0 as i64], [-1, width as i64]) };
-        let b_narrow = match &g.node(b.node)?.op {
-            Op::Const { value } => {
-                let value = slice_constant(value, &begin, &size)?;
-                g.constant(value)
-            }
-            _ => g.slice(b, &begin, &size)?,
-        };
-        let mut v = g.matmul_t(a, b_narrow, transpose_a, transpose_b)?;
-        for &r in chain.iter().rev() {
-            let mut dims: Vec<i64> = g
-                .value_type(ValueId { node: r, slot: 0 })?
-                .shape
-                .as_fixed()
-                .map(|d| d.iter().map(|&x| x as i64).collect())
-                .unwrap_or_default();
-            if let Some(last) = dims.last_mut() {
-                *last = width as i64;
-            }
-            v = g.reshape(v, &dims)?;
-        }
-        let old = ValueId { node: s, slot: live as u32 };
-        for c in g.consumers(s) {
-            let ins = g.node(c)?.inputs.clone();
-            for (pos, x) in ins.iter().enumerate() {
-                if *x == old {
-                    g.replace_input(c, pos, v)?;
-                }
-            }
-        }
-        for o in outputs.iter_mut().filter(|o| **o == old) {
-            *o = v;
-        }
-        bypassed.push(s);
-        count += 1;
+/// The `narrow` pass (see the module docs).
+pub(super) struct Narrow;
+
+impl Pass for Narrow {
+    fn name(&self) -> &str {
+        "narrow"
     }
-    Ok(count)
+
+    /// Narrow every eligible matmul feeding a split in the region; the live piece's readers
+    /// (and outputs) move to the narrowed value, the old chain is left for `dead`.
+    fn run(&self, g: &mut Graph, cx: &mut PassCtx) -> Result<()> {
+        // Only nodes of the region as it was before this pass (so nothing is narrowed twice).
+        let region = cx.region(g);
+        let in_region: HashSet<NodeId> = region.iter().copied().collect();
+        for s in region {
+            let Some(plan) = plan_for(g, s, &in_region, &cx.outputs)? else { continue };
+            let Plan { live, c0, width, chain, matmul } = plan;
+            let mm = g.node(matmul)?.clone();
+            let Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }) = mm.op else { continue };
+            let (a, b) = (mm.inputs[0], mm.inputs[1]);
+            let (begin, size) =
+                if transpose_b { ([c0 as i64, 0], [width as i64, -1]) } else { ([0, c0 as i64], [-1, width as i64]) };
+            let b_narrow = match const_value(g, b) {
+                Some(value) => {
+                    let value = slice_constant(value, &begin, &size)?;
+                    g.constant(value)
+                }
+                None => g.slice(b, &begin, &size)?,
+            };
+            let mut v = g.matmul_t(a, b_narrow, transpose_a, transpose_b)?;
+            for &r in chain.iter().rev() {
+                let mut dims: Vec<i64> = g
+                    .value_type(ValueId { node: r, slot: 0 })?
+                    .shape
+                    .as_fixed()
+                    .map(|d| d.iter().map(|&x| x as i64).collect())
+                    .unwrap_or_default();
+                if let Some(last) = dims.last_mut() {
+                    *last = width as i64;
+                }
+                v = g.reshape(v, &dims)?;
+            }
+            redirect_uses(g, ValueId { node: s, slot: live as u32 }, v, &mut cx.outputs)?;
+            cx.report.narrowed += 1;
+        }
+        Ok(())
+    }
 }
 
 /// What to narrow for split `s`.
@@ -117,32 +112,28 @@ fn plan_for(g: &Graph, s: NodeId, in_region: &HashSet<NodeId>, outputs: &[ValueI
         return Ok(None);
     }
     let (c0, width) = (sizes[..k].iter().sum(), sizes[k]);
-    // the only reader of `v` is `reader`, `v` is no output, and its node is in the region
-    let sole = |v: ValueId, reader: NodeId| -> Result<bool> {
-        Ok(in_region.contains(&v.node)
-            && g.consumers(v.node) == [reader]
-            && !outputs.iter().any(|o| o.node == v.node)
-            && g.node(reader)?.inputs.iter().filter(|i| **i == v).count() == 1)
-    };
-    let (mut v, mut reader, mut chain) = (x, s, Vec::new());
+    // Walk up input 0 (of the split, then of each reshape): a reshape or the matmul in the
+    // region whose result only the node below reads (once) and that is no output.
+    let view = GraphView { graph: g, outputs };
+    let link = |op: &Op| matches!(op, Op::Shape(ShapeOp::Reshape { .. }) | Op::Linear(LinearOp::MatMul { .. }));
+    let (mut reader, mut chain) = (s, Vec::new());
     loop {
-        if !sole(v, reader)? {
+        let Some(pn) = sole_producer(&view, reader, 0, link).filter(|p| in_region.contains(p)) else {
             return Ok(None);
-        }
-        let p = g.node(v.node)?;
+        };
+        let p = g.node(pn)?;
         match &p.op {
             Op::Shape(ShapeOp::Reshape { .. }) if chain.len() < MAX_CHAIN => {
-                let src = p.inputs[0];
-                let keeps_last = g.value_type(src)?.shape.as_fixed().is_some_and(|d| d.last() == Some(&n));
+                let keeps_last = g.value_type(p.inputs[0])?.shape.as_fixed().is_some_and(|d| d.last() == Some(&n));
                 if !keeps_last {
                     return Ok(None);
                 }
-                chain.push(v.node);
-                (reader, v) = (v.node, src);
+                chain.push(pn);
+                reader = pn;
             }
             Op::Linear(LinearOp::MatMul { .. }) => {
                 let static_b = g.value_type(p.inputs[1])?.shape.as_fixed().is_some_and(|d| d.len() == 2);
-                return Ok(static_b.then_some(Plan { live: k, c0, width, chain, matmul: v.node }));
+                return Ok(static_b.then_some(Plan { live: k, c0, width, chain, matmul: pn }));
             }
             _ => return Ok(None),
         }

@@ -14,6 +14,7 @@
 //! - results larger than [`MAX_ELEMENTS`], or larger than all inputs together when above
 //!   [`FREE_ELEMENTS`], are not folded (a folded broadcast must not bloat the graph).
 
+use super::pattern::const_value;
 use crate::error::Result;
 use crate::ir::{Graph, NodeId};
 use crate::ops::Op;
@@ -25,7 +26,7 @@ pub const MAX_ELEMENTS: usize = 1 << 20;
 pub const FREE_ELEMENTS: usize = 1 << 16;
 
 /// The constant node `n` evaluates to, if it folds (see the module invariants).
-pub(crate) fn fold(g: &Graph, n: NodeId) -> Result<Option<Tensor>> {
+pub(super) fn fold(g: &Graph, n: NodeId) -> Result<Option<Tensor>> {
     let node = g.node(n)?;
     let foldable_op = !matches!(
         node.op,
@@ -37,11 +38,9 @@ pub(crate) fn fold(g: &Graph, n: NodeId) -> Result<Option<Tensor>> {
     }
     let Some(out_len) = node.outputs[0].shape.num_elements() else { return Ok(None) };
     let mut ins = Vec::with_capacity(node.inputs.len());
-    for v in &node.inputs {
-        match &g.node(v.node)?.op {
-            Op::Const { value } => ins.push(value.clone()),
-            _ => return Ok(None),
-        }
+    for &v in &node.inputs {
+        let Some(value) = const_value(g, v) else { return Ok(None) };
+        ins.push(value.clone());
     }
     let in_len: usize = ins.iter().map(Tensor::len).sum();
     if out_len > MAX_ELEMENTS || (out_len > FREE_ELEMENTS && out_len > in_len) {

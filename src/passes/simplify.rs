@@ -1,9 +1,10 @@
-//! A post-vectorization simplification pass: the converters emit local rewrites (fold
-//! the loop axis into a batch axis and back, move it with transposes, tile an invariant
-//! operand) that often cancel across neighbouring ops. This pass removes what cancels
-//! and drops what nothing reads. [`pfor`](super::pfor) runs it on its own output unless
-//! [`PforOptions::simplify`](super::PforOptions::simplify) is off; [`simplify`] runs it on
-//! any graph.
+//! The `rewrite` pass of the simplification pipeline ([`super::simplify`]): the converters
+//! emit local rewrites (fold the loop axis into a batch axis and back, move it with
+//! transposes, tile an invariant operand) that often cancel across neighbouring ops. This
+//! pass removes what cancels; the `dead` pass then drops what nothing reads.
+//! [`pfor`](crate::vectorize::pfor) runs the pipeline on its own output unless
+//! [`PforOptions::simplify`](crate::vectorize::PforOptions::simplify) is off;
+//! [`simplify`](super::simplify) runs it on any graph.
 //!
 //! Rewrites (each fires only when every type involved is fully static; dynamic dims skip):
 //! - `identity(x)` and `cast(x)` to `x`'s own dtype → `x` (`stop_gradient` is kept: it
@@ -21,34 +22,37 @@
 //!   is broadcasting once);
 //! - a `matmul` whose result reaches a last-axis `split` (through reshapes keeping that
 //!   axis) of which one piece is read → a `matmul` of just that piece's columns (see
-//!   `narrow`; its invariants hold there);
+//!   `narrow`, its own pass; its invariants hold there);
 //! - a pure op whose inputs are all constants → the constant it evaluates to (see `fold`
 //!   for which ops and sizes; its invariants hold there);
-//! - dead nodes: nodes no output (and no kept node) reads.
+//! - dead nodes: nodes no output (and no kept node) reads (the `dead` pass).
 //!
 //! Invariants, and why they hold:
 //! - every value keeps its meaning: a node is rewritten in place only into an op that
-//!   infers exactly its old output types ([`Graph::rewrite_node`]), and a value is replaced
+//!   infers exactly its old output types ([`Graph::rewrite_node`](crate::ir::Graph::rewrite_node)), and a value is replaced
 //!   by another only when both have the same static type and, by the rules above, the same
 //!   elements;
-//! - ops with side effects or randomness ([`Op::has_side_effects`], [`Op::is_stateful`])
+//! - ops with side effects or randomness ([`Op::has_side_effects`](crate::ops::Op::has_side_effects), [`Op::is_stateful`](crate::ops::Op::is_stateful))
 //!   and graph inputs are never removed, rewritten or merged; nothing is merged at all
 //!   (no common-subexpression elimination), so two draws stay two draws;
-//! - only nodes in the region (all nodes, or those added since a [`Graph::mark`]) are
+//! - only nodes in the region (all nodes, or those added since a [`Graph::mark`](crate::ir::Graph::mark)) are
 //!   rewritten or removed; older nodes are only read;
 //! - rewritten nodes read only values older than themselves, so creation order stays a
 //!   topological order — except the readers the narrowing rewires to its new (younger)
-//!   matmul; every consumer of graph order uses [`Graph::topo_order`], which is exact; the pass is one forward sweep and one backward sweep, each
-//!   visiting every node once (linear in the graph size, up to the id sort).
+//!   matmul; every consumer of graph order uses [`Graph::topo_order`](crate::ir::Graph::topo_order), which is exact; this pass is one
+//!   forward sweep visiting every region node once (linear in the graph size).
 
-use hashbrown::{HashMap, HashSet};
+use hashbrown::HashMap;
+
+use super::pattern::{is_identity_perm, is_static};
+use super::{Pass, PassCtx};
 
 use crate::error::Result;
 use crate::ir::{Graph, NodeId, ValueId};
 use crate::ops::{ElementwiseOp, Op, ShapeOp};
 use crate::tensor::TensorType;
 
-/// What [`simplify`] did.
+/// What [`simplify`](super::simplify) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimplifyReport {
     /// The outputs after the pass (an output may now be an earlier, equal value).
@@ -69,19 +73,6 @@ pub struct SimplifyReport {
     pub constants_folded: usize,
 }
 
-/// Simplify the whole graph for `outputs`: apply the rewrites above everywhere and remove
-/// every node that no output needs (inputs, side effects and random ops are kept). Handles
-/// to removed nodes become invalid; use the returned `outputs`.
-pub fn simplify(g: &mut Graph, outputs: &[ValueId]) -> Result<SimplifyReport> {
-    run(g, outputs, None)
-}
-
-/// Simplify only the nodes added at or after `mark` (a [`Graph::mark`]): older nodes are
-/// read but never rewritten or removed. This is what `pfor` runs on its conversion.
-pub fn simplify_since(g: &mut Graph, outputs: &[ValueId], mark: u64) -> Result<SimplifyReport> {
-    run(g, outputs, Some(mark))
-}
-
 /// One rewrite decided for a node.
 enum Action {
     /// Replace the node's (single) output by this equal value.
@@ -92,126 +83,62 @@ enum Action {
     Rewire(Vec<ValueId>),
 }
 
-fn run(g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<SimplifyReport> {
-    for o in outputs {
-        g.check_value(*o)?;
-    }
-    let region: Vec<NodeId> = g.node_ids().into_iter().filter(|&n| since.is_none_or(|m| g.added_since(n, m))).collect();
-    let mut report = SimplifyReport::default();
-    // Sweep 1, before any rewrite (so nothing is rewritten only to be dropped — in pfor the
-    // traced body is dead after conversion): newest first, so consumers go before producers.
-    let keep: HashSet<NodeId> = outputs.iter().map(|o| o.node).collect();
-    let dead = dead_set(g, region.iter().rev().copied(), &keep, since)?;
-    report.removed += dead.len();
-    g.remove_nodes(&dead)?;
-    // The forward sweep. `repl` maps a replaced value to the equal value replacing it
-    // (already final: producers are visited before consumers); `bypassed` collects nodes
-    // that may have lost their last consumer.
-    let mut repl: HashMap<ValueId, ValueId> = HashMap::new();
-    let mut bypassed: Vec<NodeId> = Vec::new();
-    for &n in &region {
-        let Some(node) = g.find_node(n) else { continue }; // removed by sweep 1
-        // Stateful ops keep their op; their inputs are forwarded like any other's (an equal
-        // value), so the intermediate that was bypassed can go.
-        let fixed_op = node.op.has_side_effects() || node.op.is_stateful();
-        let inputs: Vec<ValueId> = node.inputs.iter().map(|v| repl.get(v).copied().unwrap_or(*v)).collect();
-        if inputs != node.inputs {
-            bypassed.extend(node.inputs.iter().map(|v| v.node));
-            let op = node.op.clone();
-            g.rewrite_node(n, op, &inputs)?;
-        }
-        if !fixed_op && let Some(value) = super::fold::fold(g, n)? {
-            bypassed.extend(g.node(n)?.inputs.iter().map(|v| v.node));
-            g.rewrite_node(n, Op::Const { value }, &[])?;
-            report.constants_folded += 1;
-            continue;
-        }
-        let action = if fixed_op { None } else { decide(g, n)? };
-        let Some(action) = action else { continue };
-        bypassed.extend(g.node(n)?.inputs.iter().map(|v| v.node));
-        match action {
-            Action::Forward(v) => {
-                repl.insert(ValueId { node: n, slot: 0 }, v);
-                bypassed.push(n);
-                report.forwarded += 1;
-            }
-            Action::Fold(op, ins) => {
-                g.rewrite_node(n, op, &ins)?;
-                report.folded += 1;
-            }
-            Action::Rewire(ins) => {
-                let op = g.node(n)?.op.clone();
-                g.rewrite_node(n, op, &ins)?;
-                report.broadcasts_dropped += 1;
-            }
-        }
-    }
-    let mut outs: Vec<ValueId> = outputs.iter().map(|o| repl.get(o).copied().unwrap_or(*o)).collect();
-    let in_region: HashSet<NodeId> = region.iter().copied().filter(|&n| g.contains(n)).collect();
-    report.narrowed = super::narrow::narrow_matmuls(g, &region, &in_region, &mut outs, &mut bypassed)?;
-    report.outputs = outs;
-    // Sweep 2: what the rewrites left unread, and then its producers.
-    let keep: HashSet<NodeId> = report.outputs.iter().map(|o| o.node).collect();
-    let dead = dead_set(g, bypassed.into_iter(), &keep, since)?;
-    report.removed += dead.len();
-    g.remove_nodes(&dead)?;
-    Ok(report)
-}
+/// The `rewrite` pass (see the module docs).
+pub(super) struct Rewrite;
 
-/// The removable region nodes nothing live reads, starting from `candidates`: a candidate
-/// is dead when it is removable and all its consumers are dead; a node found dead makes its
-/// producers candidates again. Each node's consumers are listed once and then counted down,
-/// so this is linear in the edges looked at (even for a value read by thousands of nodes).
-fn dead_set(
-    g: &Graph,
-    candidates: impl Iterator<Item = NodeId>,
-    keep: &HashSet<NodeId>,
-    since: Option<u64>,
-) -> Result<HashSet<NodeId>> {
-    let mut dead: HashSet<NodeId> = HashSet::new();
-    // Consumers not (yet) dead, per node looked at.
-    let mut live_consumers: HashMap<NodeId, usize> = HashMap::new();
-    let mut work: Vec<NodeId> = candidates.collect();
-    // Pop in the given order first (newest first for sweep 1), then what gets re-queued.
-    work.reverse();
-    while let Some(n) = work.pop() {
-        if dead.contains(&n) || since.is_some_and(|m| !g.added_since(n, m)) || !removable(g, n, keep)? {
-            continue;
-        }
-        let left =
-            *live_consumers.entry(n).or_insert_with(|| g.consumers(n).iter().filter(|c| !dead.contains(*c)).count());
-        if left > 0 {
-            continue;
-        }
-        dead.insert(n);
-        let mut producers: Vec<NodeId> = g.node(n)?.inputs.iter().map(|v| v.node).collect();
-        producers.sort_unstable();
-        producers.dedup();
-        for p in producers {
-            if let Some(c) = live_consumers.get_mut(&p) {
-                *c = c.saturating_sub(1);
-            }
-            work.push(p);
-        }
+impl Pass for Rewrite {
+    fn name(&self) -> &str {
+        "rewrite"
     }
-    Ok(dead)
-}
 
-/// Whether node `n` may be removed once nothing reads it: it exists, is no output, no
-/// graph input, and has no side effects or randomness.
-fn removable(g: &Graph, n: NodeId, keep: &HashSet<NodeId>) -> Result<bool> {
-    let Some(node) = g.find_node(n) else { return Ok(false) };
-    let op = &node.op;
-    Ok(!(op.has_side_effects() || op.is_stateful() || matches!(op, Op::Input { .. }) || keep.contains(&n)))
+    fn run(&self, g: &mut Graph, cx: &mut PassCtx) -> Result<()> {
+        let region = cx.region(g);
+        let report = &mut cx.report;
+        // `repl` maps a replaced value to the equal value replacing it (already final:
+        // producers are visited before consumers).
+        let mut repl: HashMap<ValueId, ValueId> = HashMap::new();
+        for n in region {
+            let Some(node) = g.find_node(n) else { continue };
+            // Stateful ops keep their op; their inputs are forwarded like any other's (an
+            // equal value), so the intermediate that was bypassed can go.
+            let fixed_op = node.op.has_side_effects() || node.op.is_stateful();
+            let inputs: Vec<ValueId> = node.inputs.iter().map(|v| repl.get(v).copied().unwrap_or(*v)).collect();
+            if inputs != node.inputs {
+                let op = node.op.clone();
+                g.rewrite_node(n, op, &inputs)?;
+            }
+            if !fixed_op && let Some(value) = super::fold::fold(g, n)? {
+                g.rewrite_node(n, Op::Const { value }, &[])?;
+                report.constants_folded += 1;
+                continue;
+            }
+            let action = if fixed_op { None } else { decide(g, n)? };
+            match action {
+                None => {}
+                Some(Action::Forward(v)) => {
+                    repl.insert(ValueId { node: n, slot: 0 }, v);
+                    report.forwarded += 1;
+                }
+                Some(Action::Fold(op, ins)) => {
+                    g.rewrite_node(n, op, &ins)?;
+                    report.folded += 1;
+                }
+                Some(Action::Rewire(ins)) => {
+                    let op = g.node(n)?.op.clone();
+                    g.rewrite_node(n, op, &ins)?;
+                    report.broadcasts_dropped += 1;
+                }
+            }
+        }
+        for o in &mut cx.outputs {
+            *o = repl.get(o).copied().unwrap_or(*o);
+        }
+        Ok(())
+    }
 }
 
 /// How many view ops up a chain the pass looks (keeps the pass linear).
 const MAX_CHAIN: usize = 8;
-
-/// A fully static type (every dim fixed).
-fn is_static(t: &TensorType) -> bool {
-    t.shape.is_fixed()
-}
 
 /// The single input of a single-input view op (`reshape`, `expand_dims`, `squeeze`).
 fn view_input(g: &Graph, v: ValueId) -> Result<Option<(ValueId, bool)>> {
@@ -303,7 +230,7 @@ fn decide(g: &Graph, n: NodeId) -> Result<Option<Action>> {
         }
         Op::Shape(ShapeOp::Transpose { perm }) => {
             let x = node.inputs[0];
-            if perm.iter().enumerate().all(|(i, &p)| i == p) && same_type(x)? {
+            if is_identity_perm(perm) && same_type(x)? {
                 return Ok(Some(Action::Forward(x)));
             }
             let p = g.node(x.node)?;
@@ -314,7 +241,7 @@ fn decide(g: &Graph, n: NodeId) -> Result<Option<Action>> {
             let Some(composed) = perm.iter().map(|&a| p1.get(a).copied()).collect::<Option<Vec<usize>>>() else {
                 return Ok(None);
             };
-            if composed.iter().enumerate().all(|(i, &p)| i == p) {
+            if is_identity_perm(&composed) {
                 return Ok(same_type(y)?.then_some(Action::Forward(y)));
             }
             let op = Op::Shape(ShapeOp::Transpose { perm: composed });

@@ -1,0 +1,149 @@
+//! Graph passes, run as ONE pipeline: each pass is a [`Pass`] with a name, a [`Pipeline`]
+//! runs them in a declared order, and — in debug builds, or when asked — verifies the graph
+//! ([`Graph::verify`]) before the first pass and after each, so a pass that breaks an IR
+//! invariant is named in the error instead of surfacing later as a wrong shape or a panic
+//! somewhere else.
+//!
+//! The passes (the [`simplify`] pipeline, in this order):
+//! - `dead` (`dead.rs`): drop the region nodes nothing reads;
+//! - `rewrite` (`simplify.rs`): one forward sweep of local rewrites — forward
+//!   identities and no-op views, fold view and transpose chains, bypass redundant
+//!   broadcasts, and fold pure ops on constants (`fold.rs`);
+//! - `narrow` (`narrow.rs`): narrow a matmul to the one column range a split of its result
+//!   reads;
+//! - `dead` again: what the rewrites left unread.
+//!
+//! Every pass matches its patterns through [`pattern`] (the toolkit the plan-level fusions in
+//! `exec::fuse` use too) and every cost decision goes through [`cost`].
+//!
+//! Invariants of the pipeline:
+//! - a pass sees the region (all nodes, or those added since a [`Graph::mark`]) and the
+//!   current outputs in a [`PassCtx`]; it rewrites or removes only region nodes and keeps
+//!   [`PassCtx::outputs`] pointing at equal values;
+//! - with verification on, the graph verifies before and after every pass; a failure
+//!   after pass `p` is `Error::Verify` naming `p` (the input is checked first, so a graph
+//!   that was already broken is not blamed on the first pass);
+//! - verification is on by default only with `debug_assertions` (release runs pay nothing).
+
+pub mod cost;
+mod dead;
+mod fold;
+mod narrow;
+pub mod pattern;
+mod simplify;
+
+pub use simplify::SimplifyReport;
+
+use crate::error::{Error, Result};
+use crate::ir::{Graph, NodeId, ValueId};
+
+/// What a pass works on besides the graph: the region, the outputs, and the counters.
+#[derive(Clone, Debug, Default)]
+pub struct PassCtx {
+    /// The values that must keep their meaning (updated when a pass replaces one).
+    pub outputs: Vec<ValueId>,
+    /// Only nodes added at or after this [`Graph::mark`] are rewritten or removed (`None`:
+    /// every node).
+    pub since: Option<u64>,
+    /// What the passes did so far.
+    pub report: SimplifyReport,
+}
+
+impl PassCtx {
+    /// Whether node `n` is in the region.
+    pub fn in_region(&self, g: &Graph, n: NodeId) -> bool {
+        self.since.is_none_or(|m| g.added_since(n, m))
+    }
+
+    /// The region's nodes, in creation order.
+    pub fn region(&self, g: &Graph) -> Vec<NodeId> {
+        g.node_ids().into_iter().filter(|&n| self.in_region(g, n)).collect()
+    }
+}
+
+/// One graph pass.
+pub trait Pass {
+    /// Its name, as errors and reports show it.
+    fn name(&self) -> &str;
+    /// Run on `g` (see the [module](self) invariants).
+    fn run(&self, g: &mut Graph, cx: &mut PassCtx) -> Result<()>;
+}
+
+/// Passes run in a declared order (see the [module](self) docs).
+pub struct Pipeline {
+    passes: Vec<Box<dyn Pass + Send + Sync>>,
+    verify: bool,
+}
+
+impl Default for Pipeline {
+    fn default() -> Self {
+        Pipeline::new()
+    }
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline").field("passes", &self.names()).field("verify", &self.verify).finish()
+    }
+}
+
+impl Pipeline {
+    /// No passes; verification on in debug builds.
+    pub fn new() -> Pipeline {
+        Pipeline { passes: Vec::new(), verify: cfg!(debug_assertions) }
+    }
+
+    /// The simplification pipeline: `dead`, `rewrite`, `narrow`, `dead`.
+    pub fn simplify() -> Pipeline {
+        Pipeline::new().then(dead::Dead).then(simplify::Rewrite).then(narrow::Narrow).then(dead::Dead)
+    }
+
+    /// Append `pass`.
+    pub fn then(mut self, pass: impl Pass + Send + Sync + 'static) -> Pipeline {
+        self.passes.push(Box::new(pass));
+        self
+    }
+
+    /// Verify before and after every pass (`true`) or never (`false`), whatever the build.
+    pub fn with_verify(mut self, on: bool) -> Pipeline {
+        self.verify = on;
+        self
+    }
+
+    /// The passes' names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.passes.iter().map(|p| p.name()).collect()
+    }
+
+    /// Run every pass on `g` for `outputs` (region: nodes added since `since`, or all).
+    pub fn run(&self, g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<SimplifyReport> {
+        for o in outputs {
+            g.check_value(*o)?;
+        }
+        if self.verify {
+            g.verify().map_err(|e| Error::Verify(format!("graph invalid before the pass pipeline: {e}")))?;
+        }
+        let mut cx = PassCtx { outputs: outputs.to_vec(), since, report: SimplifyReport::default() };
+        for p in &self.passes {
+            p.run(g, &mut cx)?;
+            if self.verify {
+                g.verify().map_err(|e| Error::Verify(format!("pass `{}` broke the graph: {e}", p.name())))?;
+            }
+        }
+        cx.report.outputs = cx.outputs;
+        Ok(cx.report)
+    }
+}
+
+/// Simplify the whole graph for `outputs` (the [`Pipeline::simplify`] passes) and remove
+/// every node that no output needs (inputs, side effects and random ops are kept). Handles
+/// to removed nodes become invalid; use the returned `outputs`.
+pub fn simplify(g: &mut Graph, outputs: &[ValueId]) -> Result<SimplifyReport> {
+    Pipeline::simplify().run(g, outputs, None)
+}
+
+/// [`simplify`] only the nodes added at or after `mark` (a [`Graph::mark`]): older nodes are
+/// read but never rewritten or removed. This is what `pfor` runs on its conversion.
+pub fn simplify_since(g: &mut Graph, outputs: &[ValueId], mark: u64) -> Result<SimplifyReport> {
+    Pipeline::simplify().run(g, outputs, Some(mark))
+}
