@@ -82,9 +82,7 @@ impl dyn EvalCtx + '_ {
     /// A recycled buffer of exactly `len` elements with STALE content (the caller must
     /// overwrite every element), or `None`: then allocate as usual.
     pub fn recycled<T: Element>(&mut self, len: usize) -> Option<Vec<T>> {
-        let a = T::unwrap(self.take_recycled(T::DTYPE, len)?).ok()?;
-        let (v, offset) = a.try_into_owned_nocopy().ok()?.into_raw_vec_and_offset();
-        (offset.unwrap_or(0) == 0 && v.len() == len).then_some(v)
+        self.take_recycled(T::DTYPE, len)?.into_buffer(len)
     }
 }
 
