@@ -16,7 +16,7 @@
 //!   with `Error::IterationLimit` ([`OnLimit::Error`]); loops without a cap take
 //!   `ExecOptions::max_while_iterations` (an error) if set. Every trip checks the run's
 //!   deadline and cancel token;
-//! - `Call`: a named function of the [`Library`](crate::ir::Library); type-checked against
+//! - `Call`: a named function of the `Library`; type-checked against
 //!   its declaration, so recursion works; depth is bounded by `ExecOptions::max_call_depth`;
 //! - `For`: input 0 is the trip count `n` (i64 scalar), inputs 1.. are captures; the body
 //!   takes `(i, captures...)` and its results are stacked along a new axis 0 — the

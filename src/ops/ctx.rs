@@ -6,9 +6,9 @@
 //!   ([`EvalCtx::kernel_options`], [`EvalCtx::max_while_iterations`], ...), i.e. from the
 //!   session's `ExecOptions`; outside a run (`XOp::eval`) kernels take
 //!   [`KernelOptions::default`];
-//! - a buffer from [`recycled`](EvalCtx::recycled) has stale content: the kernel that takes
+//! - a buffer from `recycled` has stale content: the kernel that takes
 //!   it overwrites every element;
-//! - [`check_interrupt`](EvalCtx::check_interrupt) is one branch when the run has neither a
+//! - `check_interrupt` is one branch when the run has neither a
 //!   deadline nor a cancel token.
 
 use std::sync::Arc;

@@ -198,6 +198,7 @@ fn pooled_after_runs(rows: usize, runs: usize) -> (Vec<usize>, Tensor) {
     let mut pooled = Vec::new();
     let mut last = None;
     for k in 0..runs {
+        drop(last.take()); // the caller drops the previous output before the run
         let xv: Vec<f32> = (0..rows * 1024 * 256).map(|e| (e % 13) as f32 + k as f32).collect();
         let out = s.run(&[(x, Tensor::from_vec(&[rows, 1024, 256], xv).unwrap())]).unwrap();
         pooled.push(s.pooled_bytes());
