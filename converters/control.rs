@@ -42,12 +42,12 @@
 //! - nesting: the function of a Subset-form node (the `while`'s body, the partition `cond`'s
 //!   branch) records the per-iteration functions it vectorized (`SubsetForm`). When an
 //!   enclosing pfor converts such a node (a pfor in a pfor, at any depth), it rebuilds the
-//!   Subset form from that record over the combined iteration space ([`combined`]) instead
+//!   Subset form from that record over the combined iteration space (`combined`) instead
 //!   of converting its data-length row lists, which cannot be stacked.
-//! - derivatives: the same function carries a derivative hook ([`derivative`]): autodiff
+//! - derivatives: the same function carries a derivative hook (`derivative`): autodiff
 //!   differentiates a Subset-form node as "pfor over its iterations of the derivative of
 //!   the per-iteration loop / cond", never through its shrinking carries. Invariant: every
-//!   Subset-form node this module or [`combined`] emits has both the record and the hook.
+//!   Subset-form node this module or `combined` emits has both the record and the hook.
 //!
 //!   A loop's [`IterationCap`] carries over: every iteration stops (or fails with
 //!   `Error::IterationLimit`) exactly where its own loop would, because all active

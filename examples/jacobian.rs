@@ -59,7 +59,9 @@ fn main() -> Result<()> {
     let x_val = Tensor::randn(&[STEPS, IN], 1)?;
     println!("{:>5} {:>14} {:>14} {:>8} {:>12}", "out", "pfor rows/s", "loop rows/s", "speedup", "max |diff|");
     let mut worst: Option<Verdict> = None;
-    for out in outs {
+    // progress on stderr (indicatif hides it when stderr is not a terminal)
+    let bar = indicatif::ProgressBar::new(outs.len() as u64);
+    for out in bar.wrap_iter(outs.into_iter()) {
         let mut g = Graph::new();
         let x = g.input("x", DType::F32, [STEPS, IN]);
         let s = 1.0 / ((IN + HIDDEN) as f32).sqrt();
@@ -121,6 +123,7 @@ fn main() -> Result<()> {
             worst = Some(v);
         }
     }
+    bar.finish_and_clear();
     // (the --ab-fuse and --mode runs only time)
     match worst {
         Some(v) => {

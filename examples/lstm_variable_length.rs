@@ -190,7 +190,9 @@ fn main() -> Result<()> {
     println!("|---|---|---|---|---|---|---|---|");
     // f32 state after up to 100 steps: batched and per-row matmuls may round differently
     let mut verdict = Verdict { max_diff: 0.0, tol: 1e-4 };
-    for n in sizes {
+    // progress on stderr (indicatif hides it when stderr is not a terminal)
+    let bar = indicatif::ProgressBar::new(sizes.len() as u64);
+    for n in bar.wrap_iter(sizes.into_iter()) {
         let mut rate = [0.0f64; 4];
         let mut outs: Vec<Option<Tensor>> = vec![None; 4];
         let mut tokens = 0.0;
@@ -226,6 +228,7 @@ fn main() -> Result<()> {
             verdict.max_diff = verdict.max_diff.max(v.max_diff);
         }
     }
+    bar.finish_and_clear();
     println!("{verdict}");
     verdict.into_result()
 }

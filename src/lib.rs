@@ -1,12 +1,8 @@
-//! # pfor — static loop vectorization of dataflow graphs
-//!
-//! Write the body of a loop for ONE example; `pfor` rewrites it, before anything runs,
-//! into one graph that computes all iterations at once with batched kernels (the
-//! technique of Agarwal & Ganichev, "Auto-Vectorizing TensorFlow Graphs").
-//!
-//! Layers (see `docs/ARCHITECTURE.md`): [`tensor`] (dtype-tagged ndarray tensors), [`ir`] (the graph
-//! IR on petgraph), [`ops`] (the op set, one file per family), [`exec`] (compile-once
-//! sessions), [`reference`] (the per-iteration loop, the correctness oracle).
+// The README is the crate's front page; its Rust code blocks are doctests that run.
+// Layers (docs/ARCHITECTURE.md): `tensor` (dtype-tagged ndarray tensors), `ir` (the graph IR
+// on petgraph), `ops` (the op set, one file per family), `exec` (compile-once sessions),
+// `reference` (the per-iteration loop, the correctness oracle).
+#![doc = include_str!("../README.md")]
 #![warn(missing_docs)]
 
 pub mod api;
@@ -58,8 +54,3 @@ pub mod prelude {
     pub use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
     pub use crate::vectorize::{Fallback, PforOptions, pfor, pfor_with};
 }
-
-/// The README's examples, compiled as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;

@@ -11,12 +11,21 @@
 //! earlier on this machine kind); see [`peers::default_dir`].
 //! pfor's numbers are medians too, of 5-50 runs after 100 ms of warm-up runs (`--quick`:
 //! within 0.3 s); the peers time theirs after one warm-up call.
+//!
+//! Every table ends with a `peak MB` column: the most memory resident while that row's modes
+//! ran (see [`mem`]); each row's sessions and buffers are dropped and the freed heap handed
+//! back to the OS before the next row, and the last line gives each workload's peak. A
+//! progress bar on stderr (hidden when stderr is not a terminal) counts the rows.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressStyle};
+
 #[path = "../../benches/autobatch/mod.rs"]
 mod autobatch_workloads;
+mod mem;
 mod peers;
 #[path = "../../benches/workloads/mod.rs"]
 mod workloads;
@@ -70,10 +79,16 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
     2.0 * (n * d * d) as f64 / t / 1e9
 }
 
+/// The tables and their row counts (for the progress bar).
+const TABLES: [(&str, u64); 8] =
+    [("W1", 5), ("W2", 4), ("W3", 4), ("W4", 4), ("W5", 4), ("W6", 4), ("W7", 4), ("OVERHEAD", 1)];
+
 struct Args {
     budget: Duration,
     only: Option<Vec<String>>,
     peers: Peers,
+    progress: ProgressBar,
+    peaks: RefCell<mem::Peaks>,
 }
 
 fn args() -> Args {
@@ -85,12 +100,49 @@ fn args() -> Args {
         let peers_out = std::env::var_os("PEERS_OUT").map(PathBuf::from);
         peers::default_dir(Path::new(env!("CARGO_MANIFEST_DIR")), peers_out.as_deref())
     });
-    Args { budget: Duration::from_millis(if quick { 300 } else { 1500 }), only, peers: Peers::load(&dir) }
+    let mut a = Args {
+        budget: Duration::from_millis(if quick { 300 } else { 1500 }),
+        only,
+        peers: Peers::load(&dir),
+        progress: ProgressBar::hidden(),
+        peaks: RefCell::default(),
+    };
+    let rows = TABLES.iter().filter(|(w, _)| a.wants(w)).map(|(_, r)| r).sum();
+    // drawn on stderr, only when it is a terminal (indicatif hides it otherwise)
+    a.progress = ProgressBar::new(rows).with_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} rows, {elapsed} [{msg}]")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    a
 }
 
 impl Args {
     fn wants(&self, w: &str) -> bool {
         self.only.as_ref().is_none_or(|o| o.iter().any(|x| x == w))
+    }
+
+    /// Start a table row of `workload` (progress message, peak memory mark).
+    fn row(&self, workload: &str, n: usize) -> Row {
+        self.progress.set_message(format!("{workload} n = {n}"));
+        Row { workload: workload.to_string(), peak: mem::Peak::start() }
+    }
+}
+
+/// A table row being measured.
+struct Row {
+    workload: String,
+    peak: mem::Peak,
+}
+
+impl Row {
+    /// End the row (its sessions already dropped): record its peak, hand freed memory back,
+    /// advance the progress bar; the peak as a table cell.
+    fn end(self, a: &Args) -> String {
+        let bytes = self.peak.bytes();
+        a.peaks.borrow_mut().record(&self.workload, bytes);
+        mem::release();
+        a.progress.inc(1);
+        mem::mb(bytes)
     }
 }
 
@@ -145,16 +197,19 @@ fn main() -> pfor::Result<()> {
     if a.wants("OVERHEAD") {
         overhead_table(&a)?;
     }
+    a.progress.finish_and_clear();
+    println!("\n{}", a.peaks.borrow().summary());
     Ok(())
 }
 
 fn w1_table(a: &Args) -> pfor::Result<()> {
     println!("\n### W1 linear projection x_i[1,768] @ W[768,768] (GFLOP/s)\n");
     println!(
-        "| n | pfor | loop | hand | faer GEMM | TF | JAX | torch | pfor/loop | pfor/hand | pfor/faer | pfor/best peer |"
+        "| n | pfor | loop | hand | faer GEMM | TF | JAX | torch | pfor/loop | pfor/hand | pfor/faer | pfor/best peer | peak MB |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for n in [1usize, 8, 64, 512, 4096] {
+        let row = a.row("W1", n);
         let mut r = [None; 3];
         for (k, mode) in Mode::ALL.iter().enumerate() {
             if *mode == Mode::Loop && n > 512 {
@@ -165,7 +220,7 @@ fn w1_table(a: &Args) -> pfor::Result<()> {
         let f = Some(faer_gemm_rate(n, a.budget));
         let p = a.peers.vectorized("W1_linear", n);
         println!(
-            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(r[0], 1),
             cell(r[1], 1),
             cell(r[2], 1),
@@ -176,7 +231,8 @@ fn w1_table(a: &Args) -> pfor::Result<()> {
             ratio(r[0], r[1]),
             ratio(r[0], r[2]),
             ratio(r[0], f),
-            ratio(r[0], best(&p))
+            ratio(r[0], best(&p)),
+            row.end(a)
         );
     }
     Ok(())
@@ -187,9 +243,10 @@ type Build<'a> = &'a dyn Fn(usize, Mode) -> pfor::Result<Workload>;
 /// A pfor / loop / hand table with the three peers' vectorized rates.
 fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usize, build: Build) -> pfor::Result<()> {
     println!("\n### {title}\n");
-    println!("| n | pfor | loop | hand | TF | JAX | torch | pfor/loop | pfor/hand | pfor/best peer |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("| n | pfor | loop | hand | TF | JAX | torch | pfor/loop | pfor/hand | pfor/best peer | peak MB |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in sizes {
+        let row = a.row(title.split(' ').next().unwrap_or(peer_wl), n);
         let mut r = [None; 3];
         for (k, mode) in Mode::ALL.iter().enumerate() {
             match build(n, *mode) {
@@ -197,10 +254,11 @@ fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usiz
                 Err(pfor::Error::InvalidArgument(_)) if *mode == Mode::Hand => {}
                 Err(e) => return Err(e),
             }
+            mem::release(); // the mode's session is gone: its freed heap too
         }
         let p = a.peers.vectorized(peer_wl, n);
         println!(
-            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(r[0], prec),
             cell(r[1], prec),
             cell(r[2], prec),
@@ -209,7 +267,8 @@ fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usiz
             cell(p[2], prec),
             ratio(r[0], r[1]),
             ratio(r[0], r[2]),
-            ratio(r[0], best(&p))
+            ratio(r[0], best(&p)),
+            row.end(a)
         );
     }
     Ok(())
@@ -217,16 +276,19 @@ fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usiz
 
 fn w3_table(a: &Args) -> pfor::Result<()> {
     println!("\n### W3 LSTM, per-example length U{{1..100}}, in 128, state 256 (tokens/s)\n");
-    println!("| n | subset | mask | loop | padded | TF | JAX | subset/loop | subset/padded | subset/best peer |");
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!(
+        "| n | subset | mask | loop | padded | TF | JAX | subset/loop | subset/padded | subset/best peer | peak MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for n in [1usize, 16, 128, 512] {
+        let row = a.row("W3", n);
         let mut r = [None; 4];
         for (k, mode) in W3Mode::ALL.iter().enumerate() {
             r[k] = Some(rate(&mut w3(n, *mode)?, a.budget));
         }
         let p = a.peers.vectorized("W3_lstm_varlen", n);
         println!(
-            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(r[0], 0),
             cell(r[1], 0),
             cell(r[2], 0),
@@ -235,7 +297,8 @@ fn w3_table(a: &Args) -> pfor::Result<()> {
             cell(p[1], 0),
             ratio(r[0], r[2]),
             ratio(r[0], r[3]),
-            ratio(r[0], best(&p))
+            ratio(r[0], best(&p)),
+            row.end(a)
         );
     }
     Ok(())
@@ -266,22 +329,26 @@ fn w6_table(a: &Args) -> pfor::Result<()> {
     let tfp_best = best(&[1, 16, 128, 1024].map(|b| a.peers.get("tfp_autobatch", wl, "numpy_stackless", b)));
     println!("\n### W6 recursive fibonacci, n ~ U{{3..12}} (fib calls/s)\n");
     println!("TFP auto_batching numpy stackless, best batch: {} calls/s\n", cell(tfp_best, 0));
-    println!("| batch | vm | stackless | loop | TFP numpy stackless | TFP tf.function VM | vm/loop | vm/TFP best |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!(
+        "| batch | vm | stackless | loop | TFP numpy stackless | TFP tf.function VM | vm/loop | vm/TFP best | peak MB |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for batch in [1usize, 16, 128, 1024] {
+        let row = a.row("W6", batch);
         let (n, calls) = fib_inputs(batch);
         let inputs = [n];
         let t = autobatch_times(a, &program, &inputs)?;
         let r = t.map(|s| Some(calls as f64 / s));
         println!(
-            "| {batch} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {batch} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(r[0], 0),
             cell(r[1], 0),
             cell(r[2], 0),
             cell(a.peers.get("tfp_autobatch", wl, "numpy_stackless", batch), 0),
             cell(a.peers.get("tfp_autobatch", wl, "tf_function_stack", batch), 0),
             ratio(r[0], r[2]),
-            ratio(r[0], tfp_best)
+            ratio(r[0], tfp_best),
+            row.end(a)
         );
     }
     Ok(())
@@ -290,19 +357,21 @@ fn w6_table(a: &Args) -> pfor::Result<()> {
 fn w7_table(a: &Args) -> pfor::Result<()> {
     let program = nuts_program(NUTS_DIM)?;
     println!("\n### W7 NUTS-like doubling to depth U{{1..6}}, 100-dim leapfrog leaf (leaf steps/s)\n");
-    println!("| batch | vm | stackless | loop | vm/loop | stackless/loop |");
-    println!("|---|---|---|---|---|---|");
+    println!("| batch | vm | stackless | loop | vm/loop | stackless/loop | peak MB |");
+    println!("|---|---|---|---|---|---|---|");
     for batch in [1usize, 16, 128, 512] {
+        let row = a.row("W7", batch);
         let (inputs, steps) = nuts_inputs(batch, NUTS_DIM);
         let t = autobatch_times(a, &program, &inputs)?;
         let r = t.map(|s| Some(steps as f64 / s));
         println!(
-            "| {batch} | {} | {} | {} | {} | {} |",
+            "| {batch} | {} | {} | {} | {} | {} | {} |",
             cell(r[0], 0),
             cell(r[1], 0),
             cell(r[2], 0),
             ratio(r[0], r[2]),
-            ratio(r[1], r[2])
+            ratio(r[1], r[2]),
+            row.end(a)
         );
     }
     Ok(())
@@ -312,6 +381,7 @@ fn w7_table(a: &Args) -> pfor::Result<()> {
 /// cost per op on a chain of tiny ops (op by op, and with elementwise fusion).
 fn overhead_table(a: &Args) -> pfor::Result<()> {
     println!("\n### Overheads\n");
+    let row = a.row("overhead", 1000);
     println!("| measure | value |");
     println!("|---|---|");
     for simplify in [true, false] {
@@ -342,5 +412,6 @@ fn overhead_table(a: &Args) -> pfor::Result<()> {
         let what = if fuse { "fused (elementwise groups)" } else { "op by op" };
         println!("| run a chain of {ops} f32[4] add/mul ops, {what} | {:.0} ns per op |", t * 1e9 / ops as f64);
     }
+    println!("| peak resident memory of these measures | {} MB |", row.end(a));
     Ok(())
 }

@@ -5,7 +5,7 @@
 //!
 //! # Rules
 //! One VJP and one JVP rule per op kind, in `rules/<family>.rs` mirroring `ops/<family>.rs`,
-//! dispatched by an exhaustive match on [`Op`]. A rule sees a [`VjpCtx`] / [`JvpCtx`]: the
+//! dispatched by an exhaustive match on `Op`. A rule sees a [`VjpCtx`] / [`JvpCtx`]: the
 //! node's inputs and outputs (values of the forward graph) and the incoming cotangents /
 //! tangents, and returns one optional cotangent per input / tangent per output.
 //!

@@ -563,6 +563,7 @@ impl Session {
         for t in std::mem::take(&mut self.last_outputs) {
             self.pool.donate(t);
         }
+        self.pool.start_run();
         let hand_off = self.may_hand_off();
         let profile = self.options.profile.then_some(&mut self.profile);
         let pool = recycle.then_some(&mut self.pool);
@@ -584,6 +585,7 @@ impl Session {
             plan.run(init, &mut ctx)
         };
         self.last_run = Some(t0.elapsed());
+        self.pool.end_run();
         if self.options.profile {
             self.profile.count_run();
         }
@@ -641,6 +643,29 @@ impl Session {
     /// shared by a group of sessions) instead of the shared default.
     pub fn set_workers(&mut self, workers: Arc<Workers>) {
         self.workers = workers;
+    }
+
+    /// Bytes of the recycled buffers this session holds between runs (see
+    /// [`ExecOptions::recycle_buffers`]): at most 8 buffers of 4 MiB or more, each taken by a
+    /// kernel during the last run, released by it or returned by it, never one that a whole
+    /// run left unused.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [1024, 1024]);
+    /// let y = g.exp(x)?;
+    /// let mut s = Session::new(&g, &[y])?;
+    /// for _ in 0..3 {
+    ///     s.run(&[(x, Tensor::zeros(DType::F32, &[1024, 1024])?)])?; // outputs dropped
+    /// }
+    /// assert!(s.pooled_bytes() <= 2 * 4 << 20); // no more than a run's worth (4 MiB each)
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pooled_bytes(&self) -> usize {
+        self.pool.bytes()
     }
 
     /// The session's options.

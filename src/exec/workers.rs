@@ -73,7 +73,7 @@ fn build(threads: usize, name: &str) -> std::result::Result<rayon::ThreadPool, r
 
 impl Workers {
     /// A pool of its own: `threads` threads (at least 1) named `name-0`, `name-1`, ..., with
-    /// [`STACK_BYTES`] stacks.
+    /// `STACK_BYTES` stacks.
     pub fn new(threads: usize, name: &str) -> Result<Arc<Workers>> {
         let pool = build(threads.max(1), name)
             .map_err(|e| Error::InvalidArgument(format!("Workers::new: cannot start {threads} threads: {e}")))?;

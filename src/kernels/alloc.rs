@@ -4,11 +4,11 @@
 //! # Sizes and budgets
 //!
 //! Every size a buffer is allocated from goes through [`checked_len`] (element count of a
-//! shape, `Err` instead of an overflow) and [`try_vec`] / [`try_filled`] (byte count checked,
+//! shape, `Err` instead of an overflow) and `try_vec` / `try_filled` (byte count checked,
 //! the budget consulted, `Vec::try_reserve_exact`: `Err(Error::OutOfMemory)` instead of an
 //! abort). The budget is the [`ExecOptions::max_tensor_bytes`](crate::ExecOptions) of the
 //! session whose plan runs on this thread, installed for the duration of the run by
-//! [`budget_scope`] (a thread-local: kernels without an execution context see it too;
+//! `budget_scope` (a thread-local: kernels without an execution context see it too;
 //! allocations made on other threads, e.g. inside a parallel loop, are not budgeted, so
 //! kernels allocate their outputs before going parallel). The executor checks each step's
 //! outputs against it before the kernel runs where their size is known from the static
@@ -144,7 +144,7 @@ pub(crate) fn try_filled<T: Clone>(op: &str, n: usize, v: T) -> Result<Vec<T>> {
 }
 
 /// Outputs at least this large that are larger than every input of their step (so not a
-/// view or an in-place result) are reserved once before the kernel runs: see [`probe`].
+/// view or an in-place result) are reserved once before the kernel runs: see `probe`.
 pub const PROBE_BYTES: usize = 256 << 20;
 
 /// Reserve and release `bytes` (an `Err(OutOfMemory)` if the allocator refuses): run before

@@ -16,7 +16,7 @@
 //!   with `Error::IterationLimit` ([`OnLimit::Error`]); loops without a cap take
 //!   `ExecOptions::max_while_iterations` (an error) if set. Every trip checks the run's
 //!   deadline and cancel token;
-//! - `Call`: a named function of the [`Library`](crate::ir::Library); type-checked against
+//! - `Call`: a named function of the `Library`; type-checked against
 //!   its declaration, so recursion works; depth is bounded by `ExecOptions::max_call_depth`;
 //! - `For`: input 0 is the trip count `n` (i64 scalar), inputs 1.. are captures; the body
 //!   takes `(i, captures...)` and its results are stacked along a new axis 0 — the
@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Capture, Function, FunctionSignature, Graph, Library, ValueId};
 use crate::ops::EvalCtx;
 use crate::ops::{Op, Raises, expect_dtype};
-use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
+use crate::tensor::{DType, Dim, RowStack, Shape, Tensor, TensorType};
 
 /// What a capped `while` loop does when its condition still holds after the cap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -351,26 +351,36 @@ impl ControlOp {
                 }
                 let captures: Vec<Tensor> = it.collect();
                 let rtypes = body.result_types();
-                let mut rows: Vec<Vec<Tensor>> = vec![Vec::with_capacity(n as usize); rtypes.len()];
+                // each iteration's results are copied into their stacked outputs and dropped
+                // (never all rows alive at once); an output's buffer is a pooled one of its
+                // size where the session has one (the last run's output, dropped by the caller)
+                let mut stacks: Vec<RowStack> = Vec::with_capacity(rtypes.len());
                 for i in 0..n {
                     ctx.check_interrupt(|| format!("at iteration {i} of a for loop"))?;
                     let mut args = vec![Tensor::scalar(i)];
                     args.extend(captures.iter().cloned());
                     let outs = ctx.run_function(body, args)?;
-                    for (r, o) in rows.iter_mut().zip(outs) {
-                        r.push(o);
+                    if i == 0 {
+                        for o in &outs {
+                            let len = o.shape().iter().try_fold(n as usize, |a, &d| a.checked_mul(d));
+                            let buf = len.and_then(|len| ctx.take_recycled(o.dtype(), len));
+                            stacks.push(RowStack::new("stack", n as usize, o, buf)?);
+                        }
+                    }
+                    for (s, o) in stacks.iter_mut().zip(&outs) {
+                        s.put("stack", i as usize, o)?;
                     }
                 }
-                rows.into_iter()
-                    .zip(&rtypes)
-                    .map(|(r, t)| {
-                        let elem: Vec<usize> = match r.first() {
-                            Some(x) => x.shape().to_vec(),
-                            None => t.shape.dims().iter().map(|d| d.value().unwrap_or(0)).collect(),
-                        };
-                        Tensor::stack(&r, t.dtype, &elem)
-                    })
-                    .collect()
+                if n == 0 {
+                    return rtypes
+                        .iter()
+                        .map(|t| {
+                            let elem: Vec<usize> = t.shape.dims().iter().map(|d| d.value().unwrap_or(0)).collect();
+                            Tensor::stack(&[], t.dtype, &elem)
+                        })
+                        .collect();
+                }
+                Ok(stacks.into_iter().map(RowStack::finish).collect())
             }
         }
     }

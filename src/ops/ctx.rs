@@ -6,9 +6,9 @@
 //!   ([`EvalCtx::kernel_options`], [`EvalCtx::max_while_iterations`], ...), i.e. from the
 //!   session's `ExecOptions`; outside a run (`XOp::eval`) kernels take
 //!   [`KernelOptions::default`];
-//! - a buffer from [`recycled`](EvalCtx::recycled) has stale content: the kernel that takes
+//! - a buffer from `recycled` has stale content: the kernel that takes
 //!   it overwrites every element;
-//! - [`check_interrupt`](EvalCtx::check_interrupt) is one branch when the run has neither a
+//! - `check_interrupt` is one branch when the run has neither a
 //!   deadline nor a cancel token.
 
 use std::sync::Arc;
@@ -82,9 +82,7 @@ impl dyn EvalCtx + '_ {
     /// A recycled buffer of exactly `len` elements with STALE content (the caller must
     /// overwrite every element), or `None`: then allocate as usual.
     pub fn recycled<T: Element>(&mut self, len: usize) -> Option<Vec<T>> {
-        let a = T::unwrap(self.take_recycled(T::DTYPE, len)?).ok()?;
-        let (v, offset) = a.try_into_owned_nocopy().ok()?.into_raw_vec_and_offset();
-        (offset.unwrap_or(0) == 0 && v.len() == len).then_some(v)
+        self.take_recycled(T::DTYPE, len)?.into_buffer(len)
     }
 }
 

@@ -20,7 +20,7 @@
 //!
 //! Kernels work on contiguous rows of a standard-layout buffer (reused in place when the
 //! executor hands over the only reference), in parallel above
-//! [`PAR_THRESHOLD`](crate::ops::unary::PAR_THRESHOLD) elements.
+//! `PAR_THRESHOLD` elements.
 
 use std::fmt;
 

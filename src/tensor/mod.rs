@@ -317,6 +317,14 @@ impl Tensor {
             wrap_same(a, r.map_err(|e| Error::shape("reshape", format!("{:?} to {shape:?}: {e}", a.shape())))?)
         }))
     }
+    /// The buffer of a uniquely owned, standard-layout `T` tensor of exactly `len` elements
+    /// (its content is stale to the taker), or `None` (shared, strided, another dtype or size).
+    pub(crate) fn into_buffer<T: Element>(self, len: usize) -> Option<Vec<T>> {
+        let a = T::unwrap(self).ok()?;
+        let (v, offset) = a.try_into_owned_nocopy().ok()?.into_raw_vec_and_offset();
+        (offset.unwrap_or(0) == 0 && v.len() == len).then_some(v)
+    }
+
     /// Stack tensors of one dtype and shape along a new axis 0.
     pub fn stack(parts: &[Tensor], dtype: DType, elem_shape: &[usize]) -> Result<Tensor> {
         let mut shape = vec![parts.len()];
@@ -404,3 +412,60 @@ macro_rules! impl_from_array {
     )*};
 }
 impl_from_array!(f32, f64, i64, bool);
+
+/// A `[n, ..elem]` tensor written one row at a time ([`RowStack::put`]), so that the rows
+/// need not all be alive at once (a `for` loop's results: each iteration's row is copied in
+/// and dropped). Invariant: every row `0..n` is written before [`RowStack::finish`] is
+/// called (a recycled buffer's stale content is otherwise visible).
+pub(crate) struct RowStack {
+    out: Tensor,
+    elem: Vec<usize>,
+}
+
+impl RowStack {
+    /// For `n` rows of `first`'s dtype and shape; `buf` (a recycled tensor of the stack's
+    /// dtype and element count) is overwritten where it fits, else a zeroed buffer is made.
+    pub(crate) fn new(op: &str, n: usize, first: &Tensor, buf: Option<Tensor>) -> Result<RowStack> {
+        let elem = first.shape().to_vec();
+        let mut shape = vec![n];
+        shape.extend_from_slice(&elem);
+        let len = checked_len(op, &shape)?;
+        let out = crate::dispatch_dtype!(first.dtype(), T => match buf.and_then(|b| b.into_buffer::<T>(len)) {
+            Some(v) => Tensor::from_vec(&shape, v)?,
+            None => Tensor::zeros(first.dtype(), &shape)?,
+        });
+        Ok(RowStack { out, elem })
+    }
+
+    /// Write row `i` (`i < n`); an error naming `op` if `row` differs from the first row's
+    /// dtype or shape.
+    pub(crate) fn put(&mut self, op: &str, i: usize, row: &Tensor) -> Result<()> {
+        fn put<T: Clone>(o: &mut ArcArray<T, IxDyn>, r: &ArcArray<T, IxDyn>, i: usize) {
+            o.index_axis_mut(ndarray::Axis(0), i).assign(r);
+        }
+        match (&mut self.out, row) {
+            (Tensor::F32(o), Tensor::F32(r)) if r.shape() == self.elem => put(o, r, i),
+            (Tensor::F64(o), Tensor::F64(r)) if r.shape() == self.elem => put(o, r, i),
+            (Tensor::I64(o), Tensor::I64(r)) if r.shape() == self.elem => put(o, r, i),
+            (Tensor::Bool(o), Tensor::Bool(r)) if r.shape() == self.elem => put(o, r, i),
+            _ => {
+                return Err(Error::Shape {
+                    op: op.into(),
+                    msg: format!(
+                        "part {i} is {}{:?}, expected {}{:?}",
+                        row.dtype(),
+                        row.shape(),
+                        self.out.dtype(),
+                        self.elem
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The stacked tensor.
+    pub(crate) fn finish(self) -> Tensor {
+        self.out
+    }
+}

@@ -210,3 +210,39 @@ fn profile_records_every_node_with_shapes() {
         assert!(s.profile().entries().is_empty());
     }
 }
+
+/// A for loop whose rows stack into a 4 MiB+ output (`[rows, 1024, 256]` f32), run `runs`
+/// times with the outputs dropped; the pooled bytes after each run and the last output.
+fn pooled_after_runs(rows: usize, runs: usize) -> (Vec<usize>, Tensor) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [rows, 1024, 256]);
+    let y = for_loop(&mut g, rows, |g, i| {
+        let xi = g.gather(x, i, 0)?;
+        Ok(vec![g.mul_scalar(xi, 2.0)?])
+    })
+    .unwrap();
+    let mut s = Session::new(&g, &y).unwrap();
+    let mut pooled = Vec::new();
+    let mut last = None;
+    for k in 0..runs {
+        drop(last.take()); // the caller drops the previous output before the run
+        let xv: Vec<f32> = (0..rows * 1024 * 256).map(|e| (e % 13) as f32 + k as f32).collect();
+        let out = s.run(&[(x, Tensor::from_vec(&[rows, 1024, 256], xv).unwrap())]).unwrap();
+        pooled.push(s.pooled_bytes());
+        last = Some(out.into_iter().next().unwrap());
+    }
+    (pooled, last.unwrap())
+}
+
+#[test]
+fn a_session_never_keeps_copies_of_an_output_no_kernel_takes() {
+    // Issue 22.3: each run's dropped output joined the pool and nothing took it, so a session
+    // held up to 8 of them (bench_report's W4 loop: 8 x 1.6 GB). Now the loop's stack reuses
+    // the last output's buffer, and what a whole run leaves untaken is dropped.
+    let out_bytes = 4 * 1024 * 256 * 4;
+    let (pooled, last) = pooled_after_runs(4, 6);
+    assert!(pooled.iter().all(|&b| b <= out_bytes), "pooled bytes per run {pooled:?} (one output: {out_bytes})");
+    // the reused buffer is fully overwritten: the last run's values
+    let want: Vec<f32> = (0..4 * 1024 * 256).map(|e| 2.0 * ((e % 13) as f32 + 5.0)).collect();
+    assert_eq!(last.to_vec::<f32>().unwrap(), want);
+}

@@ -2,7 +2,7 @@
 //!
 //! `C = op(A) · op(B)` (`op` transposes the last two dims when its flag is set) is bilinear:
 //! - VJP: `Ā` and `B̄` are products of `C̄` with the other operand, with the transpose flags
-//!   chosen so that no explicit transpose node is needed (table in [`vjp_operands`]);
+//!   chosen so that no explicit transpose node is needed (table in `vjp_operands`);
 //! - JVP: `Ċ = op(Ȧ) · op(B) + op(A) · op(Ḃ)` with the op's own flags.
 //!
 //! Both are built from `matmul` / `batch_matmul` nodes of the op's own inputs, so they are

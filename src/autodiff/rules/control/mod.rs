@@ -7,24 +7,24 @@
 //! tables: whatever the backward pass needs from the forward pass is recomputed or
 //! recorded into ordinary tensors.
 //!
-//! - `cond` ([`cond`]): a `Cond` on the same predicate whose branches are the branch VJPs
+//! - `cond` (`cond`): a `Cond` on the same predicate whose branches are the branch VJPs
 //!   (JVPs); each branch recomputes its own forward values, so only the taken branch runs.
-//! - `while` ([`loops`]): count the trip count `T`, re-run the loop for `U = loop_max(T)`
+//! - `while` (`loops`): count the trip count `T`, re-run the loop for `U = loop_max(T)`
 //!   steps (`U == T` outside pfor, the largest `T` inside) recording every carry into
 //!   preallocated `[U, ...]` buffers with `dynamic_update_slice` (in place: O(T) total
 //!   copying), then a backward `While` for `s = U-1 .. 0` applies the body's VJP to the
 //!   recorded carries; steps past `T` are no-ops, so the gradient does not depend on `U`
 //!   and vectorizes when `T` differs per pfor iteration. Captures accumulate their
 //!   cotangents. JVP: one `While` carrying primal and tangent carries.
-//! - `call` ([`call`]): the callee's VJP / JVP inlined at the call site (recursive callees
+//! - `call` (`call`): the callee's VJP / JVP inlined at the call site (recursive callees
 //!   are `Unsupported`).
-//! - `for` ([`loops`]): iterations are independent (no carries), so the VJP is a `While`
+//! - `for` (`loops`): iterations are independent (no carries), so the VJP is a `While`
 //!   over `j` applying the body's VJP to row `j` of the output cotangents and summing the
 //!   capture cotangents; the JVP is a `For` over the body's JVP.
 //!
 //! A node whose function carries a derivative hook (pfor's Subset-form `while` and
 //! `cond`, see `ir/derivative.rs`) is differentiated by the hook, which gets
-//! [`vjp_function`] / [`jvp_function`] to differentiate the per-iteration function it
+//! `vjp_function` / `jvp_function` to differentiate the per-iteration function it
 //! stands for; its results are given their primals' static shapes here.
 //!
 //! Invariants: integer and bool values (loop counters, predicates) never carry
