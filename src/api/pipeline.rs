@@ -40,7 +40,7 @@ pub struct BatchedMap<I> {
 /// # fn main() -> Result<()> {
 /// let examples = (0..5).map(|k| vec![Tensor::from_vec(&[2], vec![k as f64, 1.0]).unwrap()]);
 /// let types = [TensorType::new(DType::F64, [2])];
-/// let f = |g: &mut Graph, x: &[ValueId]| Ok(vec![g.reduce_sum(x[0], &[0], false)?]);
+/// let f = |g: &mut Graph, x: &[ValueId]| Ok(vec![g.reduce_sum(x[0], Some(&[0]), false)?]);
 /// let sizes: Vec<usize> =
 ///     pipeline(examples, 2, &types, &PforOptions::default(), f)?.map(|b| Ok(b?[0].shape()[0])).collect::<Result<_>>()?;
 /// assert_eq!(sizes, [2, 2, 1]);
