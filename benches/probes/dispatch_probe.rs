@@ -4,7 +4,6 @@
 use std::time::{Duration, Instant};
 
 #[path = "../workloads/mod.rs"]
-#[allow(dead_code)]
 mod workloads;
 
 fn main() -> pfor::Result<()> {
