@@ -19,7 +19,7 @@
 //!   * `Auto`: `Mask` when both branches are small (≤ 16 nodes), contain no control flow,
 //!     may not raise and have no side effects; `Subset` otherwise.
 //! - one static iteration (`n = 1` known when converting): a loop-variant cond/while in any
-//!   mode is re-emitted on its only row as the loop runs it ([`one_row`]); the forms below
+//!   mode is re-emitted on its only row as the loop runs it (`one_row`); the forms below
 //!   are for more rows, or for a row count known only at run time.
 //! - `while`: carries reach a stackedness fixpoint (an invariant carry becomes stacked when
 //!   the body makes it so). With a loop-invariant predicate the loop stays one loop over
@@ -67,7 +67,7 @@
 //!   translated into an autobatch `Program` and ONE `autobatch_call` node runs it on the
 //!   stacked arguments (batch = n); declined (per-op fallback) if translation fails.
 //! - `for` (a reference loop, e.g. a chunked pfor's chunks) with a loop-invariant trip count:
-//!   the loops are interchanged ([`for_loop`]).
+//!   the loops are interchanged (`for_loop`).
 
 mod combined;
 mod derivative;
