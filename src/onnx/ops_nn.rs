@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::ir::{Graph, ValueId};
 use crate::ops::slicing::PadMode;
 use crate::ops::{Conv2dParams, Padding};
+use crate::tensor::DType;
 
 /// The op types this family converts.
 pub(super) const OPS: &[&str] = &[
@@ -159,16 +160,13 @@ fn matmul(g: &mut Graph, _n: &NodeCx, a: ValueId, b: ValueId) -> Result<ValueId>
 fn dropout(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
     let x = n.input(0)?;
     let _ = (n.attr("seed"), n.attr("ratio"), n.attr("is_test"));
-    if n.opset >= 12 {
-        if let Some(t) = n.const_input(g, 2)? {
-            if t.to_f64_vec().iter().any(|&v| v != 0.0) {
-                return Err(n.unsupported("training_mode = true"));
-            }
-        }
+    let training = if n.opset >= 12 { n.const_input(g, 2)? } else { None };
+    if training.is_some_and(|t| t.to_f64_vec().iter().any(|&v| v != 0.0)) {
+        return Err(n.unsupported("training_mode = true"));
     }
     let y = g.identity(x)?;
     let ones = g.ones_like(x)?;
-    let mask = g.cast(ones, crate::tensor::DType::Bool)?;
+    let mask = g.cast(ones, DType::Bool)?;
     Ok(vec![y, mask])
 }
 
@@ -340,8 +338,12 @@ fn pool(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     let (xh, spatial) = to_nhwc(g, n, x)?;
     let (k, s) = (as_2d(&win.kernel, 1), as_2d(&win.strides, 1));
     let y = if n.op() == "MaxPool" {
-        let xp = pad_nhwc(g, xh, &win, f64::NEG_INFINITY)?;
-        g.max_pool(xp, k, s, Padding::Valid)?
+        // integers (held as i64, narrow types widened) pool exactly in f64
+        let int = g.dtype(xh)? == DType::I64;
+        let xf = if int { g.cast(xh, DType::F64)? } else { xh };
+        let xp = pad_nhwc(g, xf, &win, f64::NEG_INFINITY)?;
+        let y = g.max_pool(xp, k, s, Padding::Valid)?;
+        if int { g.cast(y, DType::I64)? } else { y }
     } else {
         let xp = pad_nhwc(g, xh, &win, 0.0)?;
         let sum_avg = g.avg_pool(xp, k, s, Padding::Valid)?;
@@ -373,6 +375,14 @@ fn reduce(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         _ if noop => return g.identity(x),
         _ => (0..r as i64).collect(),
     };
+    if g.dtype(x)? == DType::Bool {
+        // max / min of booleans: any / all
+        return match n.op() {
+            "ReduceMax" => g.reduce_any(x, &axes, keep),
+            "ReduceMin" => g.reduce_all(x, &axes, keep),
+            op => Err(n.unsupported(format!("{op} of bool"))),
+        };
+    }
     match n.op() {
         "ReduceSum" => g.reduce_sum(x, &axes, keep),
         "ReduceMean" => g.reduce_mean(x, &axes, keep),

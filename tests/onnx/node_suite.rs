@@ -34,22 +34,37 @@ pub enum Outcome {
     Fail(String),
 }
 
-fn read_tensor(p: &Path) -> Result<Tensor, String> {
+/// A data file's tensor and its ONNX element type.
+fn read_tensor(p: &Path) -> Result<(Tensor, i64), String> {
     let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
     let t = TensorProto::decode(&bytes).map_err(|e| e.to_string())?;
-    onnx::tensor::to_tensor(&t).map_err(|e| e.to_string())
+    onnx::tensor::to_tensor(&t).map(|v| (v, t.data_type)).map_err(|e| e.to_string())
+}
+
+/// A data set: inputs, and outputs with their ONNX element types.
+type DataSet = (Vec<Tensor>, Vec<(Tensor, i64)>);
+
+/// The tolerance for an output of ONNX element type `elem`: the case's own, widened for
+/// float16 / bfloat16 (we compute them in f32; the reference rounds every step to the type)
+/// to twice the type's epsilon.
+fn tolerance(elem: i64, rtol: f64, atol: f64) -> (f64, f64) {
+    match elem {
+        10 => (rtol.max(2.0 * 9.8e-4), atol.max(1e-3)),
+        16 => (rtol.max(2.0 * 7.9e-3), atol.max(1e-2)),
+        _ => (rtol, atol),
+    }
 }
 
 /// The data sets of a case: (inputs, outputs) per `test_data_set_k`; `None` if a value is not
 /// a tensor.
-fn data_sets(dir: &Path) -> Result<Option<Vec<(Vec<Tensor>, Vec<Tensor>)>>, String> {
+fn data_sets(dir: &Path) -> Result<Option<Vec<DataSet>>, String> {
     let mut sets = Vec::new();
     for k in 0.. {
         let ds = dir.join(format!("test_data_set_{k}"));
         if !ds.is_dir() {
             break;
         }
-        let mut io = (Vec::new(), Vec::new());
+        let mut io: (Vec<(Tensor, i64)>, Vec<(Tensor, i64)>) = (Vec::new(), Vec::new());
         for (tag, out) in [("input", &mut io.0), ("output", &mut io.1)] {
             for i in 0.. {
                 if ds.join(format!("{tag}_{i}.nontensor")).exists() {
@@ -67,7 +82,7 @@ fn data_sets(dir: &Path) -> Result<Option<Vec<(Vec<Tensor>, Vec<Tensor>)>>, Stri
                 }
             }
         }
-        sets.push(io);
+        sets.push((io.0.into_iter().map(|(t, _)| t).collect(), io.1));
     }
     Ok(Some(sets))
 }
@@ -76,40 +91,50 @@ fn is_unsupported(e: &Error) -> bool {
     matches!(e.root(), Error::Unsupported { .. })
 }
 
-/// Builds the model on inputs of the data's shapes and runs it.
+/// Builds the model on inputs of the data's shapes and runs it. Integer and bool inputs are
+/// given as constants (many cases pass shapes, axes and sizes as inputs, which our ops take
+/// statically); float inputs are fed at run time.
 fn run_model(m: &Model, inputs: &[Tensor]) -> Result<Vec<Tensor>, Error> {
     let mut g = Graph::new();
-    let ins: Vec<ValueId> =
-        m.inputs().iter().zip(inputs).map(|((n, _), t)| g.input(n, t.dtype(), Shape::fixed(t.shape()))).collect();
+    let mut feeds = Vec::new();
+    let mut ins = Vec::new();
+    for ((n, _), t) in m.inputs().iter().zip(inputs) {
+        if t.dtype().is_float() {
+            let v = g.input(n, t.dtype(), Shape::fixed(t.shape()));
+            feeds.push((v, t.clone()));
+            ins.push(v);
+        } else {
+            ins.push(g.constant(t.clone()));
+        }
+    }
     let outs = m.call(&mut g, &ins)?;
-    let feeds: Vec<(ValueId, Tensor)> = ins.iter().copied().zip(inputs.iter().cloned()).collect();
     run_once(&g, &outs, &feeds)
 }
 
-/// `pfor` of the model over 3 perturbed copies of the inputs vs the loop, strict mode.
+/// `pfor` of the model over 3 perturbed copies of the float inputs vs the loop, strict mode
+/// (integer and bool inputs are loop-invariant constants, as in [`run_model`]).
 fn run_under_pfor(m: &Model, inputs: &[Tensor]) -> Result<(), String> {
     const N: usize = 3;
     let mut g = Graph::new();
-    let stacked: Vec<ValueId> = inputs
+    let stacked: Vec<(ValueId, bool)> = inputs
         .iter()
         .map(|t| {
+            if !t.dtype().is_float() {
+                return (g.constant(t.clone()), false);
+            }
             let copies: Vec<Tensor> = (0..N)
                 .map(|i| {
-                    // floats scaled by 1 + i/20 (signs and zeros kept); integers and bools as given
-                    if t.dtype().is_float() {
-                        let s = Tensor::scalar_of(t.dtype(), 1.0 + i as f64 / 20.0);
-                        let v: Vec<f64> = t.to_f64_vec().iter().map(|x| x * s.scalar_f64().unwrap()).collect();
-                        Tensor::from_vec(t.shape(), v).unwrap().cast(t.dtype())
-                    } else {
-                        t.clone()
-                    }
+                    // scaled by 1 + i/20: signs and zeros kept
+                    let v: Vec<f64> = t.to_f64_vec().iter().map(|x| x * (1.0 + i as f64 / 20.0)).collect();
+                    Tensor::from_vec(t.shape(), v).unwrap().cast(t.dtype())
                 })
                 .collect();
-            g.constant(Tensor::stack(&copies, t.dtype(), t.shape()).expect("stack"))
+            (g.constant(Tensor::stack(&copies, t.dtype(), t.shape()).expect("stack")), true)
         })
         .collect();
     let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
-        let xs: Vec<ValueId> = stacked.iter().map(|&s| g.gather(s, i, 0)).collect::<Result<_>>()?;
+        let xs: Vec<ValueId> =
+            stacked.iter().map(|&(s, st)| if st { g.gather(s, i, 0) } else { Ok(s) }).collect::<Result<_>>()?;
         m.call(g, &xs)
     };
     let vec_out = pfor_with(&mut g, N, &PforOptions::strict(), body).map_err(|e| format!("pfor: {e}"))?;
@@ -165,7 +190,11 @@ pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
             Err(e) if is_unsupported(&e) => return (Outcome::Unsupported(e.to_string()), None),
             Err(e) => return (Outcome::Fail(format!("data set {k}: {e}")), None),
         };
-        for (j, (a, b)) in got.iter().zip(expected).enumerate() {
+        if got.len() != expected.len() {
+            return (Outcome::Fail(format!("data set {k}: {} outputs, {} expected", got.len(), expected.len())), None);
+        }
+        for (j, (a, (b, elem))) in got.iter().zip(expected).enumerate() {
+            let (rtol, atol) = tolerance(*elem, rtol, atol);
             if let Err(e) = pfor::tensor::assert_close(a, b, rtol, atol) {
                 return (Outcome::Fail(format!("data set {k} output {j}: {e}")), None);
             }
@@ -175,9 +204,18 @@ pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
     (Outcome::Pass, pfor_err)
 }
 
-/// The op type of a case's failure message, for the summary ("onnx Conv (node ...").
+/// What an unsupported case lacks, for the summary: the op type ("onnx Conv (node ...") or
+/// the element type or value kind.
 fn op_of(msg: &str) -> String {
-    msg.split("onnx ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap_or("?").trim_end_matches(':').to_string()
+    if let Some(t) = msg.split("element type ").nth(1) {
+        return format!("type {}", t.split_whitespace().next().unwrap_or("?"));
+    }
+    if let Some(op) = msg.split("onnx ").nth(1).and_then(|s| s.split_whitespace().next()) {
+        if op.chars().next().is_some_and(char::is_uppercase) && !op.ends_with(':') {
+            return op.to_string();
+        }
+    }
+    msg.chars().take(60).collect()
 }
 
 #[test]
