@@ -41,8 +41,11 @@ fn read_tensor(p: &Path) -> Result<(Tensor, i64), String> {
     onnx::tensor::to_tensor(&t).map(|v| (v, t.data_type)).map_err(|e| e.to_string())
 }
 
+/// A tensor with its ONNX element type.
+type Typed = (Tensor, i64);
+
 /// A data set: inputs, and outputs with their ONNX element types.
-type DataSet = (Vec<Tensor>, Vec<(Tensor, i64)>);
+type DataSet = (Vec<Tensor>, Vec<Typed>);
 
 /// The tolerance for an output of ONNX element type `elem`: the case's own, widened for
 /// float16 / bfloat16 (we compute them in f32; the reference rounds every step to the type)
@@ -64,8 +67,8 @@ fn data_sets(dir: &Path) -> Result<Option<Vec<DataSet>>, String> {
         if !ds.is_dir() {
             break;
         }
-        let mut io: (Vec<(Tensor, i64)>, Vec<(Tensor, i64)>) = (Vec::new(), Vec::new());
-        for (tag, out) in [("input", &mut io.0), ("output", &mut io.1)] {
+        let (mut ins, mut outs): (Vec<Typed>, Vec<Typed>) = (Vec::new(), Vec::new());
+        for (tag, out) in [("input", &mut ins), ("output", &mut outs)] {
             for i in 0.. {
                 if ds.join(format!("{tag}_{i}.nontensor")).exists() {
                     return Ok(None);
@@ -82,7 +85,7 @@ fn data_sets(dir: &Path) -> Result<Option<Vec<DataSet>>, String> {
                 }
             }
         }
-        sets.push((io.0.into_iter().map(|(t, _)| t).collect(), io.1));
+        sets.push((ins.into_iter().map(|(t, _)| t).collect(), outs));
     }
     Ok(Some(sets))
 }
@@ -210,10 +213,11 @@ fn op_of(msg: &str) -> String {
     if let Some(t) = msg.split("element type ").nth(1) {
         return format!("type {}", t.split_whitespace().next().unwrap_or("?"));
     }
-    if let Some(op) = msg.split("onnx ").nth(1).and_then(|s| s.split_whitespace().next()) {
-        if op.chars().next().is_some_and(char::is_uppercase) && !op.ends_with(':') {
-            return op.to_string();
-        }
+    if let Some(op) = msg.split("onnx ").nth(1).and_then(|s| s.split_whitespace().next())
+        && op.chars().next().is_some_and(char::is_uppercase)
+        && !op.ends_with(':')
+    {
+        return op.to_string();
     }
     msg.chars().take(60).collect()
 }
