@@ -12,6 +12,8 @@ pub mod error;
 pub mod exec;
 pub mod ir;
 pub mod kernels;
+#[cfg(feature = "onnx")]
+pub mod onnx;
 pub mod ops;
 pub mod passes;
 pub mod reference;

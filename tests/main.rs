@@ -7,5 +7,6 @@ mod benches;
 mod common;
 mod converters;
 mod core;
+mod onnx;
 mod ops;
 mod robustness;

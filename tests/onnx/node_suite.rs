@@ -1,0 +1,292 @@
+//! The ONNX backend node test suite (`onnx.backend.test.case.node`, written into a cache by
+//! `tools/onnx_testdata.sh`): every case is imported, run and compared with ONNX's numpy
+//! reference at the case's own tolerances; every passing case is also run under `pfor`
+//! (n = 3 perturbed copies of its inputs, strict mode) against the loop. Counts per outcome
+//! are printed; the test fails on any failure of a case whose ops and types we support.
+//! Cases whose op, attribute or element type the importer refuses (an `Unsupported` error
+//! naming it) and cases with sequence / map / optional values are counted and listed, not
+//! failed. Without the cache the test says so loudly, and fails under CI (`CI` set).
+
+use pfor::onnx::proto::TensorProto;
+use pfor::onnx::{self, Model};
+use pfor::prelude::*;
+use pfor::vectorize::{PforOptions, pfor_with};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where `tools/onnx_testdata.sh` writes the suite.
+pub fn cache_dir() -> PathBuf {
+    match std::env::var_os("PFOR_ONNX_TESTDATA") {
+        Some(d) => PathBuf::from(d),
+        None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/pfor/onnx-testdata"),
+    }
+}
+
+/// How one case ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Pass,
+    /// The importer refused the model (op, attribute, type), with its message.
+    Unsupported(String),
+    /// Sequence / map / optional values.
+    NonTensor,
+    /// Imported and ran but disagrees, or failed otherwise.
+    Fail(String),
+}
+
+/// A data file's tensor and its ONNX element type.
+fn read_tensor(p: &Path) -> Result<(Tensor, i64), String> {
+    let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    let t = TensorProto::decode(&bytes).map_err(|e| e.to_string())?;
+    onnx::tensor::to_tensor(&t).map(|v| (v, t.data_type)).map_err(|e| e.to_string())
+}
+
+/// A tensor with its ONNX element type.
+type Typed = (Tensor, i64);
+
+/// A data set: inputs, and outputs with their ONNX element types.
+type DataSet = (Vec<Tensor>, Vec<Typed>);
+
+/// The tolerance for an output of ONNX element type `elem`: the case's own, widened for
+/// float16 / bfloat16 (we compute them in f32; the reference rounds every step to the type)
+/// to twice the type's epsilon.
+fn tolerance(elem: i64, rtol: f64, atol: f64) -> (f64, f64) {
+    match elem {
+        10 => (rtol.max(2.0 * 9.8e-4), atol.max(1e-3)),
+        16 => (rtol.max(2.0 * 7.9e-3), atol.max(1e-2)),
+        _ => (rtol, atol),
+    }
+}
+
+/// The data sets of a case: (inputs, outputs) per `test_data_set_k`; `None` if a value is not
+/// a tensor.
+fn data_sets(dir: &Path) -> Result<Option<Vec<DataSet>>, String> {
+    let mut sets = Vec::new();
+    for k in 0.. {
+        let ds = dir.join(format!("test_data_set_{k}"));
+        if !ds.is_dir() {
+            break;
+        }
+        let (mut ins, mut outs): (Vec<Typed>, Vec<Typed>) = (Vec::new(), Vec::new());
+        for (tag, out) in [("input", &mut ins), ("output", &mut outs)] {
+            for i in 0.. {
+                if ds.join(format!("{tag}_{i}.nontensor")).exists() {
+                    return Ok(None);
+                }
+                let p = ds.join(format!("{tag}_{i}.pb"));
+                if !p.exists() {
+                    break;
+                }
+                match read_tensor(&p) {
+                    Ok(t) => out.push(t),
+                    // an element type we do not hold: the case is unsupported, not failed
+                    Err(e) if e.contains("unsupported") => return Err(format!("unsupported: {e}")),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        sets.push((ins.into_iter().map(|(t, _)| t).collect(), outs));
+    }
+    Ok(Some(sets))
+}
+
+fn is_unsupported(e: &Error) -> bool {
+    matches!(e.root(), Error::Unsupported { .. })
+}
+
+/// Builds the model on inputs of the data's shapes and runs it. Integer and bool inputs are
+/// given as constants (many cases pass shapes, axes and sizes as inputs, which our ops take
+/// statically); float inputs are fed at run time.
+fn run_model(m: &Model, inputs: &[Tensor]) -> Result<Vec<Tensor>, Error> {
+    let mut g = Graph::new();
+    let mut feeds = Vec::new();
+    let mut ins = Vec::new();
+    for ((n, _), t) in m.inputs().iter().zip(inputs) {
+        if t.dtype().is_float() {
+            let v = g.input(n, t.dtype(), Shape::fixed(t.shape()));
+            feeds.push((v, t.clone()));
+            ins.push(v);
+        } else {
+            ins.push(g.constant(t.clone()));
+        }
+    }
+    let outs = m.call(&mut g, &ins)?;
+    run_once(&g, &outs, &feeds)
+}
+
+/// `pfor` of the model over 3 perturbed copies of the float inputs vs the loop, strict mode
+/// (integer and bool inputs are loop-invariant constants, as in [`run_model`]).
+fn run_under_pfor(m: &Model, inputs: &[Tensor]) -> Result<(), String> {
+    const N: usize = 3;
+    let mut g = Graph::new();
+    let stacked: Vec<(ValueId, bool)> = inputs
+        .iter()
+        .map(|t| {
+            if !t.dtype().is_float() {
+                return (g.constant(t.clone()), false);
+            }
+            let copies: Vec<Tensor> = (0..N)
+                .map(|i| {
+                    // scaled by 1 + i/20: signs and zeros kept
+                    let v: Vec<f64> = t.to_f64_vec().iter().map(|x| x * (1.0 + i as f64 / 20.0)).collect();
+                    Tensor::from_vec(t.shape(), v).unwrap().cast(t.dtype())
+                })
+                .collect();
+            (g.constant(Tensor::stack(&copies, t.dtype(), t.shape()).expect("stack")), true)
+        })
+        .collect();
+    let body = |g: &mut Graph, i: ValueId| -> Result<Vec<ValueId>> {
+        let xs: Vec<ValueId> =
+            stacked.iter().map(|&(s, st)| if st { g.gather(s, i, 0) } else { Ok(s) }).collect::<Result<_>>()?;
+        m.call(g, &xs)
+    };
+    let vec_out = pfor_with(&mut g, N, &PforOptions::strict(), body).map_err(|e| format!("pfor: {e}"))?;
+    let loop_out = for_loop(&mut g, N, body).map_err(|e| format!("loop: {e}"))?;
+    let mut fetch = vec_out.clone();
+    fetch.extend(&loop_out);
+    let r = run_once(&g, &fetch, &[]).map_err(|e| format!("run: {e}"))?;
+    let k = vec_out.len();
+    for j in 0..k {
+        let tol = if r[k + j].dtype() == DType::F32 { 1e-4 } else { 1e-9 };
+        pfor::tensor::assert_close(&r[j], &r[k + j], tol, tol).map_err(|e| format!("pfor vs loop, output {j}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Runs one case directory.
+pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
+    let bytes = match std::fs::read(dir.join("model.onnx")) {
+        Ok(b) => b,
+        Err(e) => return (Outcome::Fail(format!("read model: {e}")), None),
+    };
+    let (rtol, atol) = std::fs::read_to_string(dir.join("tolerance.txt"))
+        .ok()
+        .and_then(|s| {
+            let v: Vec<f64> = s.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+            (v.len() == 2).then(|| (v[0], v[1]))
+        })
+        .unwrap_or((1e-3, 1e-7));
+    let model = match onnx::load_bytes(&bytes) {
+        Ok(m) => m,
+        Err(e) if is_unsupported(&e) => return (Outcome::Unsupported(e.to_string()), None),
+        Err(e) => return (Outcome::Fail(format!("load: {e}")), None),
+    };
+    let sets = match data_sets(dir) {
+        Ok(Some(s)) => s,
+        Ok(None) => return (Outcome::NonTensor, None),
+        Err(e) if e.starts_with("unsupported") => return (Outcome::Unsupported(e), None),
+        Err(e) => return (Outcome::Fail(e), None),
+    };
+    for (k, (inputs, expected)) in sets.iter().enumerate() {
+        if inputs.len() != model.inputs().len() {
+            return (
+                Outcome::Fail(format!(
+                    "data set {k}: {} inputs, the model takes {}",
+                    inputs.len(),
+                    model.inputs().len()
+                )),
+                None,
+            );
+        }
+        let got = match run_model(&model, inputs) {
+            Ok(r) => r,
+            Err(e) if is_unsupported(&e) => return (Outcome::Unsupported(e.to_string()), None),
+            Err(e) => return (Outcome::Fail(format!("data set {k}: {e}")), None),
+        };
+        if got.len() != expected.len() {
+            return (Outcome::Fail(format!("data set {k}: {} outputs, {} expected", got.len(), expected.len())), None);
+        }
+        for (j, (a, (b, elem))) in got.iter().zip(expected).enumerate() {
+            let (rtol, atol) = tolerance(*elem, rtol, atol);
+            if let Err(e) = pfor::tensor::assert_close(a, b, rtol, atol) {
+                return (Outcome::Fail(format!("data set {k} output {j}: {e}")), None);
+            }
+        }
+    }
+    let pfor_err = sets.first().and_then(|(inputs, _)| run_under_pfor(&model, inputs).err());
+    (Outcome::Pass, pfor_err)
+}
+
+/// What an unsupported case lacks, for the summary: the op type ("onnx Conv (node ...") or
+/// the element type or value kind.
+fn op_of(msg: &str) -> String {
+    if let Some(t) = msg.split("element type ").nth(1) {
+        return format!("type {}", t.split_whitespace().next().unwrap_or("?"));
+    }
+    if let Some(op) = msg.split("onnx ").nth(1).and_then(|s| s.split_whitespace().next())
+        && op.chars().next().is_some_and(char::is_uppercase)
+        && !op.ends_with(':')
+    {
+        return op.to_string();
+    }
+    msg.chars().take(60).collect()
+}
+
+#[test]
+fn onnx_backend_node_suite() {
+    let root = cache_dir().join("node");
+    if !root.is_dir() {
+        let msg = format!(
+            "\n\n!!!!!!!! ONNX node test suite NOT RUN: no cache at {} !!!!!!!!\n\
+             !!!!!!!! create it with `bash tools/onnx_testdata.sh` (needs python3 and PyPI) !!!!!!!!\n",
+            root.display()
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{msg}");
+        }
+        eprintln!("{msg}");
+        return;
+    }
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root).expect("read cache").flatten().map(|e| e.path()).collect();
+    cases.sort();
+    let filter = std::env::var("PFOR_ONNX_CASE").ok();
+    let (mut pass, mut nontensor) = (0, 0);
+    let mut unsupported: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let mut pfor_failures = Vec::new();
+    for dir in &cases {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let (outcome, pfor_err) = run_case(dir);
+        match outcome {
+            Outcome::Pass => pass += 1,
+            Outcome::NonTensor => nontensor += 1,
+            Outcome::Unsupported(m) => unsupported.entry(op_of(&m)).or_default().push(format!("{name}: {m}")),
+            Outcome::Fail(m) => failures.push(format!("{name}: {m}")),
+        }
+        if let Some(e) = pfor_err {
+            pfor_failures.push(format!("{name}: {e}"));
+        }
+    }
+    let n_unsup: usize = unsupported.values().map(Vec::len).sum();
+    let total = pass + failures.len() + n_unsup + nontensor;
+    eprintln!("ONNX node suite ({}): {total} cases", root.display());
+    eprintln!(
+        "  pass {pass} / supported {} ; fail {} ; unsupported op/attr/type {n_unsup} ; non-tensor values {nontensor}",
+        pass + failures.len(),
+        failures.len()
+    );
+    eprintln!("  under pfor (n = 3, strict) vs the loop: {} of {pass} passing cases agree", pass - pfor_failures.len());
+    if std::env::var_os("PFOR_ONNX_VERBOSE").is_some() {
+        for (op, list) in &unsupported {
+            eprintln!("  unsupported {op}: {} cases, e.g. {}", list.len(), list[0]);
+        }
+    } else {
+        let ops: Vec<String> = unsupported.iter().map(|(op, l)| format!("{op} ({})", l.len())).collect();
+        eprintln!("  unsupported by op (PFOR_ONNX_VERBOSE=1 for messages): {}", ops.join(", "));
+    }
+    for f in &failures {
+        eprintln!("  FAIL {f}");
+    }
+    for f in &pfor_failures {
+        eprintln!("  PFOR FAIL {f}");
+    }
+    assert!(
+        failures.is_empty() && pfor_failures.is_empty(),
+        "{} node cases fail, {} fail under pfor",
+        failures.len(),
+        pfor_failures.len()
+    );
+}
