@@ -7,8 +7,11 @@ use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 use pfor::vectorize::{PforOptions, pfor_with};
 
+mod dp;
 mod grad;
 mod overhead;
+#[allow(unused_imports)]
+pub use dp::{W8Mode, w8, w8_graph, w8_with};
 #[allow(unused_imports)]
 pub use grad::{w4, w5, w5_forward, w5_input};
 #[allow(unused_imports)]

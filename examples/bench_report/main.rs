@@ -1,4 +1,4 @@
-//! Runs the benchmark workloads W1–W7 (`benches/workloads/`) in pfor / loop / hand modes in ONE
+//! Runs the benchmark workloads W1–W8 (`benches/workloads/`) in pfor / loop / hand modes in ONE
 //! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
 //! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
 //! auto-batching) read from the CSVs `benches/peers/run.sh` writes.
@@ -24,7 +24,7 @@ mod workloads;
 use autobatch_workloads::{NUTS_DIM, fib_inputs, fib_program, nuts_inputs, nuts_program};
 use peers::{Peers, best, cell, ratio};
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
-use workloads::{Mode, W3Mode, Workload, convert_body, tiny_chain, w1, w2, w3, w4, w5};
+use workloads::{Mode, W3Mode, W8Mode, Workload, convert_body, tiny_chain, w1, w2, w3, w4, w5, w8};
 
 /// Wall time of warm-up runs before each measurement.
 const WARM_UP: Duration = Duration::from_millis(100);
@@ -142,6 +142,9 @@ fn main() -> pfor::Result<()> {
     if a.wants("W7") {
         w7_table(&a)?;
     }
+    if a.wants("W8") {
+        w8_table(&a)?;
+    }
     if a.wants("OVERHEAD") {
         overhead_table(&a)?;
     }
@@ -209,6 +212,56 @@ fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usiz
             cell(p[2], prec),
             ratio(r[0], r[1]),
             ratio(r[0], r[2]),
+            ratio(r[0], best(&p))
+        );
+    }
+    Ok(())
+}
+
+/// Reset the process's peak resident set size (Linux `clear_refs` 5); false where unsupported.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The process's peak resident set size in MB since the last [`reset_peak_rss`] (`VmHWM`).
+fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 =
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// W8: one DP-SGD step (pfor with the product rewrites, pfor materialized, loop) with the
+/// peers' W8 modes; peak RSS per pfor mode (measured from its build to its last run).
+fn w8_table(a: &Args) -> pfor::Result<()> {
+    println!("\n### W8 one DP-SGD step, MNIST CNN, C = 1, σ = 1 (examples/s; peak RSS in MB)\n");
+    println!(
+        "| n | pfor | pfor materialized | loop | peak pfor | peak materialized | TF | JAX | torch | Opacus hooks | Opacus ghost | pfor/materialized | pfor/best peer |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for n in [32usize, 128, 512] {
+        let (mut r, mut peak) = ([None; 3], [None; 3]);
+        for (k, mode) in W8Mode::ALL.iter().enumerate() {
+            let measured = reset_peak_rss();
+            r[k] = Some(rate(&mut w8(n, *mode)?, a.budget));
+            peak[k] = peak_rss_mb().filter(|_| measured);
+        }
+        let wl = "W8_dpsgd_step";
+        let mut p = a.peers.vectorized(wl, n).to_vec();
+        p.extend(["hooks", "ghost"].map(|m| a.peers.get("opacus", wl, m, n)));
+        println!(
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r[0], 0),
+            cell(r[1], 0),
+            cell(r[2], 0),
+            cell(peak[0], 0),
+            cell(peak[1], 0),
+            cell(p[0], 0),
+            cell(p[1], 0),
+            cell(p[2], 0),
+            cell(p[3], 0),
+            cell(p[4], 0),
+            ratio(r[0], r[1]),
             ratio(r[0], best(&p))
         );
     }

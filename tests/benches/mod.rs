@@ -1,3 +1,4 @@
 //! Tests of the benchmark tooling that ships with the repository (benches/, examples/bench_report).
 
 mod peers;
+mod w8;
