@@ -239,9 +239,19 @@ fn w8_table(a: &Args) -> pfor::Result<()> {
         "| n | pfor | pfor materialized | loop | peak pfor | peak materialized | TF | JAX | torch | Opacus hooks | Opacus ghost | pfor/materialized | pfor/best peer |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for n in [32usize, 128, 512] {
+    // `W8_BATCHES=32,128` picks sizes (as the peers' runner; the materialized mode needs
+    // ~7 GB at n = 512); `W8_MODES=pfor` skips the other modes.
+    let list =
+        |var: &str| std::env::var(var).ok().map(|v| v.split(',').map(|x| x.trim().to_string()).collect::<Vec<_>>());
+    let sizes: Vec<usize> =
+        list("W8_BATCHES").map_or(vec![32, 128, 512], |v| v.iter().filter_map(|x| x.parse().ok()).collect());
+    let modes = list("W8_MODES");
+    for n in sizes {
         let (mut r, mut peak) = ([None; 3], [None; 3]);
         for (k, mode) in W8Mode::ALL.iter().enumerate() {
+            if modes.as_ref().is_some_and(|m| !m.iter().any(|x| x == mode.name())) {
+                continue;
+            }
             let measured = reset_peak_rss();
             r[k] = Some(rate(&mut w8(n, *mode)?, a.budget));
             peak[k] = peak_rss_mb().filter(|_| measured);

@@ -9,7 +9,9 @@
 //!
 //! - **contraction**: `reduce_sum_0(s ⊙ P)` with `s` of shape `[n, 1, 1]` (or no `s`) →
 //!   `L'ᵀ · (s ⊙ R)'`, ONE matmul over the `n·T` rows (`L = [n, T, k]` holds `A_iᵀ`,
-//!   `R = [n, T, o]` holds `B_i`, `'` flattens the first two axes): no `[n, k, o]` value;
+//!   `R = [n, T, o]` holds `B_i`, `'` flattens the first two axes): no `[n, k, o]` value —
+//!   only when nothing else reads `P` (a product that stays materialized anyway, e.g. for its
+//!   norm, is cheaper to scale and sum than to multiply again);
 //! - **ghost norm**: `reduce_sum_{1,2}(P ⊙ P)` (a `square` or a self-`mul`) →
 //!   `|L_i|²·|R_i|²` when `T = 1` (rank 1), `⟨A_iᵀA_i, B_iB_iᵀ⟩` (two `[n, T, T]` Gram
 //!   matrices) when that costs less than writing `P` (`T·(k+o) < k·o`, Li et al. 2021's
@@ -18,10 +20,14 @@
 //! Matching (all types static, one dtype): `P` is a `batch_matmul` of two rank-3 operands
 //! with the same leading `n` (no broadcasting), or an `add` tree of such products with equal
 //! `[n, k, o]` results (their `L`s and `R`s are concatenated along `T`, which is exact: a
-//! sum of products is the product of the concatenations). Anything else is left alone, so
-//! a sum that is not a product (a bias gradient, a conv filter gradient not in patch form)
-//! is never approximated. The conv filter gradient in patch form (a `batch_matmul` of the
-//! patches and the output gradient) is such a product and takes these rules too.
+//! sum of products is the product of the concatenations), possibly seen through a `reshape`
+//! that keeps the leading `n` (the reduced value may have any rank ≥ 3; `s` is then
+//! `[n, 1, ..., 1]` and the reduction covers axis 0, or all axes but 0). The per-example conv
+//! filter gradient is such a product: pfor converts it to the batched im2col form (window
+//! patches `[n, T, KH·KW·C]` times the output gradient `[n, T, O]` in one `batch_matmul`,
+//! reshaped to the filter's shape), so it takes these rules, the cost deciding between the
+//! Gram form and materializing. Anything else is left alone, so a sum that is not a
+//! product (a bias gradient) is never approximated.
 //!
 //! Invariants: a matched node is rewritten in place into an `identity` of its new value
 //! (same static type, same elements up to float rounding), so its consumers and the graph's
@@ -73,26 +79,40 @@ struct Product {
 }
 
 /// Rewrite, among the nodes added at or after `mark`, the reductions of stacked products
-/// described in the module docs, then simplify that region for `outputs`. Returns the new
+/// described in the module docs (the squared norms first, then the sums of products
+/// nothing else reads), simplifying that region for `outputs` after each sweep. Returns the new
 /// outputs (an output may now be another, equal value).
 pub fn contract_since(g: &mut Graph, outputs: &[ValueId], mark: u64) -> Result<ProductReport> {
     let mut report = ProductReport::default();
-    let region: Vec<NodeId> = g.node_ids().into_iter().filter(|&n| g.added_since(n, mark)).collect();
-    for n in region {
-        if g.find_node(n).is_none() {
-            continue;
+    let mut outs = outputs.to_vec();
+    // Norms first: a product whose norm took the ghost form may then be read only by its
+    // sum, which then contracts (a product the norm still reads is summed as it is).
+    for pass in [Pass::Norms, Pass::Sums] {
+        let region: Vec<NodeId> = g.node_ids().into_iter().filter(|&n| g.added_since(n, mark)).collect();
+        let mut changed = false;
+        for n in region {
+            if g.find_node(n).is_none() {
+                continue;
+            }
+            let Some(new) = rewrite(g, n, pass, &mut report)? else { continue };
+            g.rewrite_node(n, Op::Shape(ShapeOp::Identity), &[new])?;
+            changed = true;
         }
-        let Some(new) = rewrite(g, n, &mut report)? else { continue };
-        g.rewrite_node(n, Op::Shape(ShapeOp::Identity), &[new])?;
+        if changed {
+            let s = simplify_since(g, &outs, mark)?;
+            outs = s.outputs.clone();
+            report.simplified = Some(s);
+        }
     }
-    if report.contractions + report.ghost_rank1 + report.ghost_gram == 0 {
-        report.outputs = outputs.to_vec();
-        return Ok(report);
-    }
-    let s = simplify_since(g, outputs, mark)?;
-    report.outputs = s.outputs.clone();
-    report.simplified = Some(s);
+    report.outputs = outs;
     Ok(report)
+}
+
+/// Which rewrites a sweep of [`contract_since`] applies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    Norms,
+    Sums,
 }
 
 /// The static dims and dtype of `v` if its type is fully static and float.
@@ -116,24 +136,30 @@ fn norm_axes(axes: &[i64], rank: usize) -> Option<Vec<usize>> {
 }
 
 /// The rewrite of node `n`, if it is one of the module's patterns: the new value.
-fn rewrite(g: &mut Graph, n: NodeId, report: &mut ProductReport) -> Result<Option<ValueId>> {
+fn rewrite(g: &mut Graph, n: NodeId, pass: Pass, report: &mut ProductReport) -> Result<Option<ValueId>> {
     let node = g.node(n)?;
     let Op::Reduce(ReduceOp::Sum { axes, keep_dims }) = &node.op else { return Ok(None) };
     let (x, keep) = (node.inputs[0], *keep_dims);
     let Some((xd, _)) = float_dims(g, x)? else { return Ok(None) };
-    if xd.len() != 3 {
+    let rank = xd.len();
+    let Some(axes) = norm_axes(axes, rank) else { return Ok(None) };
+    if rank < 3 {
         return Ok(None);
     }
-    let Some(axes) = norm_axes(axes, 3) else { return Ok(None) };
-    if axes == [0] {
-        let Some((s, p)) = scaled_product(g, x)? else { return Ok(None) };
+    // The result's dims: `x`'s without (or with 1 for, under `keep`) the reduced axes.
+    let out_dims = |reduced: &dyn Fn(usize) -> bool| -> Vec<i64> {
+        (0..rank).filter(|&d| keep || !reduced(d)).map(|d| if reduced(d) { 1 } else { xd[d] as i64 }).collect()
+    };
+    if axes == [0] && pass == Pass::Sums {
+        let Some((s, p)) = scaled_product(g, x, n)? else { return Ok(None) };
         report.contractions += 1;
         let p = product(g, p)?;
-        return contraction(g, s, &p, keep).map(Some);
+        let m = contraction(g, s, &p)?;
+        return g.reshape(m, &out_dims(&|d| d == 0)).map(Some);
     }
-    if axes == [1, 2] {
+    if axes.len() == rank - 1 && axes[0] == 1 && pass == Pass::Norms {
         let Some(p) = squared(g, x)? else { return Ok(None) };
-        let Some(p) = plan(g, p)? else { return Ok(None) };
+        let Some(p) = plan(g, unview(g, p)?)? else { return Ok(None) };
         if p.t == 1 {
             report.ghost_rank1 += 1;
         } else if p.t * (p.k + p.o) < p.k * p.o {
@@ -143,28 +169,54 @@ fn rewrite(g: &mut Graph, n: NodeId, report: &mut ProductReport) -> Result<Optio
             return Ok(None);
         }
         let p = product(g, p)?;
-        return ghost_norm(g, &p, keep).map(Some);
+        let v = ghost_norm(g, &p)?;
+        return g.reshape(v, &out_dims(&|d| d > 0)).map(Some);
     }
     Ok(None)
 }
 
-/// `x = s ⊙ P` with `s` `[n, 1, 1]`, or `x = P`: `(Some(s) | None, P)`.
-fn scaled_product(g: &Graph, x: ValueId) -> Result<Option<(Option<ValueId>, Plan)>> {
-    if let Some(p) = plan(g, x)? {
+/// The source of `v` when `v` is a `reshape` of a rank-3 value that keeps the leading dim
+/// (row `i` of the result is row `i` of the source, in row-major order), else `v`: a
+/// product reshaped to a parameter's shape (a conv filter gradient) is still a product.
+fn unview(g: &Graph, v: ValueId) -> Result<ValueId> {
+    let node = g.node(v.node)?;
+    if !matches!(node.op, Op::Shape(ShapeOp::Reshape { .. })) {
+        return Ok(v);
+    }
+    let src = node.inputs[0];
+    let (Some(sd), Some(vd)) = (g.shape(src)?.as_fixed(), g.shape(v)?.as_fixed()) else { return Ok(v) };
+    Ok(if sd.len() == 3 && !vd.is_empty() && sd[0] == vd[0] { src } else { v })
+}
+
+/// Whether `v`, and the value [`unview`] sees through, are read only by `reader` (so the
+/// product dies when `reader` is rewritten).
+fn read_only_by(g: &Graph, v: ValueId, reader: NodeId) -> Result<bool> {
+    let src = unview(g, v)?;
+    Ok(g.consumers(v.node) == [reader] && (src == v || g.consumers(src.node) == [v.node]))
+}
+
+/// `x = s ⊙ P` with `s` `[n, 1, ..., 1]`, or `x = P` (`P` possibly reshaped, see
+/// [`unview`]), where nothing but `reduce` (through `x`) reads `P`: `(Some(s) | None, P)`.
+fn scaled_product(g: &Graph, x: ValueId, reduce: NodeId) -> Result<Option<(Option<ValueId>, Plan)>> {
+    if read_only_by(g, x, reduce)?
+        && let Some(p) = plan(g, unview(g, x)?)?
+    {
         return Ok(Some((None, p)));
     }
     let node = g.node(x.node)?;
-    if !matches!(node.op, Op::Binary(BinaryKind::Mul)) {
+    if !matches!(node.op, Op::Binary(BinaryKind::Mul)) || g.consumers(x.node) != [reduce] {
         return Ok(None);
     }
     let (a, b) = (node.inputs[0], node.inputs[1]);
     let Some((xd, dt)) = float_dims(g, x)? else { return Ok(None) };
     for (s, q) in [(a, b), (b, a)] {
         let Some((sd, sdt)) = float_dims(g, s)? else { continue };
-        if sdt != dt || sd != [xd[0], 1, 1] {
+        if sdt != dt || sd.len() != xd.len() || sd[0] != xd[0] || sd[1..].iter().any(|&d| d != 1) {
             continue;
         }
-        if let Some(p) = plan(g, q)? {
+        if read_only_by(g, q, x.node)?
+            && let Some(p) = plan(g, unview(g, q)?)?
+        {
             return Ok(Some((Some(s), p)));
         }
     }
@@ -251,29 +303,31 @@ fn product(g: &mut Graph, p: Plan) -> Result<Product> {
     Ok(Product { l, r, n: p.n, t: p.t, k: p.k, o: p.o })
 }
 
-/// `Σ_i s_i A_i B_i` as one matmul `[k, o]` (`[1, k, o]` with `keep`).
-fn contraction(g: &mut Graph, s: Option<ValueId>, p: &Product, keep: bool) -> Result<ValueId> {
+/// `Σ_i s_i A_i B_i` as one matmul `[k, o]` (`s` is `[n, 1, ..., 1]`).
+fn contraction(g: &mut Graph, s: Option<ValueId>, p: &Product) -> Result<ValueId> {
     let r = match s {
-        Some(s) => g.mul(p.r, s)?,
+        Some(s) => {
+            let s = g.reshape(s, &[p.n as i64, 1, 1])?;
+            g.mul(p.r, s)?
+        }
         None => p.r,
     };
     let rows = (p.n * p.t) as i64;
     let l2 = g.reshape(p.l, &[rows, p.k as i64])?;
     let r2 = g.reshape(r, &[rows, p.o as i64])?;
-    let m = g.matmul_t(l2, r2, true, false)?;
-    if keep { g.reshape(m, &[1, p.k as i64, p.o as i64]) } else { Ok(m) }
+    g.matmul_t(l2, r2, true, false)
 }
 
-/// `‖A_i B_i‖²_F` for every `i`: `[n]` (`[n, 1, 1]` with `keep`).
-fn ghost_norm(g: &mut Graph, p: &Product, keep: bool) -> Result<ValueId> {
+/// `‖A_i B_i‖²_F` for every `i`: `[n]`.
+fn ghost_norm(g: &mut Graph, p: &Product) -> Result<ValueId> {
     if p.t == 1 {
         let (l2, r2) = (g.square(p.l)?, g.square(p.r)?);
-        let (a, b) = (g.reduce_sum(l2, &[1, 2], keep)?, g.reduce_sum(r2, &[1, 2], keep)?);
+        let (a, b) = (g.reduce_sum(l2, &[1, 2], false)?, g.reduce_sum(r2, &[1, 2], false)?);
         return g.mul(a, b);
     }
     // A_iᵀA_i = l_i l_iᵀ and B_iB_iᵀ = r_i r_iᵀ, both [T, T].
     let ga = g.batch_matmul_t(p.l, p.l, false, true)?;
     let gb = g.batch_matmul_t(p.r, p.r, false, true)?;
     let v = g.mul(ga, gb)?;
-    g.reduce_sum(v, &[1, 2], keep)
+    g.reduce_sum(v, &[1, 2], false)
 }

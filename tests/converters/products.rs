@@ -181,3 +181,28 @@ fn reductions_of_non_products_are_left_alone() {
     assert_eq!(rep.contractions + rep.ghost_rank1 + rep.ghost_gram + rep.materialized, 0);
     assert!(rep.simplified.is_none());
 }
+
+/// Row `i`'s conv filter gradient `[2, 2, 8, 16]` of a 3x3x8 image and a 2x2x16 output gradient
+/// (valid 2x2 conv: T = 4 positions, k = 32, o = 16).
+fn filter_grad(g: &mut Graph, r: &[ValueId]) -> Result<ValueId> {
+    let x = g.reshape(r[0], &[1, 3, 3, 8])?;
+    let dy = g.reshape(r[1], &[1, 2, 2, 16])?;
+    g.conv2d_backprop_filter(x, dy, Conv2dParams::default(), [2, 2])
+}
+
+#[test]
+fn conv_filter_gradients_take_the_patch_form_rules() {
+    // T (k + o) = 4 * 48 < k o = 512: the Gram form; the clipped sum is one contraction
+    let n = 3;
+    let (g, rep) = golden(
+        n,
+        &[&[72], &[64]],
+        |g, r| {
+            let p = filter_grad(g, r)?;
+            Ok(vec![sq_norm(g, p)?, p])
+        },
+        |g, outs| Ok(vec![outs[0], g.reduce_sum(outs[1], &[0], false)?]),
+    );
+    assert_eq!((rep.ghost_gram, rep.contractions), (1, 1), "{g}");
+    assert!(!has_shape(&g, &rep.outputs, &[n, 2, 2, 8, 16]), "{g}");
+}
