@@ -9,7 +9,7 @@ use pfor::api::{DpOptions, dp_gradients, dp_gradients_loop};
 use pfor::prelude::*;
 use pfor::vectorize::PforOptions;
 
-use super::{Workload, mnist_logits, mnist_params};
+use super::{Workload, mnist_example_loss, mnist_params};
 
 /// How W8 is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,13 +58,7 @@ pub fn w8_graph(n: usize, mode: W8Mode, sigma: f64) -> Result<W8Graph> {
     let key = g.input("key", DType::I64, Shape::scalar());
     let p = mnist_params(&mut g);
     let params = p.values.clone();
-    let loss = |g: &mut Graph, rows: &[ValueId], _: &[ValueId]| -> Result<ValueId> {
-        let xi = g.expand_dims(rows[0], 0)?;
-        let yi = g.reshape(rows[1], &[1])?;
-        let logits = mnist_logits(g, &p, xi)?;
-        let l = g.sparse_softmax_cross_entropy(logits, yi)?;
-        g.sum_all(l)
-    };
+    let loss = |g: &mut Graph, rows: &[ValueId], _: &[ValueId]| mnist_example_loss(g, &p, rows);
     let o = DpOptions {
         clip_norm: W8_CLIP,
         noise_multiplier: sigma,

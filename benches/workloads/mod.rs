@@ -133,6 +133,16 @@ pub fn mnist_logits(g: &mut Graph, p: &MnistParams, x: ValueId) -> Result<ValueI
     g.bias_add(h, v[7])
 }
 
+/// One example's softmax cross-entropy under the MNIST CNN: `rows` = (image `[28,28,1]`,
+/// label `[]`) — the per-example loss of W4 and W8.
+pub fn mnist_example_loss(g: &mut Graph, p: &MnistParams, rows: &[ValueId]) -> Result<ValueId> {
+    let xi = g.expand_dims(rows[0], 0)?;
+    let yi = g.reshape(rows[1], &[1])?;
+    let logits = mnist_logits(g, p, xi)?;
+    let l = g.sparse_softmax_cross_entropy(logits, yi)?;
+    g.sum_all(l)
+}
+
 /// The per-example W2 body: logits `[10]` of image `i` of `x [n,28,28,1]`.
 pub fn mnist_example(g: &mut Graph, p: &MnistParams, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
     let xi = g.gather(x, i, 0)?;

@@ -2,8 +2,9 @@
 //! pfor materialized and the loop of (gradient, clip, sum) agree to 1e-4 relative; the
 //! rewrites leave no per-example gradient of the dense layer in the graph.
 
+// The workloads include the W3 example, which `converters::lstm` includes too: on purpose.
 #[path = "../../benches/workloads/mod.rs"]
-#[allow(unused)]
+#[allow(unused, clippy::duplicate_mod)]
 mod workloads;
 
 use pfor::prelude::*;
