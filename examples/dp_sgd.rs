@@ -1,5 +1,5 @@
-//! DP-SGD (differentially private SGD, Abadi et al. 2016) training W4's MNIST CNN
-//! (`benches/workloads`) on synthetic MNIST-shaped data: every step clips each example's
+//! DP-SGD (differentially private SGD, Abadi et al. 2016) training the MNIST CNN of
+//! `per_example_grads` on synthetic MNIST-shaped data: every step clips each example's
 //! gradient to norm C, sums, adds Gaussian noise of std σ·C and averages
 //! (`pfor::api::dp_gradients`, Opacus semantics). The step is ONE compiled graph, run for
 //! every batch; the product rewrites keep the dense layers' per-example gradients (12.8 MB
@@ -12,6 +12,8 @@
 //! against the loop of (gradient, clip, sum) on a batch; the process exits non-zero on a
 //! mismatch.
 //!
+//! Self-contained (as every example): the CNN is written out here as in `per_example_grads`.
+//!
 //! Run with `cargo run --release --example dp_sgd [-- --steps 300]`.
 
 use std::io::Write;
@@ -22,10 +24,33 @@ use pfor::prelude::*;
 use pfor::tensor::Verdict;
 use pfor::vectorize::PforOptions;
 
-#[path = "../benches/workloads/mod.rs"]
-#[allow(unused)]
-mod workloads;
-use workloads::{MnistParams, mnist_example_loss, mnist_params};
+const SHAPES: [&[usize]; 8] =
+    [&[5, 5, 1, 32], &[32], &[5, 5, 32, 64], &[64], &[3136, 1024], &[1024], &[1024, 10], &[10]];
+
+fn logits(g: &mut Graph, p: &[ValueId], x: ValueId) -> Result<ValueId> {
+    let same = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
+    let mut h = x;
+    for k in 0..2 {
+        h = g.conv2d(h, p[2 * k], same)?;
+        h = g.bias_add(h, p[2 * k + 1])?;
+        h = g.relu(h)?;
+        h = g.max_pool(h, [2, 2], [2, 2], Padding::Valid)?;
+    }
+    let h = g.reshape(h, &[-1, 3136])?;
+    let h = g.matmul(h, p[4])?;
+    let h = g.bias_add(h, p[5])?;
+    let h = g.relu(h)?;
+    let h = g.matmul(h, p[6])?;
+    g.bias_add(h, p[7])
+}
+
+fn loss(g: &mut Graph, rows: &[ValueId], p: &[ValueId]) -> Result<ValueId> {
+    let xi = g.expand_dims(rows[0], 0)?;
+    let yi = g.reshape(rows[1], &[1])?;
+    let l = logits(g, p, xi)?;
+    let l = g.sparse_softmax_cross_entropy(l, yi)?;
+    g.sum_all(l)
+}
 
 /// The DP step graph: params and the batch are inputs (fed every step).
 struct Step {
@@ -38,22 +63,13 @@ struct Step {
     losses: ValueId,
 }
 
-/// The W4/W8 CNN's initial weights (`mnist_params`' constants).
-fn initial_params() -> Result<Vec<Tensor>> {
-    let mut g = Graph::new();
-    let p = mnist_params(&mut g);
-    run_once(&g, &p.values, &[])
-}
-
-fn step_graph(n: usize, clip: f64, sigma: f64, loop_ref: bool, init: &[Tensor]) -> Result<Step> {
+fn step_graph(n: usize, clip: f64, sigma: f64, loop_ref: bool) -> Result<Step> {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, 28, 28, 1]);
     let y = g.input("y", DType::I64, [n]);
     let key = g.input("key", DType::I64, Shape::scalar());
     let params: Vec<ValueId> =
-        init.iter().enumerate().map(|(k, t)| g.input(&format!("p{k}"), DType::F32, t.shape())).collect();
-    let p = MnistParams { values: params.clone() };
-    let loss = |g: &mut Graph, rows: &[ValueId], _: &[ValueId]| mnist_example_loss(g, &p, rows);
+        SHAPES.iter().enumerate().map(|(k, s)| g.input(&format!("p{k}"), DType::F32, *s)).collect();
     let o = DpOptions {
         clip_norm: clip,
         noise_multiplier: sigma,
@@ -115,7 +131,14 @@ fn main() -> Result<()> {
     let steps: usize =
         argv.iter().position(|a| a == "--steps").and_then(|i| argv.get(i + 1)?.parse().ok()).unwrap_or(200);
     let (n, dataset, clip, sigma, lr) = (64usize, 60_000usize, 1.0, 0.8, 0.1f32);
-    let mut params = initial_params()?;
+    let mut params: Vec<Tensor> = SHAPES
+        .iter()
+        .enumerate()
+        .map(|(k, s)| {
+            let fan_in: usize = if s.len() > 1 { s[..s.len() - 1].iter().product() } else { 100 };
+            Ok(Tensor::from_array(Tensor::randn(s, 10 + k as u64)?.to_array::<f32>()? * (1.0 / (fan_in as f32).sqrt())))
+        })
+        .collect::<Result<_>>()?;
     let templates: Vec<ndarray::ArrayD<f32>> = (0..10)
         .map(|c| Tensor::randn(&[28, 28, 1], 100 + c).and_then(|t| t.to_array::<f32>()))
         .collect::<Result<_>>()?;
@@ -124,13 +147,13 @@ fn main() -> Result<()> {
     let (xb, yb) = batch(&templates, 8, 7)?;
     let mut check = Vec::new();
     for loop_ref in [false, true] {
-        let s = step_graph(8, clip, 0.0, loop_ref, &params)?;
+        let s = step_graph(8, clip, 0.0, loop_ref)?;
         let mut feeds = vec![(s.x, xb.clone()), (s.y, yb.clone()), (s.key, Tensor::scalar(0i64))];
         feeds.extend(s.params.iter().copied().zip(params.iter().cloned()));
         check.push(run_once(&s.graph, &s.grads, &feeds)?);
     }
 
-    let s = step_graph(n, clip, sigma, false, &params)?;
+    let s = step_graph(n, clip, sigma, false)?;
     let mut sess = Session::new(&s.graph, &[s.grads.as_slice(), &[s.losses]].concat())?;
     println!("DP-SGD on the MNIST CNN (3.27 M params), synthetic data: batch {n} of {dataset}, {steps} steps, lr {lr}");
     println!("privacy: clip norm C = {clip}, noise multiplier σ = {sigma} (noise std σ·C = {})", sigma * clip);
