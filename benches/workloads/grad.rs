@@ -6,7 +6,7 @@ use pfor::autodiff::gradients;
 use pfor::prelude::*;
 use pfor::vectorize::PforOptions;
 
-use super::{Mode, Workload, mnist_logits, mnist_params};
+use super::{Mode, Workload, mnist_example_loss, mnist_logits, mnist_params};
 use pfor::api::lstm_cell;
 
 /// W4: gradients of the softmax cross-entropy of the MNIST CNN w.r.t. all 8 weights, per
@@ -26,13 +26,7 @@ pub fn w4(n: usize, mode: Mode) -> Result<Workload> {
             gradients(&mut g, &[l], &params, None)?
         }
         m => {
-            let loss = |g: &mut Graph, rows: &[ValueId], _: &[ValueId]| -> Result<ValueId> {
-                let xi = g.expand_dims(rows[0], 0)?;
-                let yi = g.reshape(rows[1], &[1])?;
-                let logits = mnist_logits(g, &p, xi)?;
-                let l = g.sparse_softmax_cross_entropy(yi, logits)?;
-                g.sum_all(l)
-            };
+            let loss = |g: &mut Graph, rows: &[ValueId], _: &[ValueId]| mnist_example_loss(g, &p, rows);
             if m == Mode::Pfor {
                 per_example_gradients_with(&mut g, &PforOptions::strict(), loss, &[x, y], &params)?
             } else {

@@ -7,8 +7,11 @@ use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 use pfor::vectorize::{PforOptions, pfor_with};
 
+mod dp;
 mod grad;
 mod overhead;
+#[allow(unused_imports)]
+pub use dp::{W8Mode, w8, w8_graph, w8_with};
 #[allow(unused_imports)]
 pub use grad::{w4, w5, w5_forward, w5_input};
 #[allow(unused_imports)]
@@ -128,6 +131,16 @@ pub fn mnist_logits(g: &mut Graph, p: &MnistParams, x: ValueId) -> Result<ValueI
     let h = g.relu(h)?;
     let h = g.matmul(h, v[6])?;
     g.bias_add(h, v[7])
+}
+
+/// One example's softmax cross-entropy under the MNIST CNN: `rows` = (image `[28,28,1]`,
+/// label `[]`) — the per-example loss of W4 and W8.
+pub fn mnist_example_loss(g: &mut Graph, p: &MnistParams, rows: &[ValueId]) -> Result<ValueId> {
+    let xi = g.expand_dims(rows[0], 0)?;
+    let yi = g.reshape(rows[1], &[1])?;
+    let logits = mnist_logits(g, p, xi)?;
+    let l = g.sparse_softmax_cross_entropy(yi, logits)?;
+    g.sum_all(l)
 }
 
 /// The per-example W2 body: logits `[10]` of image `i` of `x [n,28,28,1]`.

@@ -1,4 +1,4 @@
-//! Runs the benchmark workloads W1–W7 (`benches/workloads/`) in pfor / loop / hand modes in ONE
+//! Runs the benchmark workloads W1–W8 (`benches/workloads/`) in pfor / loop / hand modes in ONE
 //! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
 //! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
 //! auto-batching) read from the CSVs `benches/peers/run.sh` writes.
@@ -33,7 +33,7 @@ mod workloads;
 use autobatch_workloads::{NUTS_DIM, fib_inputs, fib_program, nuts_inputs, nuts_program};
 use peers::{Peers, best, cell, ratio};
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
-use workloads::{Mode, W3Mode, Workload, convert_body, tiny_chain, w1, w2, w3, w4, w5};
+use workloads::{Mode, W3Mode, W8Mode, Workload, convert_body, tiny_chain, w1, w2, w3, w4, w5, w8};
 
 /// Wall time of warm-up runs before each measurement.
 const WARM_UP: Duration = Duration::from_millis(100);
@@ -194,6 +194,9 @@ fn main() -> pfor::Result<()> {
     if a.wants("W7") {
         w7_table(&a)?;
     }
+    if a.wants("W8") {
+        w8_table(&a)?;
+    }
     if a.wants("OVERHEAD") {
         overhead_table(&a)?;
     }
@@ -269,6 +272,66 @@ fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usiz
             ratio(r[0], r[2]),
             ratio(r[0], best(&p)),
             row.end(a)
+        );
+    }
+    Ok(())
+}
+
+/// Reset the process's peak resident set size (Linux `clear_refs` 5); false where unsupported.
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+/// The process's peak resident set size in MB since the last [`reset_peak_rss`] (`VmHWM`).
+fn peak_rss_mb() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 =
+        s.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// W8: one DP-SGD step (pfor with the product rewrites, pfor materialized, loop) with the
+/// peers' W8 modes; peak RSS per pfor mode (measured from its build to its last run).
+fn w8_table(a: &Args) -> pfor::Result<()> {
+    println!("\n### W8 one DP-SGD step, MNIST CNN, C = 1, σ = 1 (examples/s; peak RSS in MB)\n");
+    println!(
+        "| n | pfor | pfor materialized | loop | peak pfor | peak materialized | TF | JAX | torch | Opacus hooks | Opacus ghost | pfor/materialized | pfor/best peer |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    // `W8_BATCHES=32,128` picks sizes (as the peers' runner; the materialized mode needs
+    // ~7 GB at n = 512); `W8_MODES=pfor` skips the other modes.
+    let list =
+        |var: &str| std::env::var(var).ok().map(|v| v.split(',').map(|x| x.trim().to_string()).collect::<Vec<_>>());
+    let sizes: Vec<usize> =
+        list("W8_BATCHES").map_or(vec![32, 128, 512], |v| v.iter().filter_map(|x| x.parse().ok()).collect());
+    let modes = list("W8_MODES");
+    for n in sizes {
+        let (mut r, mut peak) = ([None; 3], [None; 3]);
+        for (k, mode) in W8Mode::ALL.iter().enumerate() {
+            if modes.as_ref().is_some_and(|m| !m.iter().any(|x| x == mode.name())) {
+                continue;
+            }
+            let measured = reset_peak_rss();
+            r[k] = Some(rate(&mut w8(n, *mode)?, a.budget));
+            peak[k] = peak_rss_mb().filter(|_| measured);
+        }
+        let wl = "W8_dpsgd_step";
+        let mut p = a.peers.vectorized(wl, n).to_vec();
+        p.extend(["hooks", "ghost"].map(|m| a.peers.get("opacus", wl, m, n)));
+        println!(
+            "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(r[0], 0),
+            cell(r[1], 0),
+            cell(r[2], 0),
+            cell(peak[0], 0),
+            cell(peak[1], 0),
+            cell(p[0], 0),
+            cell(p[1], 0),
+            cell(p[2], 0),
+            cell(p[3], 0),
+            cell(p[4], 0),
+            ratio(r[0], r[1]),
+            ratio(r[0], best(&p))
         );
     }
     Ok(())

@@ -5,6 +5,7 @@
 //! benchmarks build on.
 
 pub mod autodiff;
+mod dp;
 mod func;
 mod layers;
 mod map;
@@ -13,6 +14,10 @@ mod pipeline;
 pub use autodiff::{
     batch_jacobian, batch_jacobian_with, hessian, hessian_with, jacobian, jacobian_fwd, jacobian_fwd_with,
     jacobian_loop, jacobian_with, per_example_gradients, per_example_gradients_loop, per_example_gradients_with,
+};
+pub use dp::{
+    CLIP_EPS, DpGradients, DpOptions, dp_gradients, dp_gradients_loop, per_example_gradient_norms,
+    per_example_gradient_norms_with,
 };
 pub use func::{Outputs, grad, jvp, value_and_grad, vjp};
 pub use layers::{lstm_cell, lstm_gates};

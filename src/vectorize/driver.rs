@@ -88,8 +88,11 @@ pub fn pfor_with_report(
         // The region is everything this call added: the traced body and its conversion.
         let mark = g.birth(i.node).unwrap_or(u64::MAX);
         let s = simplify_since(g, &res, mark)?;
-        let outs = s.outputs.clone();
+        let mut outs = s.outputs.clone();
         report.simplified = Some(s);
+        if options.products {
+            outs = super::contract_since(g, &outs, mark)?.outputs;
+        }
         return Ok((outs, report));
     }
     Ok((res, report))

@@ -24,6 +24,7 @@ mod ctx;
 mod derived;
 mod driver;
 pub mod handoff;
+mod products;
 mod registry;
 
 pub use crate::passes::{SimplifyReport, simplify, simplify_since};
@@ -33,6 +34,7 @@ pub use driver::{
     FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with,
     pfor_with_report,
 };
+pub use products::{ProductReport, contract_since};
 pub use registry::{Converted, Converter, OpKey, Registry};
 
 use std::sync::Arc;
@@ -123,6 +125,10 @@ pub struct PforOptions {
     /// not read (the traced body included, so handles to body values taken inside the
     /// body closure may become invalid; turn this off to keep them).
     pub simplify: bool,
+    /// With `simplify`, also run the product rewrites [`contract_since`] (default: on):
+    /// sums over the pfor axis and squared norms of per-iteration matrix products (e.g.
+    /// per-example dense-layer gradients) computed without the stacked products.
+    pub products: bool,
 }
 
 impl Default for PforOptions {
@@ -134,6 +140,7 @@ impl Default for PforOptions {
             randomness: Randomness::default(),
             registry: Arc::new(Registry::builtin()),
             simplify: true,
+            products: true,
         }
     }
 }
@@ -166,6 +173,11 @@ impl PforOptions {
     /// With the post-conversion simplification pass on or off.
     pub fn with_simplify(mut self, on: bool) -> Self {
         self.simplify = on;
+        self
+    }
+    /// With the product rewrites (see [`PforOptions::products`]) on or off.
+    pub fn with_products(mut self, on: bool) -> Self {
+        self.products = on;
         self
     }
     /// With a registry.

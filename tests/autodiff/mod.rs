@@ -4,6 +4,7 @@
 pub(crate) mod fd;
 
 mod api;
+mod dp;
 
 mod binary;
 mod control;

@@ -2,3 +2,4 @@
 
 mod decisions;
 mod peers;
+mod w8;

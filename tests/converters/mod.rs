@@ -14,6 +14,7 @@ pub mod linear;
 pub mod lstm;
 pub mod nn;
 pub mod oracle;
+pub mod products;
 pub mod props;
 pub mod random;
 pub mod reduce;
