@@ -193,6 +193,23 @@ fn pfor_of_a_loop_that_must_terminate_fails_exactly_when_an_iteration_does() {
 }
 
 #[test]
+fn a_single_iteration_keeps_its_cap_in_the_one_row_form() {
+    // n = 1: the while is re-emitted on its only row (issue 22); its cap goes with it
+    for &mode in MODES {
+        let [v, l] = pfor_and_loop(&[3], IterationCap::error(3), mode);
+        assert_eq!(v.unwrap()[0], l.unwrap()[0], "{mode:?}");
+        let [v, l] = pfor_and_loop(&[9], IterationCap::error(3), mode);
+        for e in [v.unwrap_err(), l.unwrap_err()] {
+            assert!(matches!(e.root(), Error::IterationLimit { limit: 3, .. }), "{mode:?}: {e}");
+        }
+        let [v, l] = pfor_and_loop(&[9], IterationCap::stop(3), mode);
+        let (v, l) = (v.unwrap(), l.unwrap());
+        assert_eq!(v[0], i64t(&[1], &[3]), "{mode:?}");
+        assert_eq!(v[0], l[0], "{mode:?}");
+    }
+}
+
+#[test]
 fn pfor_keeps_the_cap_of_a_loop_with_an_invariant_condition() {
     // `while c < 10 { c += 1; s += x_i }` under stop(4): every iteration makes 4 trips
     let xs = [1.0f64, 2.0, 3.0];
