@@ -11,7 +11,7 @@ mod dp;
 mod grad;
 mod overhead;
 #[allow(unused_imports)]
-pub use dp::{W8Mode, w8, w8_graph, w8_with};
+pub use dp::{W8_CLIP, W8Mode, w8, w8_graph, w8_with};
 #[allow(unused_imports)]
 pub use grad::{w4, w5, w5_forward, w5_input};
 #[allow(unused_imports)]

@@ -2,7 +2,8 @@
 //! computed here from `per_example_gradients_loop` (Opacus's clip factor
 //! `min(1, C / (‖g_i‖ + 1e-6))`, average by n), with the product rewrites on and off, on a
 //! dense model, an LSTM (a weight used at every time step: ghost norms over time steps) and
-//! a model using one weight twice (where the rank-1 shortcut must not apply).
+//! a model using one weight twice (where the rank-1 shortcut must not apply). W4's MNIST CNN
+//! is checked against the same hand-written reference in `tests/benches/w8.rs`.
 
 use super::fd::randn;
 use pfor::api::{
@@ -82,8 +83,15 @@ fn reference(c: &Case, clip: f64, scale: f64) -> (Vec<Vec<f64>>, Vec<f64>) {
     let (x, params, feeds) = setup(&mut g, c, scale);
     let pe = per_example_gradients_loop(&mut g, c.loss, &[x], &params).unwrap();
     let vals = run_once(&g, &pe, &feeds).unwrap();
-    let n = c.x[0];
-    let per: Vec<Vec<f64>> = vals.iter().map(|t| t.to_f64_vec()).collect();
+    clipped_average(&vals, c.x[0], clip)
+}
+
+/// Opacus's clipped average written out by hand: from per-example gradients `per` (one
+/// tensor `[n, ...]` per parameter), each example's global norm, its clip factor
+/// `min(1, C / (‖g_i‖ + 1e-6))`, and the sum of the clipped gradients over n, divided by n.
+/// Returns (averages per parameter, norms per example).
+pub fn clipped_average(per: &[Tensor], n: usize, clip: f64) -> (Vec<Vec<f64>>, Vec<f64>) {
+    let per: Vec<Vec<f64>> = per.iter().map(|t| t.to_f64_vec()).collect();
     let mut sums: Vec<Vec<f64>> = per.iter().map(|v| vec![0.0; v.len() / n]).collect();
     let mut norms = Vec::new();
     for i in 0..n {

@@ -4,7 +4,7 @@
 pub(crate) mod fd;
 
 mod api;
-mod dp;
+pub(crate) mod dp;
 
 mod binary;
 mod control;
