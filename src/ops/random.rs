@@ -8,6 +8,7 @@
 //! Per kind:
 //! - `random_uniform` / `random_normal`: float `dtype`; uniform values lie in `[low, high)`
 //!   (the nearest representable value below `high` replaces any rounding up to `high`);
+//!   normal values come from the ziggurat on the counter stream (`tensor::stream_normal`);
 //! - `random_categorical`: key shape = batch shape `B` of logits `[B..., C]`; sample `s`
 //!   of batch element `b` inverts the CDF of `softmax(logits[b])` at
 //!   `counter_uniform(key[b], s)`;
@@ -31,7 +32,10 @@ use crate::kernels::alloc::{checked_len, try_vec};
 use crate::ops::unary::PAR_THRESHOLD;
 use crate::ops::util::zip2;
 use crate::ops::{Op, Raises, broadcast_static, expect_arity, expect_dtype, expect_float};
-use crate::tensor::{DType, Dim, Element, Shape, Tensor, TensorType, counter_normal, counter_uniform, mix_key};
+use crate::tensor::{
+    DType, Dim, Element, Shape, Tensor, TensorType, counter_uniform, mix_key, stream_base, stream_normal,
+    stream_uniform,
+};
 
 /// Ops of the random family.
 #[derive(Clone, Debug, PartialEq)]
@@ -261,7 +265,7 @@ impl RandomOp {
                     let (lo, cap) = (T::from_f64(low), below::<T>(high));
                     let n = checked_len(op, shape)?;
                     let data = generate(op, &keys, n, |k, c| {
-                        let v = T::from_f64(low + (high - low) * counter_uniform(k, c));
+                        let v = T::from_f64(low + (high - low) * stream_uniform(k, c));
                         if v > cap { cap } else if v < lo { lo } else { v }
                     })?;
                     Tensor::from_vec(&out_shape(shape), data)?
@@ -271,13 +275,13 @@ impl RandomOp {
                 let (mean, stddev) = (*mean, *stddev);
                 crate::dispatch_float!(*dtype, T => {
                     let n = checked_len(op, shape)?;
-                    let data = generate(op, &keys, n, |k, c| T::from_f64(mean + stddev * counter_normal(k, c)))?;
+                    let data = generate(op, &keys, n, |k, c| T::from_f64(mean + stddev * stream_normal(k, c)))?;
                     Tensor::from_vec(&out_shape(shape), data)?
                 }, _ => return Err(Error::dtype(op, "a float type (f32 or f64)", *dtype)))
             }
             RandomOp::RandomBernoulli { shape } => {
                 let p = second.ok_or_else(need)?.scalar_f64()?;
-                let data = generate(op, &keys, checked_len(op, shape)?, |k, c| counter_uniform(k, c) < p)?;
+                let data = generate(op, &keys, checked_len(op, shape)?, |k, c| stream_uniform(k, c) < p)?;
                 Tensor::from_vec(&out_shape(shape), data)?
             }
             RandomOp::RandomCategorical { num_samples } => {
@@ -343,16 +347,33 @@ fn below<T: Element + NextDown>(high: f64) -> T {
 /// Chunk size of the parallel generator loops.
 const CHUNK: usize = 1 << 14;
 
-/// Fill `keys.len() * n` outputs: element `i` is `f(keys[i / n], i % n)` (allocated
-/// fallibly: an `Err` naming `op`, never an abort).
-fn generate<T: Send>(op: &str, keys: &[u64], n: usize, f: impl Fn(u64, u64) -> T + Sync + Send) -> Result<Vec<T>> {
+/// Fill `keys.len() * n` outputs: element `i` is `f(stream_base(keys[i / n]), i % n)`
+/// (allocated fallibly: an `Err` naming `op`, never an abort). Each stream's base is mixed
+/// once, and chunks walk (row, counter) incrementally (no division per element).
+fn generate<T: Send + Copy + Default>(
+    op: &str,
+    keys: &[u64],
+    n: usize,
+    f: impl Fn(u64, u64) -> T + Sync + Send,
+) -> Result<Vec<T>> {
     let total = checked_len(op, &[keys.len(), n])?;
     let mut out = try_vec(op, total)?;
-    let at = |i: usize| f(keys[i / n], (i % n) as u64);
+    out.resize(total, T::default());
+    let bases: Vec<u64> = keys.iter().map(|&k| stream_base(k)).collect();
+    let fill = |start: usize, chunk: &mut [T]| {
+        let (mut row, mut c) = (start / n, start % n);
+        for v in chunk {
+            *v = f(bases[row], c as u64);
+            c += 1;
+            if c == n {
+                (row, c) = (row + 1, 0);
+            }
+        }
+    };
     if total >= PAR_THRESHOLD {
-        out.par_extend((0..total).into_par_iter().with_min_len(CHUNK).map(at));
-    } else {
-        out.extend((0..total).map(at));
+        out.par_chunks_mut(CHUNK).enumerate().for_each(|(ci, ch)| fill(ci * CHUNK, ch));
+    } else if total > 0 {
+        fill(0, &mut out);
     }
     Ok(out)
 }

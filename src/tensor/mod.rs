@@ -15,7 +15,7 @@ mod random;
 mod shape;
 
 pub use approx_cmp::{Verdict, assert_close, max_abs_diff};
-pub use random::{counter_normal, counter_uniform, mix_key};
+pub use random::{counter_normal, counter_uniform, mix_key, stream_base, stream_bits, stream_normal, stream_uniform};
 pub use shape::{Dim, Shape, TensorType};
 
 use std::fmt;
