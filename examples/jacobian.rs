@@ -4,7 +4,8 @@
 //! with the reference loop (one backward pass per row), checking they agree (the last line is
 //! the verdict; the process exits non-zero on a mismatch).
 //!
-//! Run with `cargo run --release --example jacobian` (`--ab-fuse`: fusion on vs off, same process).
+//! Run with `cargo run --release --example jacobian` (`--ab-fuse`: fusion on vs off, same process;
+//! `--mode pfor|loop`: time one form; every mode ends with the verdict against the other form).
 
 use std::time::Instant;
 
@@ -25,6 +26,25 @@ fn time_it(sess: &mut Session, feeds: &[(ValueId, Tensor)]) -> Result<(Tensor, f
         out = sess.run(feeds)?;
     }
     Ok((out.remove(0), t.elapsed().as_secs_f64() / reps as f64))
+}
+
+/// `v` computed once with the built-in options (not profiled: `PFOR_PROFILE` reports only
+/// the timed session), for a verdict.
+fn check_run(g: &Graph, v: ValueId, feeds: &[(ValueId, Tensor)]) -> Result<Tensor> {
+    first(Session::with_options(g, &[v], ExecOptions::builtin())?.run(feeds)?)
+}
+
+/// The worse of two verdicts (the larger difference).
+fn worse(a: Option<Verdict>, b: Verdict) -> Option<Verdict> {
+    match a {
+        Some(a) if a.max_diff >= b.max_diff => Some(a),
+        _ => Some(b),
+    }
+}
+
+/// The first of a run's outputs.
+fn first(outs: Vec<Tensor>) -> Result<Tensor> {
+    outs.into_iter().next().ok_or_else(|| Error::Verify("jacobian example: a run returned no output".into()))
 }
 
 /// Counts the op kinds computing `v` (for `--dump`): name and output shape, by count.
@@ -91,27 +111,37 @@ fn main() -> Result<()> {
                 .map(|fuse| Session::with_options(&g, &[j], ExecOptions { fuse, ..ExecOptions::default() }))
                 .collect::<Result<_>>()?;
             let mut best = [f64::INFINITY; 2];
+            let mut last: Vec<Tensor> = Vec::new();
             for _ in 0..reps {
                 for (k, s) in sess.iter_mut().enumerate() {
                     let t = Instant::now();
                     for _ in 0..10 {
-                        s.run(&feeds)?;
+                        last = s.run(&feeds)?;
                     }
                     best[k] = best[k].min(t.elapsed().as_secs_f64() / 10.0);
                 }
             }
             let rate = |t: f64| out as f64 / t;
             println!("{out:>5} fused {:.0} rows/s, unfused {:.0} rows/s", rate(best[0]), rate(best[1]));
+            // fused and unfused against the loop, once each
+            let fused = sess[0].run(&feeds)?;
+            let want = check_run(&g, jl, &feeds)?;
+            let v = Verdict::compare(&[first(fused)?, first(last)?], &[want.clone(), want], 1e-4);
+            worst = worse(worst, v);
             continue;
         }
         if let Some(m) = &mode {
-            let v = if m == "loop" { jl } else { j };
+            let (v, other) = if m == "loop" { (jl, j) } else { (j, jl) };
             let mut sess = Session::new(&g, &[v])?;
             let t = Instant::now();
-            for _ in 0..reps {
-                sess.run(&feeds)?;
+            let mut got = Vec::new();
+            for _ in 0..reps.max(1) {
+                got = sess.run(&feeds)?;
             }
-            println!("{out:>5} {m}: {:.0} rows/s", (out * reps) as f64 / t.elapsed().as_secs_f64());
+            println!("{out:>5} {m}: {:.0} rows/s", (out * reps.max(1)) as f64 / t.elapsed().as_secs_f64());
+            // the other form once, unprofiled, for the verdict
+            let want = check_run(&g, other, &feeds)?;
+            worst = worse(worst, Verdict::compare(&[first(got)?], &[want], 1e-4));
             continue;
         }
         let (jv, tp) = time_it(&mut Session::new(&g, &[j])?, &feeds)?;
@@ -119,12 +149,9 @@ fn main() -> Result<()> {
         let v = Verdict::compare(&[jv], &[jlv], 1e-4);
         let diff = v.max_diff;
         println!("{out:>5} {:>14.0} {:>14.0} {:>7.1}x {diff:>12.2e}", out as f64 / tp, out as f64 / tl, tl / tp);
-        if worst.is_none_or(|w| v.max_diff > w.max_diff) {
-            worst = Some(v);
-        }
+        worst = worse(worst, v);
     }
     bar.finish_and_clear();
-    // (the --ab-fuse and --mode runs only time)
     match worst {
         Some(v) => {
             println!("{v}");

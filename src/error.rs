@@ -241,6 +241,21 @@ pub enum Error {
 
 impl Error {
     /// The underlying cause, with node context removed.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let i = g.constant(Tensor::scalar(5i64));
+    /// let xi = g.gather(x, i, 0)?;
+    /// let e = run_once(&g, &[xi], &[(x, Tensor::zeros(DType::F32, &[3])?)]).unwrap_err();
+    /// assert!(matches!(e, Error::AtNode { .. }));               // where it failed ...
+    /// assert!(matches!(e.root(), Error::IndexOutOfRange { .. })); // ... and why
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn root(&self) -> &Error {
         match self {
             Error::AtNode { source, .. } => source.root(),
@@ -248,6 +263,20 @@ impl Error {
         }
     }
     /// Wrap with node context (idempotent: an error already at a node keeps the innermost).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let e = Error::shape("my_op", "bad").at_node(x.node, "my_op");
+    /// assert!(e.to_string().starts_with("node %"), "{e}");
+    /// // idempotent: the innermost node is kept
+    /// assert_eq!(e.clone().at_node(x.node, "outer").to_string(), e.to_string());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn at_node(self, node: NodeId, op: impl Into<String>) -> Error {
         match self {
             e @ Error::AtNode { .. } => e,
@@ -255,22 +284,74 @@ impl Error {
         }
     }
     /// Shorthand for an unknown value handle.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let e = Error::unknown_value(x, "removed by a pass");
+    /// assert!(e.to_string().contains("removed by a pass"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unknown_value(v: crate::ir::ValueId, reason: impl Into<String>) -> Error {
         Error::UnknownValue { value: v.to_string(), reason: reason.into() }
     }
     /// Shorthand for a shape error.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let e = Error::shape("my_op", "rank 2 expected, got [3]");
+    /// assert!(e.to_string().contains("my_op") && e.to_string().contains("[3]"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn shape(op: &str, msg: impl Into<String>) -> Error {
         Error::Shape { op: op.into(), msg: msg.into() }
     }
     /// Shorthand for a dtype error.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let e = Error::dtype("my_op", "a float", DType::I64);
+    /// assert!(e.to_string().contains("i64"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dtype(op: &str, expected: impl Into<String>, got: DType) -> Error {
         Error::DType { op: op.into(), expected: expected.into(), got }
     }
     /// Shorthand for an arity error.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let e = Error::arity("my_op", "2 inputs", 3);
+    /// assert!(e.to_string().contains("my_op"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn arity(op: &str, expected: impl Into<String>, got: usize) -> Error {
         Error::Arity { op: op.into(), expected: expected.into(), got }
     }
     /// Shorthand for an unsupported error.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let e = Error::unsupported("onnx", "opset 99");
+    /// assert!(e.to_string().contains("opset 99"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unsupported(op: &str, what: impl Into<String>) -> Error {
         Error::Unsupported { op: op.into(), what: what.into() }
     }

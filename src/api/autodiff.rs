@@ -98,27 +98,101 @@ fn jacobian_impl(g: &mut Graph, y: ValueId, x: ValueId, rows: Rows<'_>) -> Resul
 }
 
 /// `d y / d x` with shape `y.shape + x.shape` (reverse mode, vectorized over the rows).
+///
+/// ```
+/// use pfor::api::jacobian;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::from_vec(&[2], vec![1.0f64, 2.0])?);
+/// let y = g.mul(x, x)?; // y_i = x_i²
+/// let j = jacobian(&mut g, y, x)?; // [2, 2] = diag(2 x)
+/// assert_eq!(run_once(&g, &[j], &[])?[0].to_f64_vec(), [2.0, 0.0, 0.0, 4.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn jacobian(g: &mut Graph, y: ValueId, x: ValueId) -> Result<ValueId> {
     jacobian_with(g, y, x, &PforOptions::default())
 }
 
 /// [`jacobian`] with options.
+///
+/// ```
+/// use pfor::api::jacobian_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::randn_f64(&[5], 0)?);
+/// let y = g.tanh(x)?;
+/// // 5 rows in vectorized chunks of 2; fail instead of falling back to a loop
+/// let j = jacobian_with(&mut g, y, x, &PforOptions::strict().with_chunk_size(2))?;
+/// assert_eq!(g.shape(j)?.as_fixed(), Some(vec![5, 5]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn jacobian_with(g: &mut Graph, y: ValueId, x: ValueId, options: &PforOptions) -> Result<ValueId> {
     jacobian_impl(g, y, x, Rows::Pfor(options))
 }
 
 /// [`jacobian`] computed one row at a time by the reference loop (the baseline).
+///
+/// ```
+/// use pfor::api::{jacobian, jacobian_loop};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::randn_f64(&[3], 0)?);
+/// let y = g.sin(x)?;
+/// let (v, l) = (jacobian(&mut g, y, x)?, jacobian_loop(&mut g, y, x)?);
+/// let r = run_once(&g, &[v, l], &[])?;
+/// assert!(r[0].allclose(&r[1], 1e-12, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn jacobian_loop(g: &mut Graph, y: ValueId, x: ValueId) -> Result<ValueId> {
     jacobian_impl(g, y, x, Rows::Loop)
 }
 
 /// `d y / d x` by forward mode (one JVP per element of `x`, vectorized), same shape as
 /// [`jacobian`].
+///
+/// ```
+/// use pfor::api::{jacobian, jacobian_fwd};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::randn_f64(&[2], 0)?);
+/// let y = g.sin(x)?;
+/// // one JVP per element of x (2) instead of one VJP per element of y
+/// let (f, r) = (jacobian_fwd(&mut g, y, x)?, jacobian(&mut g, y, x)?);
+/// let out = run_once(&g, &[f, r], &[])?;
+/// assert!(out[0].allclose(&out[1], 1e-12, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn jacobian_fwd(g: &mut Graph, y: ValueId, x: ValueId) -> Result<ValueId> {
     jacobian_fwd_with(g, y, x, &PforOptions::default())
 }
 
 /// [`jacobian_fwd`] with options.
+///
+/// ```
+/// use pfor::api::jacobian_fwd_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::randn_f64(&[4], 0)?);
+/// let y = g.exp(x)?;
+/// let j = jacobian_fwd_with(&mut g, y, x, &PforOptions::strict())?;
+/// assert_eq!(g.shape(j)?.as_fixed(), Some(vec![4, 4]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn jacobian_fwd_with(g: &mut Graph, y: ValueId, x: ValueId, options: &PforOptions) -> Result<ValueId> {
     const F: &str = "jacobian_fwd";
     float_dtype(g, y, "y", F)?;
@@ -181,22 +255,84 @@ fn batch_jacobian_impl(g: &mut Graph, y: ValueId, x: ValueId, rows: Rows<'_>) ->
 /// Per-example jacobians `[b, y..., x...]` of `y[b, ...]` w.r.t. `x[b, ...]`, where example
 /// `b` of `y` depends only on example `b` of `x` (not checked: cross-example terms would be
 /// summed in).
+///
+/// ```
+/// use pfor::api::batch_jacobian;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[8, 3], 0)?); // 8 examples
+/// let w = g.constant(Tensor::randn_f64(&[3, 2], 1)?);
+/// let ys = g.matmul(xs, w)?; // [8, 2], example b reads only row b
+/// let j = batch_jacobian(&mut g, ys, xs)?; // [8, 2, 3]: Wᵀ for every example
+/// let wt = g.transpose(w, &[1, 0])?;
+/// let r = run_once(&g, &[j, wt], &[])?;
+/// assert_eq!(r[0].shape(), &[8, 2, 3]);
+/// assert!(r[0].index_axis0(7)?.allclose(&r[1], 1e-12, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn batch_jacobian(g: &mut Graph, y: ValueId, x: ValueId) -> Result<ValueId> {
     batch_jacobian_with(g, y, x, &PforOptions::default())
 }
 
 /// [`batch_jacobian`] with options.
+///
+/// ```
+/// use pfor::api::batch_jacobian_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[6, 2], 0)?);
+/// let ys = g.tanh(xs)?;
+/// let j = batch_jacobian_with(&mut g, ys, xs, &PforOptions::strict())?;
+/// assert_eq!(g.shape(j)?.as_fixed(), Some(vec![6, 2, 2]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn batch_jacobian_with(g: &mut Graph, y: ValueId, x: ValueId, options: &PforOptions) -> Result<ValueId> {
     batch_jacobian_impl(g, y, x, Rows::Pfor(options))
 }
 
 /// The hessian `d² y / d x²` with shape `y.shape + x.shape + x.shape`: the jacobian of the
 /// (vectorized) jacobian.
+///
+/// ```
+/// use pfor::api::hessian;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F64, [2]);
+/// let x2 = g.mul(x, x)?;
+/// let y = g.sum_all(x2)?; // y = Σ x²: the hessian is 2 I
+/// let h = hessian(&mut g, y, x)?;
+/// let r = run_once(&g, &[h], &[(x, Tensor::vec1(&[1.0f64, 3.0]))])?;
+/// assert_eq!(r[0].to_f64_vec(), [2.0, 0.0, 0.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn hessian(g: &mut Graph, y: ValueId, x: ValueId) -> Result<ValueId> {
     hessian_with(g, y, x, &PforOptions::default())
 }
 
 /// [`hessian`] with options.
+///
+/// ```
+/// use pfor::api::hessian_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::randn_f64(&[3], 0)?);
+/// let y = g.sin(x)?; // [3]: the hessian is [3, 3, 3]
+/// let h = hessian_with(&mut g, y, x, &PforOptions::strict())?;
+/// assert_eq!(g.shape(h)?.as_fixed(), Some(vec![3, 3, 3]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn hessian_with(g: &mut Graph, y: ValueId, x: ValueId, options: &PforOptions) -> Result<ValueId> {
     let j = jacobian_with(g, y, x, options)?;
     jacobian_with(g, j, x, options)
@@ -206,6 +342,25 @@ pub fn hessian_with(g: &mut Graph, y: ValueId, x: ValueId, options: &PforOptions
 /// of `loss_fn(rows_b, params)` (a scalar) w.r.t. each of `params`; results are stacked
 /// `[n, param...]`. Vectorized by `pfor` (a dense layer becomes one batched outer
 /// product).
+///
+/// ```
+/// use pfor::api::per_example_gradients;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[16, 3], 0)?); // 16 examples
+/// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+/// // one example's loss: (x·w)²
+/// let grads = per_example_gradients(&mut g, |g, rows, p| {
+///     let xw = g.mul(rows[0], p[0])?;
+///     let s = g.sum_all(xw)?;
+///     g.mul(s, s)
+/// }, &[xs], &[w])?;
+/// assert_eq!(g.shape(grads[0])?.as_fixed(), Some(vec![16, 3])); // one gradient per example
+/// # Ok(())
+/// # }
+/// ```
 pub fn per_example_gradients(
     g: &mut Graph,
     loss_fn: impl FnOnce(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>,
@@ -232,6 +387,27 @@ fn per_example_body(
 }
 
 /// [`per_example_gradients`] with options.
+///
+/// ```
+/// use pfor::api::per_example_gradients_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[10, 3], 0)?);
+/// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+/// let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| {
+///     let xw = g.mul(rows[0], p[0])?;
+///     let t = g.tanh(xw)?;
+///     g.sum_all(t)
+/// };
+/// // 10 examples in vectorized chunks of 4 (the peak memory of 4, not 10)
+/// let opts = PforOptions::default().with_chunk_size(4);
+/// let grads = per_example_gradients_with(&mut g, &opts, loss, &[xs], &[w])?;
+/// assert_eq!(run_once(&g, &grads, &[])?[0].shape(), &[10, 3]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn per_example_gradients_with(
     g: &mut Graph,
     options: &PforOptions,
@@ -246,6 +422,27 @@ pub fn per_example_gradients_with(
 }
 
 /// [`per_example_gradients`] by the reference loop (`map_fn`): the baseline.
+///
+/// ```
+/// use pfor::api::{per_example_gradients, per_example_gradients_loop};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[5, 3], 0)?);
+/// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+/// let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| {
+///     let xw = g.mul(rows[0], p[0])?;
+///     let e = g.exp(xw)?;
+///     g.sum_all(e)
+/// };
+/// let v = per_example_gradients(&mut g, loss, &[xs], &[w])?;
+/// let l = per_example_gradients_loop(&mut g, loss, &[xs], &[w])?;
+/// let r = run_once(&g, &[v[0], l[0]], &[])?;
+/// assert!(r[0].allclose(&r[1], 1e-12, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn per_example_gradients_loop(
     g: &mut Graph,
     loss_fn: impl FnOnce(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>,

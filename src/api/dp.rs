@@ -201,6 +201,29 @@ fn finish(g: &mut Graph, o: &DpOptions, params: &[ValueId], outs: &[ValueId]) ->
 /// to global norm `options.clip_norm`, summed, noised and averaged (see the module docs for
 /// the exact Opacus / TF Privacy semantics). Per-example gradients of product-shaped
 /// layers are not materialized when `options.rewrites` is on.
+///
+/// ```
+/// use pfor::api::{DpOptions, dp_gradients};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.input("xs", DType::F32, [32, 4]); // a batch of 32 examples
+/// let w = g.constant(Tensor::randn(&[4, 2], 0)?);
+/// let key = g.input("key", DType::I64, Shape::scalar()); // a fresh key every step
+/// let opts = DpOptions { clip_norm: 1.0, noise_multiplier: 1.1, key: Some(key), ..DpOptions::default() };
+/// let dp = dp_gradients(&mut g, |g, rows, p| {
+///     let x = g.expand_dims(rows[0], 0)?; // [1, 4]
+///     let z = g.matmul(x, p[0])?;
+///     let z = g.tanh(z)?;
+///     g.sum_all(z)
+/// }, &[xs], &[w], &opts)?;
+/// let mut step = Session::new(&g, &[dp.grads[0], dp.norms])?; // compile once, run per batch
+/// let r = step.run(&[(xs, Tensor::randn(&[32, 4], 1)?), (key, Tensor::scalar(7i64))])?;
+/// assert_eq!((r[0].shape(), r[1].shape()), (&[4, 2][..], &[32][..]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn dp_gradients(
     g: &mut Graph,
     loss_fn: impl FnOnce(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>,
@@ -226,6 +249,27 @@ pub fn dp_gradients(
 
 /// [`dp_gradients`] one example at a time (`map_fn`, per-example gradients materialized):
 /// the reference the vectorized graph is checked against and the "loop" baseline.
+///
+/// ```
+/// use pfor::api::{DpOptions, dp_gradients, dp_gradients_loop};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[6, 3], 0)?);
+/// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+/// let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| {
+///     let xw = g.mul(rows[0], p[0])?;
+///     let s = g.sum_all(xw)?;
+///     g.mul(s, s)
+/// };
+/// let opts = DpOptions { clip_norm: 0.5, ..DpOptions::default() }; // no noise: deterministic
+/// let (v, l) = (dp_gradients(&mut g, loss, &[xs], &[w], &opts)?, dp_gradients_loop(&mut g, loss, &[xs], &[w], &opts)?);
+/// let r = run_once(&g, &[v.grads[0], l.grads[0]], &[])?;
+/// assert!(r[0].allclose(&r[1], 1e-10, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn dp_gradients_loop(
     g: &mut Graph,
     loss_fn: impl FnOnce(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>,
@@ -241,6 +285,25 @@ pub fn dp_gradients_loop(
 
 /// Each example's global gradient norm `sqrt(Σ_params ‖∇_p loss_i‖²)`, `[n]`, vectorized;
 /// the per-example gradients of product-shaped layers are not materialized (ghost norms).
+///
+/// ```
+/// use pfor::api::per_example_gradient_norms;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::from_vec(&[2, 2], vec![3.0f64, 0.0, 0.0, 4.0])?);
+/// let w = g.constant(Tensor::from_vec(&[2], vec![1.0f64, 1.0])?);
+/// // loss = x·w: its gradient w.r.t. w is x, so the norms are ‖x‖
+/// let norms = per_example_gradient_norms(&mut g, |g, rows, p| {
+///     let xw = g.mul(rows[0], p[0])?;
+///     g.sum_all(xw)
+/// }, &[xs], &[w])?;
+/// let want = Tensor::from_vec(&[2], vec![3.0f64, 4.0])?;
+/// assert!(run_once(&g, &[norms], &[])?[0].allclose(&want, 1e-12, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn per_example_gradient_norms(
     g: &mut Graph,
     loss_fn: impl FnOnce(&mut Graph, &[ValueId], &[ValueId]) -> Result<ValueId>,
@@ -252,6 +315,25 @@ pub fn per_example_gradient_norms(
 
 /// [`per_example_gradient_norms`] with options (ghost norms need `options.simplify` and
 /// `options.products`, pfor's defaults).
+///
+/// ```
+/// use pfor::api::per_example_gradient_norms_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[8, 3], 0)?);
+/// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+/// let loss = |g: &mut Graph, rows: &[ValueId], p: &[ValueId]| {
+///     let xw = g.mul(rows[0], p[0])?;
+///     let t = g.tanh(xw)?;
+///     g.sum_all(t)
+/// };
+/// let norms = per_example_gradient_norms_with(&mut g, &PforOptions::strict(), loss, &[xs], &[w])?;
+/// assert_eq!(g.shape(norms)?.as_fixed(), Some(vec![8]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn per_example_gradient_norms_with(
     g: &mut Graph,
     options: &PforOptions,

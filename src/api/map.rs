@@ -11,13 +11,18 @@
 //!   sizes are known), else [`MapAxes::axis_size`]; with no mapped input it must be given;
 //! - a mapped axis other than 0 is moved to the front once, outside the loop, so the body
 //!   reads row `i` of axis 0 (which the vectorizer turns into the whole input, no gather);
+//! - an output whose out-axis is `None` is returned unbatched, as the body computed it, and
+//!   only when the transform finds it loop-invariant (`vectorized_map`: the vectorizer's
+//!   stackedness — no mapped input, per-iteration random draw or variable write behind it;
+//!   `map_fn`: the loop's — it does not depend on the loop index); otherwise it is an error
+//!   naming the output, never a silently stacked or silently picked row;
 //! - errors name the function, the input (position, value, shape) and the axis.
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
-use crate::reference::{LoopLen, for_loop};
+use crate::reference::{LoopLen, for_loop_outputs};
 use crate::tensor::Dim;
-use crate::vectorize::{PforOptions, pfor_with};
+use crate::vectorize::{PforOptions, pfor_outputs};
 
 /// Where the mapped axis is in each input and each output of a vectorized map.
 ///
@@ -32,7 +37,7 @@ use crate::vectorize::{PforOptions, pfor_with};
 /// let mut g = Graph::new();
 /// let xs = g.constant(Tensor::randn_f64(&[3, 5], 0)?); // 5 examples on axis 1
 /// let w = g.constant(Tensor::randn_f64(&[3], 1)?);     // one weight vector for all
-/// let axes = MapAxes::new().in_axes(&[Some(-1), None]).out_axes(&[0]);
+/// let axes = MapAxes::new().in_axes(&[Some(-1), None]).out_axes(&[Some(0)]);
 /// let y = vectorized_map_axes(&mut g, |g, a| Ok(vec![g.mul(a[0], a[1])?]), &[xs, w], &axes)?;
 /// assert_eq!(g.shape(y[0])?.as_fixed(), Some(vec![5, 3]));
 /// # Ok(())
@@ -48,7 +53,7 @@ pub struct MapAxes {
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum OutAxes {
     All(i64),
-    Each(Vec<i64>),
+    Each(Vec<Option<i64>>),
 }
 
 impl Default for OutAxes {
@@ -59,35 +64,124 @@ impl Default for OutAxes {
 
 impl MapAxes {
     /// Every input mapped on axis 0, every output stacked on axis 0.
+    ///
+    /// ```
+    /// use pfor::api::MapAxes;
+    ///
+    /// assert_eq!(MapAxes::new(), MapAxes::default());
+    /// assert_eq!(MapAxes::new().in_axes_of(), None); // every input on axis 0
+    /// ```
     pub fn new() -> MapAxes {
         MapAxes::default()
     }
     /// One entry per input: `Some(axis)` maps that axis (negative counts from the end),
     /// `None` passes the input whole to every iteration (broadcast).
+    ///
+    /// ```
+    /// use pfor::api::{MapAxes, map_fn_axes};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let xs = g.constant(Tensor::randn_f64(&[3, 6], 0)?); // 6 examples on the last axis
+    /// let b = g.constant(Tensor::randn_f64(&[3], 1)?);     // the same bias for all
+    /// let axes = MapAxes::new().in_axes(&[Some(-1), None]);
+    /// let y = map_fn_axes(&mut g, |g, a| Ok(vec![g.add(a[0], a[1])?]), &[xs, b], &axes)?;
+    /// assert_eq!(g.shape(y[0])?.as_fixed(), Some(vec![6, 3]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn in_axes(mut self, axes: &[Option<i64>]) -> MapAxes {
         self.in_axes = Some(axes.to_vec());
         self
     }
-    /// One entry per output: the axis of the result the mapped axis becomes (negative
-    /// counts from the end of the result's shape).
-    pub fn out_axes(mut self, axes: &[i64]) -> MapAxes {
+    /// One entry per output: `Some(axis)` is the axis of the result the mapped axis becomes
+    /// (negative counts from the end of the result's shape); `None` returns the output
+    /// unbatched (JAX `out_axes=None`): it must be the same in every iteration
+    /// (loop-invariant), else the map is an error naming the output.
+    ///
+    /// ```
+    /// use pfor::api::{MapAxes, vectorized_map_axes};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let xs = g.constant(Tensor::randn_f64(&[5, 3], 0)?);
+    /// let w = g.constant(Tensor::randn_f64(&[3], 1)?);
+    /// // per example x·w, and the weights' norm once (it is the same for every example)
+    /// let f = |g: &mut Graph, a: &[ValueId]| {
+    ///     let xw = g.mul(a[0], a[1])?;
+    ///     let ww = g.mul(a[1], a[1])?;
+    ///     Ok(vec![g.sum_all(xw)?, g.sum_all(ww)?])
+    /// };
+    /// let axes = MapAxes::new().in_axes(&[Some(0), None]).out_axes(&[Some(0), None]);
+    /// let y = vectorized_map_axes(&mut g, f, &[xs, w], &axes)?;
+    /// assert_eq!(g.shape(y[0])?.as_fixed(), Some(vec![5]));
+    /// assert_eq!(g.shape(y[1])?.as_fixed(), Some(vec![])); // unbatched: a scalar
+    /// // an output that differs between examples cannot be unbatched
+    /// let axes = MapAxes::new().in_axes(&[Some(0), None]).out_axes(&[None, None]);
+    /// assert!(vectorized_map_axes(&mut g, f, &[xs, w], &axes).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn out_axes(mut self, axes: &[Option<i64>]) -> MapAxes {
         self.out_axes = OutAxes::Each(axes.to_vec());
         self
     }
     /// The same output axis for every output.
+    ///
+    /// ```
+    /// use pfor::api::MapAxes;
+    ///
+    /// // every output with the mapped axis last; a later setting replaces an earlier one
+    /// assert_eq!(MapAxes::new().out_axis(-1), MapAxes::new().out_axes(&[Some(-1)]).out_axis(-1));
+    /// ```
     pub fn out_axis(mut self, axis: i64) -> MapAxes {
         self.out_axes = OutAxes::All(axis);
         self
     }
     /// The in-axes given (`None`: every input on axis 0).
+    ///
+    /// ```
+    /// use pfor::api::MapAxes;
+    ///
+    /// assert_eq!(MapAxes::new().in_axes_of(), None);
+    /// assert_eq!(MapAxes::new().in_axes(&[Some(1), None]).in_axes_of(), Some(&[Some(1), None][..]));
+    /// ```
     pub fn in_axes_of(&self) -> Option<&[Option<i64>]> {
         self.in_axes.as_deref()
     }
     /// The number of iterations (JAX `axis_size`): needed when no input is mapped, checked
     /// against the mapped inputs otherwise.
+    ///
+    /// ```
+    /// use pfor::api::{MapAxes, vectorized_map_axes};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let w = g.constant(Tensor::randn_f64(&[3], 0)?);
+    /// // no input is mapped: the loop length comes from axis_size
+    /// let axes = MapAxes::new().in_axes(&[None]).axis_size(4);
+    /// let y = vectorized_map_axes(&mut g, |g, a| Ok(vec![g.exp(a[0])?]), &[w], &axes)?;
+    /// assert_eq!(g.shape(y[0])?.as_fixed(), Some(vec![4, 3]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn axis_size(mut self, n: usize) -> MapAxes {
         self.axis_size = Some(n);
         self
+    }
+    /// The out-axis of output `k` of `count` (`None`: unbatched), or an error when the
+    /// out-axes list has another length.
+    fn out_axis_of(&self, f: &str, k: usize, count: usize) -> Result<Option<i64>> {
+        match &self.out_axes {
+            OutAxes::All(a) => Ok(Some(*a)),
+            OutAxes::Each(a) if a.len() != count => {
+                Err(Error::InvalidArgument(format!("{f}: out_axes has {} entries for {count} outputs", a.len())))
+            }
+            OutAxes::Each(a) => Ok(a[k]),
+        }
     }
 }
 
@@ -196,23 +290,30 @@ fn rows(g: &mut Graph, elems: &[ValueId], rows_of: &[Option<ValueId>], i: ValueI
         .collect()
 }
 
-/// Move axis 0 of each stacked output to its out-axis.
-fn place_outputs(g: &mut Graph, f: &str, outs: Vec<ValueId>, axes: &MapAxes) -> Result<Vec<ValueId>> {
-    if let OutAxes::Each(a) = &axes.out_axes
-        && a.len() != outs.len()
-    {
-        return Err(Error::InvalidArgument(format!(
-            "{f}: out_axes has {} entries for {} outputs",
-            a.len(),
-            outs.len()
-        )));
-    }
+/// Move axis 0 of each stacked output to its out-axis; an unbatched one (out-axis `None`)
+/// stays as it is, and must not be stacked.
+fn place_outputs(
+    g: &mut Graph,
+    f: &str,
+    outs: Vec<(ValueId, bool)>,
+    types: &[String],
+    axes: &MapAxes,
+) -> Result<Vec<ValueId>> {
+    let count = outs.len();
     outs.into_iter()
         .enumerate()
-        .map(|(k, o)| {
-            let axis = match &axes.out_axes {
-                OutAxes::All(a) => *a,
-                OutAxes::Each(a) => a[k],
+        .map(|(k, (o, stacked))| {
+            let Some(axis) = axes.out_axis_of(f, k, count)? else {
+                if stacked {
+                    let t = types.get(k).map_or("?", String::as_str);
+                    return Err(Error::InvalidArgument(format!(
+                        "{f}: out_axes[{k}] is None (unbatched), but output {k} ({t} per iteration) is not \
+                         loop-invariant: it depends on a mapped input (or, vectorized, on a per-iteration \
+                         random draw or variable write); give it an axis, or return a value that is the same \
+                         in every iteration"
+                    )));
+                }
+                return Ok(o);
             };
             let s = g.shape(o)?;
             let b = normalize(axis, s.rank()).ok_or_else(|| {
@@ -241,15 +342,26 @@ fn map_impl(
 ) -> Result<Vec<ValueId>> {
     let Plan { len, rows_of } = plan(g, name, elems, axes)?;
     let elems = elems.to_vec();
-    let body = move |g: &mut Graph, i: ValueId| {
+    // per output: unbatched (out-axis None), and its per-iteration type (filled by the trace)
+    let unbatched: Vec<bool> = match &axes.out_axes {
+        OutAxes::Each(a) => a.iter().map(Option::is_none).collect(),
+        OutAxes::All(_) => Vec::new(),
+    };
+    let mut types: Vec<String> = Vec::new();
+    let body = |g: &mut Graph, i: ValueId| {
         let xs = rows(g, &elems, &rows_of, i)?;
-        f(g, &xs)
+        let outs = f(g, &xs)?;
+        for k in 0..outs.len() {
+            axes.out_axis_of(name, k, outs.len())?;
+        }
+        types = outs.iter().map(|o| Ok(g.value_type(*o)?.to_string())).collect::<Result<_>>()?;
+        Ok(outs)
     };
     let outs = match options {
-        Some(o) => pfor_with(g, len, o, body)?,
-        None => for_loop(g, len, body)?,
+        Some(o) => pfor_outputs(g, len, o, &unbatched, body)?.0,
+        None => for_loop_outputs(g, len, &unbatched, body)?,
     };
-    place_outputs(g, name, outs, axes)
+    place_outputs(g, name, outs, &types, axes)
 }
 
 /// Vectorized map over axis 0 of every input (TF `vectorized_map`, JAX `vmap`): `f` is
@@ -280,6 +392,21 @@ pub fn vectorized_map(
 }
 
 /// [`vectorized_map`] with options.
+///
+/// ```
+/// use pfor::api::vectorized_map_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[10, 3], 0)?);
+/// // in chunks of 4 rows (a loop of vectorized chunks: bounded memory), no fallback loops
+/// let opts = PforOptions::strict().with_chunk_size(4);
+/// let y = vectorized_map_with(&mut g, &opts, |g, x| Ok(vec![g.sum_all(x[0])?]), &[xs])?;
+/// assert_eq!(run_once(&g, &y, &[])?[0].shape(), &[10]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn vectorized_map_with(
     g: &mut Graph,
     options: &PforOptions,
@@ -315,6 +442,22 @@ pub fn vectorized_map_axes(
 }
 
 /// [`vectorized_map_axes`] with options.
+///
+/// ```
+/// use pfor::api::{MapAxes, vectorized_map_axes_with};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[3, 5], 0)?); // 5 examples on axis 1
+/// let axes = MapAxes::new().in_axes(&[Some(1)]).out_axis(-1);
+/// let y = vectorized_map_axes_with(&mut g, |g, x| Ok(vec![g.exp(x[0])?]), &[xs], &axes, &PforOptions::strict())?;
+/// let want = g.exp(xs)?; // elementwise: mapping over axis 1 and putting it back changes nothing
+/// let r = run_once(&g, &[y[0], want], &[])?;
+/// assert_eq!(r[0], r[1]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn vectorized_map_axes_with(
     g: &mut Graph,
     f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,

@@ -16,6 +16,21 @@ use crate::ir::{Graph, NodeId, ValueId};
 /// `y` that does not depend on any `x`).
 /// Each tangent must have its x's type: dtype, rank and fixed dims when the graph is built,
 /// dynamic dims when it runs.
+///
+/// ```
+/// use pfor::autodiff::jvp;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::vec1(&[1.0f64, 2.0]));
+/// let y = g.mul(x, x)?;                            // y = x²
+/// let t = g.constant(Tensor::vec1(&[1.0f64, 0.0])); // the direction e₀
+/// let dy = jvp(&mut g, &[y], &[x], &[t])?;          // 2 x · t
+/// assert_eq!(run_once(&g, &dy, &[])?[0].to_f64_vec(), [2.0, 0.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn jvp(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], tangents: &[ValueId]) -> Result<Vec<ValueId>> {
     jvp_seeded(g, ys, xs, tangents, true)
 }

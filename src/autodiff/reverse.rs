@@ -20,6 +20,22 @@ use crate::ir::{Graph, NodeId, ValueId};
 /// Errors name the node and op of any op without a gradient rule, and reject non-float
 /// `xs` and `grad_ys` whose types differ from their `ys`: dtype, rank and fixed dims when
 /// the graph is built, dynamic dims when it runs.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F64, [3]);
+/// let w = g.constant(Tensor::vec1(&[1.0f64, 2.0, 3.0]));
+/// let xw = g.mul(x, w)?;
+/// let loss = g.sum_all(xw)?;
+/// let d = gradients(&mut g, &[loss], &[x], None)?; // d loss / d x = w
+/// let r = run_once(&g, &d, &[(x, Tensor::vec1(&[0.5f64, 0.5, 0.5]))])?;
+/// assert_eq!(r[0].to_f64_vec(), [1.0, 2.0, 3.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn gradients(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], grad_ys: Option<&[ValueId]>) -> Result<Vec<ValueId>> {
     let out = gradients_with(g, ys, xs, grad_ys)?;
     out.into_iter()
@@ -32,6 +48,21 @@ pub fn gradients(g: &mut Graph, ys: &[ValueId], xs: &[ValueId], grad_ys: Option<
 }
 
 /// Like [`gradients`], but `None` for an `x` that no `y` depends on (no zeros are built).
+///
+/// ```
+/// use pfor::autodiff::gradients_with;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F64, [3]);
+/// let unused = g.input("u", DType::F64, [3]);
+/// let loss = g.sum_all(x)?;
+/// let d = gradients_with(&mut g, &[loss], &[x, unused], None)?;
+/// assert!(d[0].is_some() && d[1].is_none()); // no zeros built for `unused`
+/// # Ok(())
+/// # }
+/// ```
 pub fn gradients_with(
     g: &mut Graph,
     ys: &[ValueId],

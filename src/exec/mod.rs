@@ -134,6 +134,14 @@ pub const HAND_OFF_MIN_RUN: Duration = Duration::from_micros(100);
 
 impl ExecOptions {
     /// The built-in options: no environment variable read.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// // the built-in configuration, whatever the environment says, with a memory budget
+    /// let opts = ExecOptions { max_tensor_bytes: Some(1 << 30), ..ExecOptions::builtin() };
+    /// assert!(opts.fuse && opts.recycle_buffers && !opts.profile);
+    /// ```
     pub const fn builtin() -> ExecOptions {
         ExecOptions {
             max_call_depth: 200,
@@ -153,6 +161,20 @@ impl ExecOptions {
 
     /// [`builtin`](Self::builtin) with the `PFOR_*` environment variables applied (see the
     /// README's knob table): the one place the executor reads the environment.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let y = g.exp(x)?;
+    /// // what `Session::new` uses: the PFOR_* variables (PFOR_PROFILE, PFOR_NO_FUSE, ...) applied
+    /// let mut s = Session::with_options(&g, &[y], ExecOptions::from_env())?;
+    /// s.run(&[(x, Tensor::zeros(DType::F32, &[3])?)])?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_env() -> ExecOptions {
         ExecOptions::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
     }
@@ -160,6 +182,18 @@ impl ExecOptions {
     /// [`builtin`](Self::builtin) with the `PFOR_*` variables that `var` returns applied
     /// (`var(name)` is the variable's value, `None` when unset): [`from_env`](Self::from_env)
     /// with another source.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// // as if PFOR_NO_FUSE and PFOR_PROFILE=10 were set
+    /// let opts = ExecOptions::from_vars(|name| match name {
+    ///     "PFOR_NO_FUSE" => Some(String::new()),
+    ///     "PFOR_PROFILE" => Some("10".into()),
+    ///     _ => None,
+    /// });
+    /// assert!(!opts.fuse && opts.profile && opts.profile_report == Some(10));
+    /// ```
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> ExecOptions {
         let set = |name: &str| var(name).is_some();
         let profile_report = var("PFOR_PROFILE").map(|v| profile::report_top(&v));
@@ -177,6 +211,13 @@ impl ExecOptions {
 
     /// The kernel-level knobs, as kernels take them.
     #[inline]
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// let k = ExecOptions { winograd: false, ..ExecOptions::builtin() }.kernel_options();
+    /// assert!(!k.winograd && k.atb);
+    /// ```
     pub fn kernel_options(&self) -> KernelOptions {
         KernelOptions { winograd: self.winograd, atb: self.atb }
     }
@@ -231,16 +272,61 @@ pub struct Plan {
 impl Plan {
     /// Compile a plan for `fetches` (with `keep_effects`, side-effecting nodes always run),
     /// with the default options ([`ExecOptions::default`]).
+    ///
+    /// ```
+    /// use pfor::exec::Plan;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let unused = g.sin(x)?; // not fetched: pruned
+    /// let y = g.exp(x)?;
+    /// let plan = Plan::compile(&g, &[y], false)?;
+    /// assert_eq!(plan.len(), 2); // the input and the exp
+    /// # let _ = unused;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn compile(g: &Graph, fetches: &[ValueId], keep_effects: bool) -> Result<Plan> {
         Plan::compile_options(g, fetches, keep_effects, &ExecOptions::default())
     }
 
     /// [`Plan::compile`], fusing only when `fuse`.
+    ///
+    /// ```
+    /// use pfor::exec::Plan;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let y = g.exp(x)?;
+    /// let y = g.sin(y)?;
+    /// let plain = Plan::compile_with(&g, &[y], false, false)?; // no fusion: one step per node
+    /// assert_eq!(plain.len(), 3); // the input, exp and sin
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn compile_with(g: &Graph, fetches: &[ValueId], keep_effects: bool, fuse: bool) -> Result<Plan> {
         Plan::compile_options(g, fetches, keep_effects, &ExecOptions { fuse, ..ExecOptions::default() })
     }
 
     /// [`Plan::compile`] with `options` (those that shape a plan: `fuse`, `pretranspose`).
+    ///
+    /// ```
+    /// use pfor::exec::Plan;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let y = g.exp(x)?;
+    /// let plan = Plan::compile_options(&g, &[y], false, &ExecOptions::builtin())?;
+    /// assert!(!plan.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn compile_options(g: &Graph, fetches: &[ValueId], keep_effects: bool, options: &ExecOptions) -> Result<Plan> {
         let fuse = options.fuse;
         let mut roots: Vec<ValueId> = fetches.to_vec();
@@ -376,16 +462,57 @@ impl Plan {
     /// Whether a run of this plan from the current thread would be handed to a pfor worker
     /// thread (see [`ExecOptions::on_workers`]; the session also requires its previous run to
     /// have taken [`HAND_OFF_MIN_RUN`]), on the shared default [`Workers`].
+    ///
+    /// ```
+    /// use pfor::exec::Plan;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let y = g.exp(x)?;
+    /// // one small elementwise kernel: not worth a cross-thread hand-off
+    /// assert!(!Plan::compile(&g, &[y], false)?.hands_off());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn hands_off(&self) -> bool {
         Workers::shared().would_hand_off(self.parallel_kernels)
     }
 
     /// Number of steps (nodes that run).
+    ///
+    /// ```
+    /// use pfor::exec::Plan;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// let y = g.exp(x)?;
+    /// let z = g.neg(y)?;
+    /// assert_eq!(Plan::compile_with(&g, &[z], false, false)?.len(), 3); // x, exp, neg
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.steps.len()
     }
 
     /// True if the plan runs nothing.
+    ///
+    /// ```
+    /// use pfor::exec::Plan;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [3]);
+    /// assert!(Plan::compile(&g, &[], false)?.is_empty()); // nothing fetched
+    /// assert!(!Plan::compile(&g, &[x], false)?.is_empty()); // the input is a step
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
     }
@@ -499,11 +626,42 @@ pub struct Session {
 
 impl Session {
     /// Compile `fetches` of `graph` with default options.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F64, [2]);
+    /// let y = g.mul(x, x)?;
+    /// let mut s = Session::new(&g, &[y])?; // compile once ...
+    /// for k in 0..3 {                      // ... run many times
+    ///     let r = s.run(&[(x, Tensor::from_vec(&[2], vec![k as f64, 2.0])?)])?;
+    ///     assert_eq!(r[0].to_f64_vec(), [(k * k) as f64, 4.0]);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(graph: &Graph, fetches: &[ValueId]) -> Result<Session> {
         Session::with_options(graph, fetches, ExecOptions::default())
     }
 
     /// Compile with options.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// let opts = ExecOptions { profile: true, fuse: false, ..ExecOptions::builtin() };
+    /// let mut s = Session::with_options(&g, &[y], opts)?;
+    /// s.run(&[(x, Tensor::zeros(DType::F32, &[2])?)])?;
+    /// assert!(s.options().profile);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_options(graph: &Graph, fetches: &[ValueId], options: ExecOptions) -> Result<Session> {
         for f in fetches {
             graph.check_value(*f)?;
@@ -529,6 +687,21 @@ impl Session {
 
     /// Compile named fetches (default options): [`run_fetched`](Self::run_fetched) results
     /// can then be read by name (`out.by_name("loss")`) or as a map. Names must be unique.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F64, [2]);
+    /// let sq = g.mul(x, x)?;
+    /// let loss = g.sum_all(sq)?;
+    /// let mut s = Session::named(&g, &[("loss", loss), ("squares", sq)])?;
+    /// let out = s.run_fetched(&[(x, Tensor::from_vec(&[2], vec![1.0f64, 2.0])?)])?;
+    /// assert_eq!(out.by_name("loss")?.scalar_f64()?, 5.0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn named(graph: &Graph, fetches: &[(&str, ValueId)]) -> Result<Session> {
         let mut seen = HashSet::new();
         if let Some((dup, _)) = fetches.iter().find(|(n, _)| !seen.insert(*n)) {
@@ -542,12 +715,43 @@ impl Session {
 
     /// [`run`](Self::run), returning the outputs keyed by fetched value and name instead of
     /// by position (`out.get(loss)?`, `out.by_name("loss")?`).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F64, [2]);
+    /// let (s, p) = (g.sum_all(x)?, g.reduce_prod(x, None, false)?);
+    /// let mut sess = Session::new(&g, &[s, p])?;
+    /// let out = sess.run_fetched(&[(x, Tensor::from_vec(&[2], vec![2.0f64, 3.0])?)])?;
+    /// assert_eq!((out.get(s)?.scalar_f64()?, out.get(p)?.scalar_f64()?), (5.0, 6.0)); // by value, not position
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run_fetched(&mut self, feeds: &[(ValueId, Tensor)]) -> Result<Fetched> {
         let outs = self.run(feeds)?;
         Ok(Fetched::new(self.fetches.clone(), self.fetch_names.clone(), outs))
     }
 
     /// Run with feeds given by input value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let a = g.input("a", DType::F32, [2]);
+    /// let b = g.input("b", DType::F32, [2]);
+    /// let c = g.add(a, b)?;
+    /// let mut s = Session::new(&g, &[c])?;
+    /// let r = s.run(&[(a, Tensor::vec1(&[1.0f32, 2.0])), (b, Tensor::vec1(&[10.0f32, 20.0]))])?;
+    /// assert_eq!(r[0].to_vec::<f32>()?, [11.0, 22.0]);
+    /// // a missing feed is an error naming the input
+    /// assert!(s.run(&[(a, Tensor::vec1(&[1.0f32, 2.0]))]).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run(&mut self, feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
         self.run_with(feeds, &RunOptions::default())
     }
@@ -556,6 +760,22 @@ impl Session {
     /// `Error::DeadlineExceeded` / `Error::Cancelled` at the next check after either fires
     /// (before a step, at a loop iteration or a call; see `exec::limits`). Variables written
     /// before the stop keep their new values.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// let mut s = Session::new(&g, &[y])?;
+    /// // a run that must finish within a second (Error::DeadlineExceeded otherwise)
+    /// let r = s.run_with(&[(x, Tensor::zeros(DType::F32, &[2])?)], &RunOptions::timeout(Duration::from_secs(1)))?;
+    /// assert_eq!(r[0].to_vec::<f32>()?, [1.0, 1.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run_with(&mut self, feeds: &[(ValueId, Tensor)], run: &RunOptions) -> Result<Vec<Tensor>> {
         let init = self.plan.bind_feeds(feeds, self.options.max_tensor_bytes)?;
         let plan = self.plan.clone();
@@ -596,6 +816,21 @@ impl Session {
     }
 
     /// Run with feeds given by input name.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.neg(x)?;
+    /// let mut s = Session::new(&g, &[y])?;
+    /// let r = s.run_named(&[("x", Tensor::vec1(&[1.0f32, -2.0]))])?;
+    /// assert_eq!(r[0].to_vec::<f32>()?, [-1.0, 2.0]);
+    /// assert!(s.run_named(&[("nope", Tensor::vec1(&[1.0f32, 2.0]))]).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run_named(&mut self, feeds: &[(&str, Tensor)]) -> Result<Vec<Tensor>> {
         let mut by_value = Vec::with_capacity(feeds.len());
         for (name, t) in feeds {
@@ -611,11 +846,41 @@ impl Session {
     }
 
     /// Current value of a variable.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let w = g.variable("w", Tensor::vec1(&[1.0f32, 2.0]))?;
+    /// let mut s = Session::new(&g, &[w])?;
+    /// assert_eq!(s.variable("w")?.to_vec::<f32>()?, [1.0, 2.0]);
+    /// s.set_variable("w", Tensor::vec1(&[5.0f32, 6.0]))?;
+    /// assert_eq!(s.run(&[])?[0].to_vec::<f32>()?, [5.0, 6.0]);
+    /// assert!(s.variable("v").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn variable(&self, name: &str) -> Result<Tensor> {
         self.vars.get(name).cloned().ok_or_else(|| Error::UnknownVariable { name: name.to_string() })
     }
 
     /// Set a variable (same dtype and shape as its definition).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let w = g.variable("w", Tensor::vec1(&[0.0f64; 3]))?;
+    /// let mut s = Session::new(&g, &[w])?;
+    /// s.set_variable("w", Tensor::vec1(&[1.0f64, 2.0, 3.0]))?;
+    /// // another dtype or shape than the definition: an error naming the variable
+    /// let e = s.set_variable("w", Tensor::vec1(&[1.0f64])).unwrap_err();
+    /// assert!(e.to_string().contains("'w'"), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn set_variable(&mut self, name: &str, v: Tensor) -> Result<()> {
         let slot = self.vars.get_mut(name).ok_or_else(|| Error::UnknownVariable { name: name.to_string() })?;
         if slot.dtype() != v.dtype() || slot.shape() != v.shape() {
@@ -630,17 +895,58 @@ impl Session {
 
     /// Whether the next run from this thread would be handed to a thread of the session's
     /// [`Workers`] (see [`ExecOptions::on_workers`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let y = g.exp(x)?;
+    /// let s = Session::with_options(&g, &[y], ExecOptions { on_workers: false, ..ExecOptions::builtin() })?;
+    /// assert!(!s.hands_off()); // always on the caller's thread
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn hands_off(&self) -> bool {
         self.may_hand_off() && self.workers.would_hand_off(self.plan.parallel_kernels)
     }
 
     /// The pool this session hands runs to ([`Workers::shared`] unless replaced).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let s = Session::new(&g, &[x])?;
+    /// assert!(Arc::ptr_eq(s.workers(), &Workers::shared())); // the default pool
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn workers(&self) -> &Arc<Workers> {
         &self.workers
     }
 
     /// Hand this session's runs to `workers` from now on (e.g. a pool of its own, or one
     /// shared by a group of sessions) instead of the shared default.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let y = g.exp(x)?;
+    /// let mut s = Session::new(&g, &[y])?;
+    /// s.set_workers(Workers::new(2, "my-model")?); // threads my-model-0, my-model-1
+    /// assert_eq!(s.workers().threads(), 2);
+    /// s.run(&[(x, Tensor::zeros(DType::F32, &[4])?)])?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn set_workers(&mut self, workers: Arc<Workers>) {
         self.workers = workers;
     }
@@ -669,6 +975,18 @@ impl Session {
     }
 
     /// The session's options.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let s = Session::with_options(&g, &[x], ExecOptions { max_call_depth: 50, ..ExecOptions::builtin() })?;
+    /// assert_eq!(s.options().max_call_depth, 50);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn options(&self) -> &ExecOptions {
         &self.options
     }
@@ -679,16 +997,59 @@ impl Session {
     }
 
     /// Number of nodes the plan runs.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let y = g.exp(x)?;
+    /// let z = g.sin(y)?;
+    /// let s = Session::with_options(&g, &[z], ExecOptions { fuse: false, ..ExecOptions::builtin() })?;
+    /// assert_eq!(s.num_steps(), 3); // x, exp, sin
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn num_steps(&self) -> usize {
         self.plan.len()
     }
 
     /// Per-node timings recorded so far (empty unless [`ExecOptions::profile`] is on).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [64, 64]);
+    /// let y = g.matmul(x, x)?;
+    /// let mut s = Session::with_options(&g, &[y], ExecOptions { profile: true, ..ExecOptions::builtin() })?;
+    /// s.run(&[(x, Tensor::randn(&[64, 64], 0)?)])?;
+    /// println!("{}", s.profile().report(5)); // the 5 most expensive nodes and totals per op
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn profile(&self) -> &Profile {
         &self.profile
     }
 
     /// Forget the timings recorded so far (e.g. after warm-up runs).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [8]);
+    /// let y = g.exp(x)?;
+    /// let mut s = Session::with_options(&g, &[y], ExecOptions { profile: true, ..ExecOptions::builtin() })?;
+    /// s.run(&[(x, Tensor::zeros(DType::F32, &[8])?)])?; // warm-up
+    /// s.clear_profile();
+    /// assert_eq!(s.profile().runs(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clear_profile(&mut self) {
         self.profile.clear();
     }
@@ -705,6 +1066,19 @@ impl Drop for Session {
 }
 
 /// Compile and run once: a convenience for tests and one-off evaluation.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F64, [3]);
+/// let s = g.sum_all(x)?;
+/// let r = run_once(&g, &[s], &[(x, Tensor::vec1(&[1.0f64, 2.0, 3.0]))])?;
+/// assert_eq!(r[0].scalar_f64()?, 6.0);
+/// # Ok(())
+/// # }
+/// ```
 pub fn run_once(graph: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
     Session::new(graph, fetches)?.run(feeds)
 }
@@ -724,12 +1098,39 @@ pub(crate) fn eval_detached(op: &Op, inputs: Vec<Tensor>) -> Result<Vec<Tensor>>
 /// options ([`ExecOptions::builtin`]: no environment read on this path, which the
 /// auto-batching interpreters take for every graph-function primop). Plans come from a
 /// process-wide cache (see `plans`).
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let g = Graph::new();
+/// let t = TensorType::new(DType::F64, [2]);
+/// // f(a, b) = a * b
+/// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+/// let r = pfor::run_function(&f, vec![Tensor::vec1(&[2.0f64, 3.0]), Tensor::vec1(&[4.0f64, 5.0])])?;
+/// assert_eq!(r[0].to_f64_vec(), [8.0, 15.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
     const BUILTIN: ExecOptions = ExecOptions::builtin();
     run_function_with(f, args, &BUILTIN)
 }
 
 /// [`run_function`] with `options`.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let g = Graph::new();
+/// let f = Function::build(&g, &[TensorType::new(DType::F32, [3])], |g, p| Ok(vec![g.exp(p[0])?]))?;
+/// let opts = ExecOptions { max_tensor_bytes: Some(8), ..ExecOptions::builtin() }; // 8 bytes: too small
+/// let e = pfor::exec::run_function_with(&f, vec![Tensor::zeros(DType::F32, &[3])?], &opts).unwrap_err();
+/// assert!(matches!(e.root(), Error::OutOfMemory { .. }), "{e}");
+/// # Ok(())
+/// # }
+/// ```
 pub fn run_function_with(f: &Function, args: Vec<Tensor>, options: &ExecOptions) -> Result<Vec<Tensor>> {
     let mut vars = HashMap::new();
     let library = f.graph.library().clone();

@@ -80,11 +80,44 @@ impl Profile {
     }
 
     /// Number of top-level runs recorded.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [32, 32]);
+    /// let y = g.matmul(x, x)?;
+    /// let mut s = Session::with_options(&g, &[y], ExecOptions { profile: true, ..ExecOptions::builtin() })?;
+    /// for _ in 0..2 {
+    ///     s.run(&[(x, Tensor::randn(&[32, 32], 0)?)])?;
+    /// }
+    /// assert_eq!(s.profile().runs(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn runs(&self) -> u64 {
         self.runs
     }
 
     /// All entries, most expensive first.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [32, 32]);
+    /// let y = g.matmul(x, x)?;
+    /// let mut s = Session::with_options(&g, &[y], ExecOptions { profile: true, ..ExecOptions::builtin() })?;
+    /// for _ in 0..2 {
+    ///     s.run(&[(x, Tensor::randn(&[32, 32], 0)?)])?;
+    /// }
+    /// let top = s.profile().entries()[0]; // the most expensive node
+    /// println!("{} ({}): {} calls", top.op, top.kind, top.count);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn entries(&self) -> Vec<&ProfileEntry> {
         let mut v: Vec<&ProfileEntry> = self.entries.values().collect();
         v.sort_by_key(|e| std::cmp::Reverse(e.total));
@@ -92,6 +125,19 @@ impl Profile {
     }
 
     /// Forget everything recorded so far.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::exec::Profile;
+    ///
+    /// let mut p = Profile::default();
+    /// p.clear();
+    /// assert_eq!((p.runs(), p.entries().len()), (0, 0));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clear(&mut self) {
         self.entries.clear();
         self.runs = 0;
@@ -99,6 +145,23 @@ impl Profile {
 
     /// A text report: the `top` most expensive nodes, then totals per op name (times are
     /// per top-level run).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [32, 32]);
+    /// let y = g.matmul(x, x)?;
+    /// let mut s = Session::with_options(&g, &[y], ExecOptions { profile: true, ..ExecOptions::builtin() })?;
+    /// for _ in 0..2 {
+    ///     s.run(&[(x, Tensor::randn(&[32, 32], 0)?)])?;
+    /// }
+    /// let text = s.profile().report(3);
+    /// assert!(text.starts_with("profile: 2 runs"), "{text}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn report(&self, top: usize) -> String {
         let runs = self.runs.max(1) as f64;
         let entries = self.entries();

@@ -74,6 +74,22 @@ fn build(threads: usize, name: &str) -> std::result::Result<rayon::ThreadPool, r
 impl Workers {
     /// A pool of its own: `threads` threads (at least 1) named `name-0`, `name-1`, ..., with
     /// `STACK_BYTES` stacks.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let pool = Workers::new(2, "inference")?; // threads inference-0, inference-1
+    /// assert_eq!(pool.threads(), 2);
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let y = g.exp(x)?;
+    /// let (mut a, mut b) = (Session::new(&g, &[y])?, Session::new(&g, &[y])?);
+    /// a.set_workers(pool.clone()); // two sessions share one pool
+    /// b.set_workers(pool);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(threads: usize, name: &str) -> Result<Arc<Workers>> {
         let pool = build(threads.max(1), name)
             .map_err(|e| Error::InvalidArgument(format!("Workers::new: cannot start {threads} threads: {e}")))?;
@@ -82,6 +98,13 @@ impl Workers {
 
     /// The process-wide default pool (`pfor-worker-i`, as many threads as the global rayon
     /// pool), created on first use; every session holds it unless given another.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pfor::prelude::*;
+    ///
+    /// assert!(Arc::ptr_eq(&Workers::shared(), &Workers::shared())); // one per process
+    /// ```
     pub fn shared() -> Arc<Workers> {
         static SHARED: OnceLock<Arc<Workers>> = OnceLock::new();
         SHARED
@@ -90,6 +113,16 @@ impl Workers {
     }
 
     /// Number of threads (0 when the pool could not be built).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Workers::new(3, "w")?.threads(), 3);
+    /// assert_eq!(Workers::new(0, "w")?.threads(), 1); // at least one
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn threads(&self) -> usize {
         self.pool.as_ref().map_or(0, rayon::ThreadPool::current_num_threads)
     }

@@ -98,6 +98,24 @@ impl Function {
     /// receives the child graph and the parameter values and returns the results. The body
     /// sees only its own values: `parent`'s values must come in as parameters (the
     /// `Graph::cond` / `Graph::while_loop` builders capture them instead).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// let r = pfor::run_function(&f, vec![Tensor::vec1(&[1.0f64, 2.0]), Tensor::vec1(&[3.0f64, 4.0])])?;
+    /// assert_eq!(r[0].to_f64_vec(), [3.0, 8.0]);
+    /// // a value of the parent graph cannot be used in the body
+    /// let mut h = Graph::new();
+    /// let outer = h.constant(Tensor::scalar(1.0f64));
+    /// let ty = [TensorType::new(DType::F64, Shape::scalar())];
+    /// assert!(Function::build(&h, &ty, |g, p| Ok(vec![g.add(p[0], outer)?])).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(
         parent: &Graph,
         param_types: &[TensorType],
@@ -113,6 +131,19 @@ impl Function {
     }
 
     /// Assemble a function from an existing graph.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut body = Graph::new();
+    /// let x = body.input("x", DType::F32, [3]);
+    /// let y = body.exp(x)?;
+    /// let f = Function::from_parts(body, vec![x], vec![y])?;
+    /// assert_eq!(f.signature().results, [TensorType::new(DType::F32, [3])]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_parts(graph: Graph, params: Vec<ValueId>, results: Vec<ValueId>) -> Result<Function> {
         for v in params.iter().chain(&results) {
             graph.check_value(*v)?;
@@ -141,6 +172,18 @@ impl Function {
     /// This function's process-wide unique identity: never shared with another function,
     /// not even a copy ([`Clone`] gives a fresh one), so what is cached under it (the
     /// executor's compiled plans) can never be taken for another function's.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// assert_ne!(f.id(), f.clone().id()); // a clone is another function for the plan cache
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn id(&self) -> u64 {
         self.id
     }
@@ -158,31 +201,105 @@ impl Function {
     }
 
     /// The body.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// assert_eq!(f.graph().num_nodes(), 3); // two parameters and the mul
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn graph(&self) -> &Graph {
         &self.graph
     }
 
     /// Parameter values (Input nodes of [`Function::graph`]), in order.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// assert_eq!(f.params().len(), 2);
+    /// assert_eq!(f.graph().inputs(), f.params());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn params(&self) -> &[ValueId] {
         &self.params
     }
 
     /// Result values, in order.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// assert_eq!(f.graph().value_type(f.results()[0])?.to_string(), "f64[2]");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn results(&self) -> &[ValueId] {
         &self.results
     }
 
     /// Parameter types.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// assert_eq!(f.param_types(), [TensorType::new(DType::F64, [2]), TensorType::new(DType::F64, [2])]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn param_types(&self) -> Vec<TensorType> {
         self.params.iter().map(|p| self.graph.value_type(*p).cloned().expect("param exists")).collect()
     }
 
     /// Result types.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// assert_eq!(f.result_types(), [TensorType::new(DType::F64, [2])]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn result_types(&self) -> Vec<TensorType> {
         self.results.iter().map(|r| self.graph.value_type(*r).cloned().expect("result exists")).collect()
     }
 
     /// Signature.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// let f = Function::build(&g, &[t.clone(), t], |g, p| Ok(vec![g.mul(p[0], p[1])?]))?;
+    /// let sig = f.signature();
+    /// assert_eq!((sig.params.len(), sig.results.len()), (2, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn signature(&self) -> FunctionSignature {
         FunctionSignature { params: self.param_types(), results: self.result_types() }
     }
@@ -226,6 +343,20 @@ fn poisoned() -> Error {
 
 impl Library {
     /// Declare a function's signature (needed before a recursive body can call it).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::ir::FunctionSignature;
+    ///
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::I64, Shape::scalar());
+    /// g.library().declare("f", FunctionSignature { params: vec![t.clone()], results: vec![t] })?;
+    /// assert!(g.library().get("f").is_err()); // declared, not yet defined
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn declare(&self, name: &str, sig: FunctionSignature) -> Result<()> {
         let mut l = self.inner.write().map_err(|_| poisoned())?;
         if let Some(old) = l.sigs.get(name)
@@ -238,6 +369,19 @@ impl Library {
     }
 
     /// Define a declared (or new) function; its signature must match the declaration.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = TensorType::new(DType::F64, Shape::scalar());
+    /// let f = Function::build(&g, &[t], |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// g.library().define("neg", f)?;
+    /// assert_eq!(g.library().function_names(), ["neg"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn define(&self, name: &str, f: Function) -> Result<()> {
         let sig = f.signature();
         let mut l = self.inner.write().map_err(|_| poisoned())?;
@@ -266,18 +410,54 @@ impl Library {
     }
 
     /// The signature of a declared function.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.function("id", &[TensorType::new(DType::F32, [2])], |_, p| Ok(p.to_vec()))?;
+    /// assert_eq!(g.library().signature("id")?.params, [TensorType::new(DType::F32, [2])]);
+    /// assert!(g.library().signature("nope").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn signature(&self, name: &str) -> Result<FunctionSignature> {
         let l = self.inner.read().map_err(|_| poisoned())?;
         l.sigs.get(name).cloned().ok_or_else(|| Error::UnknownFunction { name: name.to_string() })
     }
 
     /// The body of a defined function.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.function("id", &[TensorType::new(DType::F32, [2])], |_, p| Ok(p.to_vec()))?;
+    /// assert_eq!(g.library().get("id")?.params().len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self, name: &str) -> Result<Arc<Function>> {
         let l = self.inner.read().map_err(|_| poisoned())?;
         l.defs.get(name).cloned().ok_or_else(|| Error::UnknownFunction { name: name.to_string() })
     }
 
     /// Names of defined functions, sorted.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = [TensorType::new(DType::F32, [2])];
+    /// g.function("b", &t, |_, p| Ok(p.to_vec()))?;
+    /// g.function("a", &t, |_, p| Ok(p.to_vec()))?;
+    /// assert_eq!(g.library().function_names(), ["a", "b"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn function_names(&self) -> Vec<String> {
         let l = match self.inner.read() {
             Ok(l) => l,
@@ -289,6 +469,17 @@ impl Library {
     }
 
     /// Add a variable.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// g.library().add_variable("w", Tensor::zeros(DType::F32, &[3])?)?;
+    /// assert!(g.library().add_variable("w", Tensor::scalar(0.0f32)).is_err()); // one definition
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_variable(&self, name: &str, init: Tensor) -> Result<()> {
         let mut l = self.inner.write().map_err(|_| poisoned())?;
         if l.vars.contains_key(name) {
@@ -300,12 +491,36 @@ impl Library {
     }
 
     /// A variable's definition.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.variable("w", Tensor::vec1(&[1.0f32]))?;
+    /// assert_eq!(g.library().variable("w")?.init, Tensor::vec1(&[1.0f32]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn variable(&self, name: &str) -> Result<VariableDef> {
         let l = self.inner.read().map_err(|_| poisoned())?;
         l.vars.get(name).cloned().ok_or_else(|| Error::UnknownVariable { name: name.to_string() })
     }
 
     /// All variables in creation order.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.variable("a", Tensor::scalar(0i64))?;
+    /// g.variable("b", Tensor::scalar(0i64))?;
+    /// let names: Vec<String> = g.library().variables().into_iter().map(|v| v.name).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn variables(&self) -> Vec<VariableDef> {
         match self.inner.read() {
             Ok(l) => l.var_order.iter().map(|n| l.vars[n].clone()).collect(),
@@ -314,6 +529,17 @@ impl Library {
     }
 
     /// True if both handles share the same library.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// assert!(g.library().same(g.new_child().library()));
+    /// assert!(!g.library().same(Graph::new().library()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn same(&self, other: &Library) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }

@@ -94,6 +94,19 @@ impl Default for Graph {
 
 impl Graph {
     /// An empty graph with a new, empty function library.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// assert_eq!(g.num_nodes(), 2);
+    /// # let _ = y;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new() -> Graph {
         Graph::with_library(Library::default())
     }
@@ -104,22 +117,70 @@ impl Graph {
 
     /// An empty graph sharing this graph's function library and variables (for function
     /// bodies and control-flow branches).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let w = g.variable("w", Tensor::vec1(&[1.0f32]))?;
+    /// let mut body = g.new_child(); // shares the library: sees the variable
+    /// let r = body.read_variable("w")?;
+    /// # let _ = (w, r);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new_child(&self) -> Graph {
         Graph::with_library(self.library.clone())
     }
 
     /// The shared function library and variable table.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.variable("w", Tensor::vec1(&[1.0f32]))?;
+    /// assert_eq!(g.library().variables().len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn library(&self) -> &Library {
         &self.library
     }
 
     /// Add a graph input (a placeholder fed at run time).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 3]);                             // fixed shape
+    /// let b = g.input("b", DType::F32, [Dim::dynamic("batch"), Dim::fixed(3)]); // a dim fixed per run
+    /// assert_eq!(g.shape(x)?.as_fixed(), Some(vec![2, 3]));
+    /// assert_eq!(g.shape(b)?.as_fixed(), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn input(&mut self, name: &str, dtype: DType, shape: impl Into<Shape>) -> ValueId {
         let ty = TensorType::new(dtype, shape);
         self.push_node(Op::Input { name: name.to_string() }, vec![], vec![ty])
     }
 
     /// Add a constant.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let c = g.constant(Tensor::vec1(&[1.0f64, 2.0]));
+    /// assert_eq!(run_once(&g, &[c], &[])?[0].to_f64_vec(), [1.0, 2.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn constant(&mut self, value: impl Into<Tensor>) -> ValueId {
         let value = value.into();
         let ty = value.tensor_type();
@@ -127,6 +188,17 @@ impl Graph {
     }
 
     /// A scalar constant of `dtype`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let two = g.scalar(DType::I64, 2.0);
+    /// assert_eq!(run_once(&g, &[two], &[])?[0].scalar_i64()?, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar(&mut self, dtype: DType, v: f64) -> ValueId {
         self.constant(Tensor::scalar_of(dtype, v))
     }
@@ -134,6 +206,20 @@ impl Graph {
     /// Add a node, running shape inference. Errors name the op and the node, or the input
     /// handle that is not a value of this graph. Inside a cond/while builder, an enclosing
     /// graph's value is captured (see [`Graph::capture`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::ops::UnaryKind;
+    ///
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let n = g.add_node(Op::Unary(UnaryKind::Exp), &[x])?; // what `g.exp(x)` does
+    /// assert_eq!(g.outputs_of(n).len(), 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_node(&mut self, op: Op, inputs: &[ValueId]) -> Result<NodeId> {
         let mut in_types = Vec::with_capacity(inputs.len());
         for &v in inputs {
@@ -157,6 +243,20 @@ impl Graph {
     }
 
     /// Add a single-output node and return its value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::ops::UnaryKind;
+    ///
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.add_op(Op::Unary(UnaryKind::Exp), &[x])?;
+    /// assert_eq!(g.value_type(y)?, g.value_type(x)?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_op(&mut self, op: Op, inputs: &[ValueId]) -> Result<ValueId> {
         let n = self.add_node(op, inputs)?;
         Ok(ValueId { node: n, slot: 0 })
@@ -195,23 +295,72 @@ impl Graph {
     }
 
     /// The graph's creation clock: nodes added from now on are [`Graph::added_since`] it.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let m = g.mark();
+    /// let y = g.exp(x)?;
+    /// assert!(g.added_since(y.node, m) && !g.added_since(x.node, m));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn mark(&self) -> u64 {
         handle::stamp_clock()
     }
 
     /// Whether node `n` is in this graph and was added at or after `mark` (robust to the
     /// reuse of the slots of nodes removed by [`Graph::prune`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let m = g.mark();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// assert!(g.added_since(x.node, m));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn added_since(&self, n: NodeId, mark: u64) -> bool {
         self.contains(n) && n.stamp() >= mark
     }
 
     /// The creation time of node `n` on the clock of [`Graph::mark`] (its stamp), if `n`
     /// is in this graph.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// assert!(g.birth(x.node).is_some() && g.birth(x.node) < g.birth(y.node));
+    /// assert_eq!(Graph::new().birth(x.node), None); // another graph's node
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn birth(&self, n: NodeId) -> Option<u64> {
         self.contains(n).then(|| n.stamp())
     }
 
     /// Whether `n` is a live node of this graph (not removed, not another graph's).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// assert!(g.contains(x.node) && !Graph::new().contains(x.node));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn contains(&self, n: NodeId) -> bool {
         self.own(n).is_some()
     }
@@ -227,6 +376,19 @@ impl Graph {
     /// it and says why: removed by a pass, another graph's, or (in a named function's
     /// body) an enclosing graph's value that must be passed in as a parameter.
     #[inline]
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// assert_eq!(g.node(y.node)?.inputs, [x]);
+    /// assert!(Graph::new().node(y.node).is_err()); // another graph's handle: an error naming it
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node(&self, id: NodeId) -> Result<&Node> {
         match self.own(id) {
             Some(nd) => Ok(nd),
@@ -237,6 +399,17 @@ impl Graph {
     /// The node where [`Graph::node`] finds one, else `None` without building an error (for
     /// passes that probe nodes they may have removed).
     #[inline]
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// assert!(g.find_node(x.node).is_some() && Graph::new().find_node(x.node).is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn find_node(&self, id: NodeId) -> Option<&Node> {
         self.own(id).or_else(|| self.outer(id))
     }
@@ -244,6 +417,18 @@ impl Graph {
     /// The static type of a value (of this graph or, in a builder, of an enclosing graph
     /// as for [`Graph::node`]).
     #[inline]
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 3]);
+    /// let s = g.sum_all(x)?;
+    /// assert_eq!(g.value_type(s)?.to_string(), "f32[]");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn value_type(&self, v: ValueId) -> Result<&TensorType> {
         let nd = self.node(v.node)?;
         nd.outputs
@@ -252,16 +437,52 @@ impl Graph {
     }
 
     /// Shape of a value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 3]);
+    /// let t = g.transpose(x, &[1, 0])?;
+    /// assert_eq!(g.shape(t)?.as_fixed(), Some(vec![3, 2]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn shape(&self, v: ValueId) -> Result<Shape> {
         Ok(self.value_type(v)?.shape.clone())
     }
 
     /// Dtype of a value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let c = g.cast(x, DType::I64)?;
+    /// assert_eq!(g.dtype(c)?, DType::I64);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dtype(&self, v: ValueId) -> Result<DType> {
         Ok(self.value_type(v)?.dtype)
     }
 
     /// All output values of a node (none for a handle [`Graph::node`] rejects).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let parts = g.split(x, 0, &[1, 3])?;
+    /// assert_eq!(g.outputs_of(parts[0].node), parts);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn outputs_of(&self, n: NodeId) -> Vec<ValueId> {
         let k = self.node(n).map_or(0, |nd| nd.outputs.len());
         (0..k as u32).map(|slot| ValueId { node: n, slot }).collect()
@@ -269,6 +490,18 @@ impl Graph {
 
     /// Node ids in insertion order (creation time, not id: the ids of removed nodes are
     /// reused). A topological order unless a pass rewired a node to a newer value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let y = g.exp(x)?;
+    /// assert_eq!(g.node_ids(), [x.node, y.node]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn node_ids(&self) -> Vec<NodeId> {
         let mut v: Vec<NodeId> = self.g.node_indices().map(|i| self.id_at(i)).collect();
         v.sort_unstable_by_key(|n| n.stamp());
@@ -276,12 +509,36 @@ impl Graph {
     }
 
     /// Number of nodes.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let _ = g.exp(x)?;
+    /// assert_eq!(g.num_nodes(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn num_nodes(&self) -> usize {
         self.g.node_count()
     }
 
     /// Nodes that consume any output of `n`, each once, sorted (none if `n` is not a node
     /// of this graph).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let (a, b) = (g.exp(x)?, g.sin(x)?);
+    /// assert_eq!(g.consumers(x.node), [a.node, b.node]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn consumers(&self, n: NodeId) -> Vec<NodeId> {
         if !self.contains(n) {
             return Vec::new();
@@ -294,6 +551,18 @@ impl Graph {
     }
 
     /// Graph inputs (Input nodes), in insertion order.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let _ = g.constant(Tensor::scalar(1.0f32));
+    /// assert_eq!(g.inputs(), [x]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn inputs(&self) -> Vec<ValueId> {
         self.node_ids()
             .into_iter()
@@ -303,6 +572,18 @@ impl Graph {
     }
 
     /// Find an input by name.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// assert_eq!(g.input_by_name("x"), Some(x));
+    /// assert_eq!(g.input_by_name("y"), None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn input_by_name(&self, name: &str) -> Option<ValueId> {
         self.inputs().into_iter().find(|v| matches!(&self.g[nx(v.node)].op, Op::Input { name: nm } if nm == name))
     }
@@ -310,6 +591,19 @@ impl Graph {
     /// Check that a value handle is a value of this graph itself; the error names the
     /// handle and says what is wrong with it. (Inside a cond/while builder an enclosing
     /// graph's value fails this check: [`Graph::capture`] gives this graph's handle for it.)
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// g.check_value(x)?;
+    /// let e = Graph::new().check_value(x).unwrap_err();
+    /// assert!(matches!(e, Error::UnknownValue { .. }), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn check_value(&self, v: ValueId) -> Result<()> {
         let nd = self.own(v.node).ok_or_else(|| self.unknown(v))?;
         if (v.slot as usize) < nd.outputs.len() {
@@ -320,6 +614,19 @@ impl Graph {
     }
 
     /// The set of nodes (sorted) that `roots` transitively depend on, `roots` included.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [4]);
+    /// let (a, b) = (g.exp(x)?, g.sin(x)?);
+    /// assert_eq!(g.ancestors(&[a])?, [x.node, a.node]); // not b
+    /// # let _ = b;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ancestors(&self, roots: &[ValueId]) -> Result<Vec<NodeId>> {
         let mut seen = hashbrown::HashSet::new();
         let mut stack: Vec<NodeId> = Vec::new();

@@ -65,6 +65,14 @@ pub(crate) fn budget() -> Option<usize> {
 
 /// Element count of a concrete shape; an `Err` naming `op` unless the product of its
 /// nonzero dims fits in `isize` (ndarray's limit, zero dims or not, and `Vec`'s).
+///
+/// ```
+/// use pfor::kernels::alloc::checked_len;
+///
+/// assert_eq!(checked_len("my_op", &[2, 3, 4]).unwrap(), 24);
+/// assert_eq!(checked_len("my_op", &[0, 5]).unwrap(), 0);
+/// assert!(checked_len("my_op", &[usize::MAX, 2]).unwrap_err().to_string().contains("my_op"));
+/// ```
 pub fn checked_len(op: &str, shape: &[usize]) -> Result<usize> {
     let nonzero = shape
         .iter()
@@ -76,6 +84,13 @@ pub fn checked_len(op: &str, shape: &[usize]) -> Result<usize> {
 }
 
 /// Bytes of `n` elements of `elem_size` bytes each; an `Err` naming `op` on overflow.
+///
+/// ```
+/// use pfor::kernels::alloc::checked_bytes;
+///
+/// assert_eq!(checked_bytes("my_op", 1024, 4).unwrap(), 4096);
+/// assert!(checked_bytes("my_op", usize::MAX / 2, 8).is_err());
+/// ```
 pub fn checked_bytes(op: &str, n: usize, elem_size: usize) -> Result<usize> {
     n.checked_mul(elem_size)
         .filter(|&b| isize::try_from(b).is_ok())
@@ -185,6 +200,15 @@ mod glibc {
 /// Keep freed tensor buffers in the process heap instead of returning them to the OS after
 /// every kernel (see the module docs). Returns `Ok(true)` when applied, `Ok(false)` on
 /// platforms without glibc; an `Err` if glibc rejected a parameter.
+///
+/// ```
+/// # fn main() -> pfor::Result<()> {
+/// // once, at start-up, before the first large tensor
+/// let applied = pfor::tune_system_allocator()?; // false where the allocator is not glibc's
+/// # let _ = applied;
+/// # Ok(())
+/// # }
+/// ```
 pub fn tune_system_allocator() -> Result<bool> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

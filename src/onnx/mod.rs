@@ -52,6 +52,16 @@ pub struct Model {
 }
 
 /// Loads an `.onnx` file.
+///
+/// ```
+/// # fn main() -> pfor::Result<()> {
+/// let model = pfor::onnx::load("tests/data/mlp.onnx")?; // x [N, 4] → softmax [N, 3]
+/// assert_eq!(model.inputs().len(), 1);
+/// // a missing file is an error naming it
+/// assert!(pfor::onnx::load("no/such.onnx").unwrap_err().to_string().contains("no/such.onnx"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn load(path: impl AsRef<Path>) -> Result<Model> {
     let path = path.as_ref();
     let bytes = std::fs::read(path)
@@ -60,6 +70,16 @@ pub fn load(path: impl AsRef<Path>) -> Result<Model> {
 }
 
 /// Loads a serialized ONNX `ModelProto`.
+///
+/// ```
+/// # fn main() -> pfor::Result<()> {
+/// let bytes = std::fs::read("tests/data/mlp.onnx").map_err(|e| pfor::Error::InvalidArgument(e.to_string()))?;
+/// let model = pfor::onnx::load_bytes(&bytes)?;
+/// assert_eq!(model.outputs().len(), 1);
+/// assert!(pfor::onnx::load_bytes(b"not a model").is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn load_bytes(bytes: &[u8]) -> Result<Model> {
     let proto = ModelProto::decode(bytes)?;
     let mut opset = None;
@@ -123,29 +143,90 @@ fn value_type(name: &str, ty: &ValueType) -> Result<TensorType> {
 
 impl Model {
     /// The opset of the default domain.
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// let (lo, hi) = pfor::onnx::OPSET_RANGE;
+    /// assert!((lo..=hi).contains(&model.opset()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn opset(&self) -> i64 {
         self.opset
     }
     /// The graph's inputs that are not initializers: name and type (symbolic dims are named
     /// dynamic dims; narrow element types are widened, see [`tensor`]).
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// let (name, ty) = &model.inputs()[0];
+    /// println!("input {name}: {ty}"); // a named dynamic batch dim, then 4
+    /// assert_eq!(ty.shape.rank(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn inputs(&self) -> &[(String, TensorType)] {
         &self.inputs
     }
     /// The graph's output names.
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// assert_eq!(model.outputs().len(), 1); // the softmax
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn outputs(&self) -> &[String] {
         &self.outputs
     }
     /// The initializers (weights), in file order: the order [`Model::call_with_params`] takes.
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// for (name, w) in model.parameters() {
+    ///     println!("{name}: {:?}", w.shape()); // the weights and biases, in file order
+    /// }
+    /// assert!(!model.parameters().is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn parameters(&self) -> &[(String, Tensor)] {
         &self.params
     }
     /// The decoded model.
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// let ops: Vec<&str> = model.proto().graph.node.iter().map(|n| n.op_type.as_str()).collect();
+    /// assert!(ops.contains(&"Softmax"), "{ops:?}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn proto(&self) -> &ModelProto {
         &self.proto
     }
 
     /// Inlines the model into `g` with `inputs` (one per [`Model::inputs`], in order) and the
     /// initializers as constants; returns one value per output.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 4]);
+    /// let probs = model.call(&mut g, &[x])?;
+    /// let r = run_once(&g, &probs, &[(x, Tensor::randn(&[2, 4], 0)?)])?;
+    /// assert_eq!(r[0].shape(), &[2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn call(&self, g: &mut Graph, inputs: &[ValueId]) -> Result<Vec<ValueId>> {
         let params: Vec<ValueId> = self.params.iter().map(|(_, t)| g.constant(t.clone())).collect();
         self.call_with_params(g, inputs, &params)
@@ -153,6 +234,23 @@ impl Model {
 
     /// [`Model::call`] with the initializers given as values (one per [`Model::parameters`],
     /// in order, of the same types): the weights become differentiable inputs.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [1, 4]);
+    /// // the weights as values, to differentiate the output w.r.t. them
+    /// let ws: Vec<ValueId> = model.parameters().iter().map(|(_, t)| g.constant(t.clone())).collect();
+    /// let probs = model.call_with_params(&mut g, &[x], &ws)?;
+    /// let top = g.reduce_max(probs[0], None, false)?;
+    /// let grads = gradients(&mut g, &[top], &ws, None)?;
+    /// assert_eq!(grads.len(), ws.len());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn call_with_params(&self, g: &mut Graph, inputs: &[ValueId], params: &[ValueId]) -> Result<Vec<ValueId>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::InvalidArgument(format!(
@@ -196,6 +294,18 @@ impl Model {
 
     /// A new graph holding the model: inputs named as in the file, initializers as
     /// constants. Returns the graph, its input values and its output values.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let (g, ins, outs) = pfor::onnx::load("tests/data/mlp.onnx")?.to_graph()?;
+    /// let mut s = Session::new(&g, &outs)?;
+    /// let r = s.run(&[(ins[0], Tensor::randn(&[5, 4], 0)?)])?; // any batch size
+    /// assert_eq!(r[0].shape(), &[5, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn to_graph(&self) -> Result<(Graph, Vec<ValueId>, Vec<ValueId>)> {
         let mut g = Graph::new();
         let ins: Vec<ValueId> = self.inputs.iter().map(|(n, t)| g.input(n, t.dtype, t.shape.clone())).collect();
@@ -205,6 +315,17 @@ impl Model {
 }
 
 /// The dtype an ONNX element type is computed in (see [`tensor`]).
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert_eq!(pfor::onnx::compute_dtype(1)?, DType::F32); // FLOAT
+/// assert_eq!(pfor::onnx::compute_dtype(7)?, DType::I64); // INT64
+/// assert!(pfor::onnx::compute_dtype(8).is_err());         // STRING
+/// # Ok(())
+/// # }
+/// ```
 pub fn compute_dtype(onnx_elem_type: i64) -> Result<DType> {
     tensor::dtype_of(onnx_elem_type)
 }

@@ -52,11 +52,42 @@ pub struct IterationCap {
 
 impl IterationCap {
     /// At most `n` trips, then stop with the current carries.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let c0 = g.constant(Tensor::scalar(0i64));
+    /// let out = g.while_loop_with(&[c0], &[], IterationCap::stop(5), |g, a| {
+    ///     let big = g.constant(Tensor::scalar(100i64));
+    ///     g.less(a[0], big)
+    /// }, |g, a| Ok(vec![g.add_scalar(a[0], 1.0)?]))?;
+    /// assert_eq!(run_once(&g, &out, &[])?[0].scalar_i64()?, 5); // stopped after 5 trips
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stop(n: u64) -> IterationCap {
         IterationCap { max_iterations: n, on_limit: OnLimit::Stop }
     }
 
     /// At most `n` trips; `Error::IterationLimit` if the condition still holds after them.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let c0 = g.constant(Tensor::scalar(0i64));
+    /// let out = g.while_loop_with(&[c0], &[], IterationCap::error(5), |g, a| {
+    ///     let big = g.constant(Tensor::scalar(100i64));
+    ///     g.less(a[0], big)
+    /// }, |g, a| Ok(vec![g.add_scalar(a[0], 1.0)?]))?;
+    /// let e = run_once(&g, &out, &[]).unwrap_err();
+    /// assert!(matches!(e.root(), Error::IterationLimit { .. }), "{e}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn error(n: u64) -> IterationCap {
         IterationCap { max_iterations: n, on_limit: OnLimit::Error }
     }
@@ -414,6 +445,21 @@ impl Graph {
     /// child graph from the parameters it receives. Values of this graph (or of graphs
     /// enclosing it) that a branch uses directly are captured: they become extra inputs
     /// of the `Cond` node after `args`, and extra parameters of both branches.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F64, Shape::scalar());
+    /// let zero = g.constant(Tensor::scalar(0.0f64));
+    /// let pos = g.greater(x, zero)?;
+    /// // |x| as a branch: only the taken branch runs
+    /// let r = g.cond(pos, &[x], |_, a| Ok(vec![a[0]]), |g, a| Ok(vec![g.neg(a[0])?]))?;
+    /// assert_eq!(run_once(&g, &r, &[(x, Tensor::scalar(-3.0f64))])?[0].scalar_f64()?, 3.0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cond(
         &mut self,
         pred: ValueId,
@@ -437,6 +483,22 @@ impl Graph {
     /// Values of this graph that `cond` or `body` use directly, without passing them
     /// through `captures`, are captured too: extra inputs of the `While` node after
     /// `captures`, and extra parameters of both functions.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let n = g.input("n", DType::I64, Shape::scalar());
+    /// let (i0, acc0) = (g.constant(Tensor::scalar(0i64)), g.constant(Tensor::scalar(0i64)));
+    /// // Σ_{i<n} i, with n captured
+    /// let out = g.while_loop(&[i0, acc0], &[n], |g, a| g.less(a[0], a[2]), |g, a| {
+    ///     Ok(vec![g.add_scalar(a[0], 1.0)?, g.add(a[1], a[0])?])
+    /// })?;
+    /// assert_eq!(run_once(&g, &out[1..], &[(n, Tensor::scalar(5i64))])?[0].scalar_i64()?, 10);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn while_loop(
         &mut self,
         carries: &[ValueId],
@@ -453,6 +515,22 @@ impl Graph {
     /// `Error::IterationLimit` ([`IterationCap::error`]). The cap holds everywhere the loop
     /// goes: pfor (the vectorized loop stops each iteration exactly where its own loop
     /// would, with the same error), derivatives and the auto-batching hand-off.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x0 = g.constant(Tensor::scalar(1.0f64));
+    /// // halve until below 1e-3, but at most 4 times (TF maximum_iterations)
+    /// let out = g.while_loop_with(&[x0], &[], IterationCap::stop(4), |g, a| {
+    ///     let eps = g.constant(Tensor::scalar(1e-3f64));
+    ///     g.greater(a[0], eps)
+    /// }, |g, a| Ok(vec![g.mul_scalar(a[0], 0.5)?]))?;
+    /// assert_eq!(run_once(&g, &out, &[])?[0].scalar_f64()?, 0.0625);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn while_loop_with(
         &mut self,
         carries: &[ValueId],
@@ -488,12 +566,51 @@ impl Graph {
     }
 
     /// Declare a named function's signature (before defining it, for recursion).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::I64, Shape::scalar());
+    /// // fact(n) = n <= 1 ? 1 : n * fact(n - 1): declared first, so the body can call itself
+    /// g.declare_function("fact", &[t.clone()], &[t])?;
+    /// g.define_function("fact", |g, p| {
+    ///     let one = g.constant(Tensor::scalar(1i64));
+    ///     let base = g.less_equal(p[0], one)?;
+    ///     g.cond(base, &[p[0]], |g, _| Ok(vec![g.constant(Tensor::scalar(1i64))]), |g, a| {
+    ///         let m = g.add_scalar(a[0], -1.0)?;
+    ///         let r = g.call("fact", &[m])?;
+    ///         Ok(vec![g.mul(a[0], r[0])?])
+    ///     })
+    /// })?;
+    /// let n = g.constant(Tensor::scalar(5i64));
+    /// let r = g.call("fact", &[n])?;
+    /// assert_eq!(run_once(&g, &r, &[])?[0].scalar_i64()?, 120);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn declare_function(&mut self, name: &str, params: &[TensorType], results: &[TensorType]) -> Result<()> {
         self.library().declare(name, FunctionSignature { params: params.to_vec(), results: results.to_vec() })
     }
 
     /// Define a declared function's body. The body captures nothing (a named function may
     /// be called from anywhere): a value of this graph used in it is an error naming it.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// g.declare_function("double", &[t.clone()], &[t])?;
+    /// let w = g.constant(Tensor::vec1(&[1.0f64, 1.0]));
+    /// // a named function captures nothing: an outer value in its body is an error
+    /// assert!(g.define_function("double", |g, p| Ok(vec![g.mul(p[0], w)?])).is_err());
+    /// g.define_function("double", |g, p| Ok(vec![g.add(p[0], p[0])?]))?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn define_function(
         &mut self,
         name: &str,
@@ -506,6 +623,20 @@ impl Graph {
 
     /// Declare and define a (non-recursive) named function in one step. Like
     /// [`Graph::define_function`], the body must receive outer values as parameters.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// g.function("sq", &[t], |g, p| Ok(vec![g.mul(p[0], p[0])?]))?;
+    /// let x = g.constant(Tensor::vec1(&[2.0f64, 3.0]));
+    /// let y = g.call("sq", &[x])?;
+    /// assert_eq!(run_once(&g, &y, &[])?[0].to_f64_vec(), [4.0, 9.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn function(
         &mut self,
         name: &str,
@@ -517,6 +648,21 @@ impl Graph {
     }
 
     /// Call a named function.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::F64, Shape::scalar());
+    /// g.function("add3", &[t], |g, p| Ok(vec![g.add_scalar(p[0], 3.0)?]))?;
+    /// let x = g.constant(Tensor::scalar(1.0f64));
+    /// let y = g.call("add3", &[x])?;
+    /// assert_eq!(run_once(&g, &y, &[])?[0].scalar_f64()?, 4.0);
+    /// assert!(g.call("nope", &[x]).is_err()); // an unknown function: an error naming it
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn call(&mut self, name: &str, args: &[ValueId]) -> Result<Vec<ValueId>> {
         let signature = self.library().signature(name)?;
         self.add_op_multi(Op::Control(ControlOp::Call { function: name.to_string(), signature }), args)

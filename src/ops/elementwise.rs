@@ -268,23 +268,74 @@ impl fmt::Display for ElementwiseOp {
 impl Graph {
     /// `select(cond, x, y)`: `x` where `cond` (bool) else `y`, with numpy broadcasting of
     /// all three; `x` and `y` must share one dtype.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let c = g.constant(Tensor::vec1(&[true, false]));
+    /// let (a, b) = (g.constant(Tensor::vec1(&[1.0f32, 2.0])), g.constant(Tensor::scalar(0.0f32)));
+    /// let s = g.select(c, a, b)?; // b broadcast
+    /// assert_eq!(run_once(&g, &[s], &[])?[0].to_vec::<f32>()?, [1.0, 0.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select(&mut self, cond: ValueId, x: ValueId, y: ValueId) -> Result<ValueId> {
         self.add_op(Op::Elementwise(ElementwiseOp::Select), &[cond, x, y])
     }
 
     /// Cast `x` to dtype `to` (float→int truncates toward zero; nonzero→true).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[1.7f64, -0.5]));
+    /// let i = g.cast(x, DType::I64)?;
+    /// assert_eq!(run_once(&g, &[i], &[])?[0].to_vec::<i64>()?, [1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cast(&mut self, x: ValueId, to: DType) -> Result<ValueId> {
         self.add_op(Op::Elementwise(ElementwiseOp::Cast { to }), &[x])
     }
 
     /// `clip(x, lo, hi)` = `min(max(x, lo), hi)`; `lo`/`hi` (same dtype as `x`, numeric)
     /// must broadcast to `x`'s shape.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[-2.0f32, 0.5, 3.0]));
+    /// let (lo, hi) = (g.scalar(DType::F32, -1.0), g.scalar(DType::F32, 1.0));
+    /// let c = g.clip(x, lo, hi)?;
+    /// assert_eq!(run_once(&g, &[c], &[])?[0].to_vec::<f32>()?, [-1.0, 0.5, 1.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clip(&mut self, x: ValueId, lo: ValueId, hi: ValueId) -> Result<ValueId> {
         self.add_op(Op::Elementwise(ElementwiseOp::Clip), &[x, lo, hi])
     }
 
     /// A rank-0 constant of `x`'s dtype holding `v`. Errors if `v` is not exactly
     /// representable: a non-integer or out-of-range value for i64, anything but 0 or 1 for bool.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let i = g.input("i", DType::I64, [3]);
+    /// let two = g.scalar_like(i, 2.0)?;
+    /// assert_eq!(g.dtype(two)?, DType::I64);
+    /// assert!(g.scalar_like(i, 0.5).is_err()); // not an integer
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar_like(&mut self, x: ValueId, v: f64) -> Result<ValueId> {
         let dtype = self.dtype(x)?;
         let ok = match dtype {
@@ -299,12 +350,36 @@ impl Graph {
     }
 
     /// `x + v` with `v` a scalar of `x`'s dtype (see [`Graph::scalar_like`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[1i64, 2]));
+    /// let y = g.add_scalar(x, 10.0)?;
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<i64>()?, [11, 12]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn add_scalar(&mut self, x: ValueId, v: f64) -> Result<ValueId> {
         let s = self.scalar_like(x, v)?;
         self.add(x, s)
     }
 
     /// `x * v` with `v` a scalar of `x`'s dtype (see [`Graph::scalar_like`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[1.0f32, 2.0]));
+    /// let y = g.mul_scalar(x, 0.5)?;
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<f32>()?, [0.5, 1.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn mul_scalar(&mut self, x: ValueId, v: f64) -> Result<ValueId> {
         let s = self.scalar_like(x, v)?;
         self.mul(x, s)

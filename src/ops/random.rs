@@ -460,6 +460,20 @@ impl fmt::Display for RandomOp {
 
 impl Graph {
     /// Uniform `dtype` values in `[low, high)` of shape `key.shape ++ shape` (stream = key element).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let key = g.constant(Tensor::scalar(42i64));
+    /// let u = g.random_uniform(key, &[1000], DType::F64, -1.0, 1.0)?;
+    /// let r = run_once(&g, &[u], &[])?;
+    /// assert!(r[0].to_f64_vec().iter().all(|v| (-1.0..1.0).contains(v)));
+    /// assert_eq!(r[0], run_once(&g, &[u], &[])?[0]); // the same key: the same numbers
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn random_uniform(
         &mut self,
         key: ValueId,
@@ -471,6 +485,18 @@ impl Graph {
         self.add_op(Op::Random(RandomOp::RandomUniform { shape: shape.to_vec(), dtype, low, high }), &[key])
     }
     /// Normal `dtype` values of shape `key.shape ++ shape` (stream = key element).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let keys = g.constant(Tensor::vec1(&[1i64, 2])); // two streams
+    /// let z = g.random_normal(keys, &[3], DType::F32, 0.0, 1.0)?;
+    /// assert_eq!(g.shape(z)?.as_fixed(), Some(vec![2, 3]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn random_normal(
         &mut self,
         key: ValueId,
@@ -483,19 +509,74 @@ impl Graph {
     }
     /// `num_samples` category indices (i64 `[B..., num_samples]`) per row of `logits [B..., C]`;
     /// `key` has shape `B` (a scalar for 1-D logits).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let key = g.constant(Tensor::scalar(0i64));
+    /// let logits = g.constant(Tensor::vec1(&[0.0f32, 100.0, 0.0])); // almost surely 1
+    /// let s = g.random_categorical(key, logits, 4)?;
+    /// assert_eq!(run_once(&g, &[s], &[])?[0].to_vec::<i64>()?, [1, 1, 1, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn random_categorical(&mut self, key: ValueId, logits: ValueId, num_samples: usize) -> Result<ValueId> {
         self.add_op(Op::Random(RandomOp::RandomCategorical { num_samples }), &[key, logits])
     }
     /// Booleans `u < p` of shape `key.shape ++ shape` for a scalar float `p`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let key = g.constant(Tensor::scalar(0i64));
+    /// let p = g.constant(Tensor::scalar(1.0f32)); // always true
+    /// let b = g.random_bernoulli(key, p, &[3])?;
+    /// assert_eq!(run_once(&g, &[b], &[])?[0].to_vec::<bool>()?, [true; 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn random_bernoulli(&mut self, key: ValueId, p: ValueId, shape: &[usize]) -> Result<ValueId> {
         self.add_op(Op::Random(RandomOp::RandomBernoulli { shape: shape.to_vec() }), &[key, p])
     }
     /// Inverted dropout of `x` with drop probability `rate` in `[0, 1)`; `key` is a scalar or
     /// has the shape of a prefix of `x`'s shape (one stream per prefix row).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::ones(DType::F32, &[1000])?);
+    /// let key = g.constant(Tensor::scalar(3i64));
+    /// let y = g.dropout(x, key, 0.5)?;
+    /// // kept elements are scaled by 1 / (1 - rate)
+    /// let v = run_once(&g, &[y], &[])?[0].to_vec::<f32>()?;
+    /// assert!(v.iter().all(|&e| e == 0.0 || e == 2.0));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dropout(&mut self, x: ValueId, key: ValueId, rate: f64) -> Result<ValueId> {
         self.add_op(Op::Random(RandomOp::Dropout { rate }), &[key, x])
     }
     /// Derive new keys `mix_key(key, data)` elementwise (i64, broadcasting).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let key = g.constant(Tensor::scalar(7i64));
+    /// let steps = g.constant(Tensor::vec1(&[0i64, 1, 2]));
+    /// let keys = g.fold_in(key, steps)?; // one key per step, derived from one seed
+    /// let k = run_once(&g, &[keys], &[])?[0].to_vec::<i64>()?;
+    /// assert!(k[0] != k[1] && k[1] != k[2]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn fold_in(&mut self, key: ValueId, data: ValueId) -> Result<ValueId> {
         self.add_op(Op::Random(RandomOp::FoldIn), &[key, data])
     }

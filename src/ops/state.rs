@@ -156,11 +156,36 @@ impl fmt::Display for StateOp {
 
 impl Graph {
     /// Create a variable with an initial value and return a read of it.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let w = g.variable("w", Tensor::vec1(&[1.0f32, 2.0]))?; // a read of it
+    /// assert_eq!(run_once(&g, &[w], &[])?[0].to_vec::<f32>()?, [1.0, 2.0]);
+    /// assert!(g.variable("w", Tensor::vec1(&[0.0f32])).is_err()); // defined twice
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn variable(&mut self, name: &str, init: Tensor) -> Result<ValueId> {
         self.library().add_variable(name, init)?;
         self.read_variable(name)
     }
     /// Read a variable's current value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.variable("step", Tensor::scalar(0i64))?;
+    /// let s = g.read_variable("step")?;
+    /// assert_eq!(g.dtype(s)?, DType::I64);
+    /// assert!(g.read_variable("nope").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn read_variable(&mut self, name: &str) -> Result<ValueId> {
         let def = self.library().variable(name)?;
         self.add_op(Op::State(StateOp::Read { var: name.to_string(), ty: def.init.tensor_type() }), &[])
@@ -175,11 +200,43 @@ impl Graph {
         Ok(())
     }
     /// `var = v`; returns the new value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.variable("w", Tensor::vec1(&[0.0f32, 0.0]))?;
+    /// let v = g.constant(Tensor::vec1(&[3.0f32, 4.0]));
+    /// let new = g.assign("w", v)?;
+    /// let mut s = Session::new(&g, &[new])?;
+    /// s.run(&[])?;
+    /// assert_eq!(s.variable("w")?.to_vec::<f32>()?, [3.0, 4.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn assign(&mut self, name: &str, v: ValueId) -> Result<ValueId> {
         self.check_write(name, v, "assign")?;
         self.add_op(Op::State(StateOp::Assign { var: name.to_string() }), &[v])
     }
     /// `var += v`; returns the new value.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// g.variable("count", Tensor::scalar(0i64))?;
+    /// let one = g.constant(Tensor::scalar(1i64));
+    /// let c = g.assign_add("count", one)?;
+    /// let mut s = Session::new(&g, &[c])?;
+    /// for _ in 0..3 {
+    ///     s.run(&[])?;
+    /// }
+    /// assert_eq!(s.variable("count")?.scalar_i64()?, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn assign_add(&mut self, name: &str, v: ValueId) -> Result<ValueId> {
         self.check_write(name, v, "assign_add")?;
         self.add_op(Op::State(StateOp::AssignAdd { var: name.to_string() }), &[v])

@@ -89,33 +89,122 @@ impl std::fmt::Debug for Pipeline {
 
 impl Pipeline {
     /// No passes; verification on in debug builds.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::passes::Pipeline;
+    ///
+    /// assert!(Pipeline::new().names().is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new() -> Pipeline {
         Pipeline { passes: Vec::new(), verify: cfg!(debug_assertions) }
     }
 
     /// The simplification pipeline: `dead`, `rewrite`, `narrow`, `dead`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::passes::Pipeline;
+    ///
+    /// assert_eq!(Pipeline::simplify().names(), ["dead", "rewrite", "narrow", "dead"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn simplify() -> Pipeline {
         Pipeline::new().then(dead::Dead).then(simplify::Rewrite).then(narrow::Narrow).then(dead::Dead)
     }
 
     /// Append `pass`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::passes::{Pass, PassCtx, Pipeline};
+    ///
+    /// /// A pass that only counts nodes.
+    /// struct Count;
+    /// impl Pass for Count {
+    ///     fn name(&self) -> &str {
+    ///         "count"
+    ///     }
+    ///     fn run(&self, g: &mut Graph, _: &mut PassCtx) -> Result<()> {
+    ///         println!("{} nodes", g.num_nodes());
+    ///         Ok(())
+    ///     }
+    /// }
+    /// let p = Pipeline::simplify().then(Count);
+    /// assert_eq!(p.names().last(), Some(&"count"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn then(mut self, pass: impl Pass + Send + Sync + 'static) -> Pipeline {
         self.passes.push(Box::new(pass));
         self
     }
 
     /// Verify before and after every pass (`true`) or never (`false`), whatever the build.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::passes::Pipeline;
+    ///
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let t = g.transpose(x, &[0])?; // an identity transpose
+    /// let rep = Pipeline::simplify().with_verify(true).run(&mut g, &[t], None)?;
+    /// assert_eq!(rep.outputs, [x]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_verify(mut self, on: bool) -> Pipeline {
         self.verify = on;
         self
     }
 
     /// The passes' names, in order.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::passes::Pipeline;
+    ///
+    /// assert_eq!(Pipeline::simplify().names().len(), 4);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn names(&self) -> Vec<&str> {
         self.passes.iter().map(|p| p.name()).collect()
     }
 
     /// Run every pass on `g` for `outputs` (region: nodes added since `since`, or all).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::passes::Pipeline;
+    ///
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 3]);
+    /// let mark = g.mark();
+    /// let t = g.transpose(x, &[1, 0])?;
+    /// let tt = g.transpose(t, &[1, 0])?; // cancels out
+    /// let rep = Pipeline::simplify().run(&mut g, &[tt], Some(mark))?;
+    /// assert_eq!(rep.outputs, [x]); // use the returned outputs: the transposes are gone
+    /// assert!(g.check_value(tt).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run(&self, g: &mut Graph, outputs: &[ValueId], since: Option<u64>) -> Result<SimplifyReport> {
         for o in outputs {
             g.check_value(*o)?;
@@ -138,12 +227,48 @@ impl Pipeline {
 /// Simplify the whole graph for `outputs` (the [`Pipeline::simplify`] passes) and remove
 /// every node that no output needs (inputs, side effects and random ops are kept). Handles
 /// to removed nodes become invalid; use the returned `outputs`.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// use pfor::passes::simplify;
+///
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [4]);
+/// let r = g.reshape(x, &[2, 2])?;
+/// let r = g.reshape(r, &[4])?; // a reshape chain back to the input
+/// let dead = g.exp(x)?;         // nothing needs it
+/// let rep = simplify(&mut g, &[r])?;
+/// assert_eq!(rep.outputs, [x]);
+/// assert!(!g.contains(dead.node));
+/// # Ok(())
+/// # }
+/// ```
 pub fn simplify(g: &mut Graph, outputs: &[ValueId]) -> Result<SimplifyReport> {
     Pipeline::simplify().run(g, outputs, None)
 }
 
 /// [`simplify`] only the nodes added at or after `mark` (a [`Graph::mark`]): older nodes are
 /// read but never rewritten or removed. This is what `pfor` runs on its conversion.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// use pfor::passes::simplify_since;
+///
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [4]);
+/// let old = g.exp(x)?; // before the mark: kept even if unused
+/// let mark = g.mark();
+/// let r = g.reshape(x, &[4])?;
+/// let rep = simplify_since(&mut g, &[r], mark)?;
+/// assert_eq!(rep.outputs, [x]);
+/// assert!(g.contains(old.node));
+/// # Ok(())
+/// # }
+/// ```
 pub fn simplify_since(g: &mut Graph, outputs: &[ValueId], mark: u64) -> Result<SimplifyReport> {
     Pipeline::simplify().run(g, outputs, Some(mark))
 }

@@ -40,14 +40,41 @@ pub enum DType {
 
 impl DType {
     /// True for F32/F64.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(DType::F32.is_float() && !DType::I64.is_float());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_float(self) -> bool {
         matches!(self, DType::F32 | DType::F64)
     }
     /// True for F32/F64/I64.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(DType::I64.is_numeric() && !DType::Bool.is_numeric());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_numeric(self) -> bool {
         !matches!(self, DType::Bool)
     }
     /// Bytes per element.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!((DType::F32.size(), DType::I64.size(), DType::Bool.size()), (4, 8, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn size(self) -> usize {
         match self {
             DType::F32 => 4,
@@ -56,6 +83,15 @@ impl DType {
         }
     }
     /// Lower-case name.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(DType::F64.name(), "f64");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
@@ -136,10 +172,31 @@ impl_element!(bool, Bool, |v: f64| v != 0.0, |x: bool| if x { 1.0 } else { 0.0 }
 
 impl Tensor {
     /// Build from an owned ndarray of any dimensionality.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::from_array(ndarray::array![[1.0f32, 2.0], [3.0, 4.0]]);
+    /// assert_eq!((t.dtype(), t.shape()), (DType::F32, &[2, 2][..]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_array<T: Element, D: ndarray::Dimension>(a: ndarray::Array<T, D>) -> Tensor {
         T::wrap(a.into_dyn().into_shared())
     }
     /// Build from a flat vector and a shape.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::from_vec(&[2, 3], vec![0i64, 1, 2, 3, 4, 5])?;
+    /// assert_eq!(t.shape(), &[2, 3]);
+    /// assert!(Tensor::from_vec(&[2, 2], vec![1.0f32; 3]).is_err()); // 3 elements for 4
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Tensor> {
         let n = checked_len("Tensor::from_vec", shape)?;
         if n != data.len() {
@@ -153,20 +210,58 @@ impl Tensor {
         Ok(T::wrap(a.into_shared()))
     }
     /// A rank-0 tensor.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::scalar(2.5f64);
+    /// assert_eq!((t.rank(), t.scalar_f64()?), (0, 2.5));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar<T: Element>(v: T) -> Tensor {
         T::wrap(ArrayD::from_elem(IxDyn(&[]), v).into_shared())
     }
     /// A rank-0 tensor of `dtype` holding `v` (cast).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::scalar_of(DType::I64, 3.7).scalar_i64()?, 3); // cast: truncated
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar_of(dtype: DType, v: f64) -> Tensor {
         crate::dispatch_dtype!(dtype, T => Tensor::scalar(T::from_f64(v)))
     }
     /// A rank-1 tensor.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::vec1(&[true, false]).shape(), &[2]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn vec1<T: Element>(v: &[T]) -> Tensor {
         T::wrap(ArrayD::from_shape_vec(IxDyn(&[v.len()]), v.to_vec()).expect("1-d shape").into_shared())
     }
     /// A tensor filled with `v` (cast to `dtype`). An `Err` when the element count overflows
     /// or the memory cannot be allocated ([`Error::OutOfMemory`]), never a panic or abort;
     /// so for every constructor below that takes a shape.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::full(DType::F32, &[2], 7.0)?.to_vec::<f32>()?, [7.0, 7.0]);
+    /// assert!(Tensor::full(DType::F32, &[usize::MAX, 2], 0.0).is_err()); // an error, not an abort
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn full(dtype: DType, shape: &[usize], v: f64) -> Result<Tensor> {
         Tensor::full_for("Tensor::full", dtype, shape, v)
     }
@@ -179,26 +274,83 @@ impl Tensor {
         })
     }
     /// Zeros.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::zeros(DType::I64, &[3])?.to_vec::<i64>()?, [0, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn zeros(dtype: DType, shape: &[usize]) -> Result<Tensor> {
         Tensor::full(dtype, shape, 0.0)
     }
     /// Ones.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::ones(DType::F64, &[2])?.to_f64_vec(), [1.0, 1.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ones(dtype: DType, shape: &[usize]) -> Result<Tensor> {
         Tensor::full(dtype, shape, 1.0)
     }
     /// `[0, 1, ..., n-1]` as i64.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::arange(4)?.to_vec::<i64>()?, [0, 1, 2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn arange(n: usize) -> Result<Tensor> {
         Tensor::generated("Tensor::arange", &[n], |c| c as i64)
     }
     /// Standard normal f32 values from a seed (counter-based, reproducible).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let (a, b) = (Tensor::randn(&[3, 2], 7)?, Tensor::randn(&[3, 2], 7)?);
+    /// assert_eq!(a, b); // the same seed gives the same values
+    /// assert_eq!(a.dtype(), DType::F32);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn randn(shape: &[usize], seed: u64) -> Result<Tensor> {
         Tensor::generated("Tensor::randn", shape, |c| counter_normal(seed, c) as f32)
     }
     /// Standard normal f64 values from a seed.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::randn_f64(&[4], 0)?.dtype(), DType::F64);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn randn_f64(shape: &[usize], seed: u64) -> Result<Tensor> {
         Tensor::generated("Tensor::randn_f64", shape, |c| counter_normal(seed, c))
     }
     /// Uniform `[lo, hi)` values of `dtype` (floats, or integers truncated) from a seed.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::rand_uniform(DType::F64, &[100], -1.0, 1.0, 3)?;
+    /// assert!(t.to_f64_vec().iter().all(|v| (-1.0..1.0).contains(v)));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rand_uniform(dtype: DType, shape: &[usize], lo: f64, hi: f64, seed: u64) -> Result<Tensor> {
         let t = Tensor::generated("Tensor::rand_uniform", shape, |c| lo + (hi - lo) * counter_uniform(seed, c))?;
         Ok(t.cast(dtype))
@@ -211,6 +363,15 @@ impl Tensor {
         Tensor::from_vec(shape, data)
     }
     /// The dtype.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::scalar(1i64).dtype(), DType::I64);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dtype(&self) -> DType {
         match self {
             Tensor::F32(_) => DType::F32,
@@ -220,30 +381,95 @@ impl Tensor {
         }
     }
     /// The concrete shape.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::zeros(DType::F32, &[2, 3])?.shape(), &[2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn shape(&self) -> &[usize] {
         crate::dispatch!(self, a => a.shape())
     }
     /// The rank.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::zeros(DType::F32, &[2, 3])?.rank(), 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rank(&self) -> usize {
         self.shape().len()
     }
     /// Number of elements.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::zeros(DType::F32, &[2, 3])?.len(), 6);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.shape().iter().product()
     }
     /// Bytes of its elements (a view reports the size of its own elements).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::zeros(DType::F64, &[2, 3])?.nbytes(), 48);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn nbytes(&self) -> usize {
         self.len() * self.dtype().size()
     }
     /// True if the tensor has no elements.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(Tensor::zeros(DType::F32, &[0, 3])?.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// The static type of this concrete tensor.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::zeros(DType::F32, &[2])?.tensor_type(), TensorType::new(DType::F32, [2]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tensor_type(&self) -> TensorType {
         TensorType::new(self.dtype(), Shape::fixed(self.shape()))
     }
     /// Borrow as an array of `T`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::vec1(&[1.0f32, 2.0]);
+    /// assert_eq!(t.array::<f32>()?.sum(), 3.0);
+    /// assert!(t.array::<f64>().is_err()); // another element type
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn array<T: Element>(&self) -> Result<&ArcArray<T, IxDyn>> {
         T::view(self).ok_or_else(|| Error::DType {
             op: "Tensor::array".into(),
@@ -252,6 +478,16 @@ impl Tensor {
         })
     }
     /// Take as an array of `T`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let a = Tensor::vec1(&[1i64, 2]).into_array::<i64>()?;
+    /// assert_eq!(a[[1]], 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn into_array<T: Element>(self) -> Result<ArcArray<T, IxDyn>> {
         let got = self.dtype();
         T::unwrap(self).map_err(|_| Error::DType {
@@ -261,18 +497,56 @@ impl Tensor {
         })
     }
     /// Copy out as an owned ndarray of `T`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let a = Tensor::randn(&[2, 2], 0)?.to_array::<f32>()? * 2.0; // ndarray arithmetic
+    /// assert_eq!(a.shape(), &[2, 2]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
         Ok(self.array::<T>()?.to_owned())
     }
     /// Elements in row-major order, as `T`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::from_vec(&[2, 2], vec![1i64, 2, 3, 4])?.to_vec::<i64>()?, [1, 2, 3, 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
         Ok(layout::standard_vec(&self.array::<T>()?.view()))
     }
     /// Elements in row-major order converted to f64 (any dtype).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::vec1(&[1i64, 2]).to_f64_vec(), [1.0, 2.0]); // any dtype
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn to_f64_vec(&self) -> Vec<f64> {
         crate::dispatch!(self, a => a.iter().map(|x| x.to_f64()).collect())
     }
     /// The single element of a tensor with one element, as f64.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::vec1(&[4.0f32]).scalar_f64()?, 4.0);
+    /// assert!(Tensor::vec1(&[1.0f32, 2.0]).scalar_f64().is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar_f64(&self) -> Result<f64> {
         if self.len() != 1 {
             return Err(Error::InvalidArgument(format!(
@@ -283,6 +557,15 @@ impl Tensor {
         Ok(self.to_f64_vec()[0])
     }
     /// The single element of an i64 tensor with one element.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::scalar(9i64).scalar_i64()?, 9);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar_i64(&self) -> Result<i64> {
         let a = self.array::<i64>()?;
         if a.len() != 1 {
@@ -294,6 +577,15 @@ impl Tensor {
         Ok(*a.iter().next().expect("one element"))
     }
     /// Cast to another dtype (float→int truncates toward zero; nonzero→true).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Tensor::vec1(&[1.9f64, -1.9]).cast(DType::I64).to_vec::<i64>()?, [1, -1]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cast(&self, to: DType) -> Tensor {
         if self.dtype() == to {
             return self.clone();
@@ -303,6 +595,17 @@ impl Tensor {
         })
     }
     /// Reshape (row-major); errors if the element count differs.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::arange(6)?.reshape(&[2, 3])?;
+    /// assert_eq!(t.shape(), &[2, 3]);
+    /// assert!(t.reshape(&[4]).is_err()); // 6 elements do not make 4
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Tensor> {
         let n = checked_len("reshape", shape)?;
         if n != self.len() {
@@ -326,6 +629,16 @@ impl Tensor {
     }
 
     /// Stack tensors of one dtype and shape along a new axis 0.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let rows = [Tensor::vec1(&[1.0f32, 2.0]), Tensor::vec1(&[3.0f32, 4.0])];
+    /// assert_eq!(Tensor::stack(&rows, DType::F32, &[2])?.shape(), &[2, 2]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stack(parts: &[Tensor], dtype: DType, elem_shape: &[usize]) -> Result<Tensor> {
         let mut shape = vec![parts.len()];
         shape.extend_from_slice(elem_shape);
@@ -347,6 +660,17 @@ impl Tensor {
         })
     }
     /// Row `i` of axis 0 (a view, no copy).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::from_vec(&[2, 2], vec![1i64, 2, 3, 4])?;
+    /// assert_eq!(t.index_axis0(1)?.to_vec::<i64>()?, [3, 4]);
+    /// assert!(t.index_axis0(2).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn index_axis0(&self, i: usize) -> Result<Tensor> {
         if self.rank() == 0 || i >= self.shape()[0] {
             return Err(Error::IndexOutOfRange {
@@ -362,6 +686,16 @@ impl Tensor {
         }))
     }
     /// Rows `[start, end)` of axis 0 (a view, no copy).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = Tensor::arange(5)?;
+    /// assert_eq!(t.slice_axis0(1, 3)?.to_vec::<i64>()?, [1, 2]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn slice_axis0(&self, start: usize, end: usize) -> Result<Tensor> {
         if self.rank() == 0 || start > end || end > self.shape()[0] {
             return Err(Error::InvalidArgument(format!(
@@ -376,6 +710,17 @@ impl Tensor {
         }))
     }
     /// Approximate equality (same dtype and shape; floats within `rtol`/`atol`, NaN == NaN).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let a = Tensor::vec1(&[1.0f64, 2.0]);
+    /// assert!(a.allclose(&Tensor::vec1(&[1.0f64, 2.0 + 1e-12]), 0.0, 1e-9));
+    /// assert!(!a.allclose(&Tensor::vec1(&[1.0f32, 2.0]), 0.0, 1.0)); // another dtype
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn allclose(&self, other: &Tensor, rtol: f64, atol: f64) -> bool {
         approx_cmp::allclose(self, other, rtol, atol)
     }

@@ -42,6 +42,29 @@ pub struct PforReport {
 /// Vectorize `body` over `n` iterations with default options. The body is traced once
 /// with a scalar i64 loop index; the result has one stacked value (`[n] + shape`) per
 /// body output.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[6, 3], 0)?);
+/// // the body for ONE iteration i; pfor turns it into one graph for all 6
+/// let out = pfor(&mut g, 6, |g, i| {
+///     let x = g.gather(xs, i, 0)?;
+///     let sq = g.mul(x, x)?;
+///     Ok(vec![g.sum_all(sq)?])
+/// })?;
+/// let want = for_loop(&mut g, 6, |g, i| {
+///     let x = g.gather(xs, i, 0)?;
+///     let sq = g.mul(x, x)?;
+///     Ok(vec![g.sum_all(sq)?])
+/// })?;
+/// let r = run_once(&g, &[out[0], want[0]], &[])?;
+/// assert!(r[0].allclose(&r[1], 1e-12, 1e-12));
+/// # Ok(())
+/// # }
+/// ```
 pub fn pfor(
     g: &mut Graph,
     n: impl Into<LoopLen>,
@@ -51,6 +74,23 @@ pub fn pfor(
 }
 
 /// Vectorize with options.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[10, 3], 0)?);
+/// // chunks of 4 iterations (peak memory of 4), and an error rather than a fallback loop
+/// let opts = PforOptions::strict().with_chunk_size(4);
+/// let out = pfor_with(&mut g, 10, &opts, |g, i| {
+///     let x = g.gather(xs, i, 0)?;
+///     Ok(vec![g.tanh(x)?])
+/// })?;
+/// assert_eq!(run_once(&g, &out, &[])?[0].shape(), &[10, 3]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn pfor_with(
     g: &mut Graph,
     n: impl Into<LoopLen>,
@@ -61,41 +101,78 @@ pub fn pfor_with(
 }
 
 /// Vectorize with options and return the conversion report (fallbacks, counts).
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::vectorize::pfor_with_report;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let xs = g.constant(Tensor::randn_f64(&[4, 3], 0)?);
+/// let (out, report) = pfor_with_report(&mut g, 4, &PforOptions::default(), |g, i| {
+///     let x = g.gather(xs, i, 0)?;
+///     Ok(vec![g.exp(x)?])
+/// })?;
+/// assert!(report.fallbacks.is_empty()); // every op had a converter
+/// assert!(report.converted > 0);
+/// # let _ = out;
+/// # Ok(())
+/// # }
+/// ```
 pub fn pfor_with_report(
     g: &mut Graph,
     n: impl Into<LoopLen>,
     options: &PforOptions,
     body: impl FnOnce(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
 ) -> Result<(Vec<ValueId>, PforReport)> {
+    let (outs, report) = pfor_outputs(g, n, options, &[], body)?;
+    Ok((outs.into_iter().map(|(v, _)| v).collect(), report))
+}
+
+/// [`pfor_with_report`] where output `k` with `unbatched[k]` (missing entries: `false`) is
+/// returned as it is, unstacked, when the conversion finds it loop-invariant. Each output
+/// comes with whether it is stacked: `true` for every output not asked unbatched, and for
+/// one asked unbatched that is loop-variant (the caller reports that).
+pub(crate) fn pfor_outputs(
+    g: &mut Graph,
+    n: impl Into<LoopLen>,
+    options: &PforOptions,
+    unbatched: &[bool],
+    body: impl FnOnce(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
+) -> Result<(Vec<(ValueId, bool)>, PforReport)> {
     let n = n.into();
     let n_val = n.to_value(g)?;
     let i = g.input("__pfor_index", DType::I64, Shape::scalar());
     let body_start = g.mark();
     let outs = body(g, i)?;
     let outs = g.capture_all(&outs)?;
+    let keep: Vec<bool> = (0..outs.len()).map(|k| unbatched.get(k).copied().unwrap_or(false)).collect();
     let mut report = PforReport::default();
     let res = match (options.chunk_size, n.static_value()) {
         (Some(0), _) => return Err(Error::InvalidArgument("pfor: chunk_size must be > 0".into())),
-        (Some(c), Some(k)) if c < k => convert_chunked(g, i, body_start, &outs, n, n_val, c, options, &mut report)?,
-        (Some(c), None) => convert_chunked(g, i, body_start, &outs, n, n_val, c, options, &mut report)?,
+        (Some(c), Some(k)) if c < k => {
+            convert_chunked(g, i, body_start, &outs, &keep, n, n_val, c, options, &mut report)?
+        }
+        (Some(c), None) => convert_chunked(g, i, body_start, &outs, &keep, n, n_val, c, options, &mut report)?,
         _ => {
             let info = full_loop(g, n.static_value(), n_val)?;
             let w = convert_body_report(g, i, body_start, &info, options, &outs, &mut report)?;
-            w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?
+            w.iter().zip(&keep).map(|(w, k)| finish_output(g, &info, *w, *k)).collect::<Result<Vec<_>>>()?
         }
     };
+    let stacked: Vec<bool> = res.iter().map(|(_, s)| *s).collect();
+    let mut vals: Vec<ValueId> = res.iter().map(|(v, _)| *v).collect();
     if options.simplify {
         // The region is everything this call added: the traced body and its conversion.
         let mark = g.birth(i.node).unwrap_or(u64::MAX);
-        let s = simplify_since(g, &res, mark)?;
-        let mut outs = s.outputs.clone();
+        let s = simplify_since(g, &vals, mark)?;
+        vals = s.outputs.clone();
         report.simplified = Some(s);
         if options.products {
-            outs = super::contract_since(g, &outs, mark)?.outputs;
+            vals = super::contract_since(g, &vals, mark)?.outputs;
         }
-        return Ok((outs, report));
     }
-    Ok((res, report))
+    Ok((vals.into_iter().zip(stacked).collect(), report))
 }
 
 fn full_loop(g: &mut Graph, n_static: Option<usize>, n_val: ValueId) -> Result<LoopInfo> {
@@ -115,18 +192,25 @@ pub(crate) fn stack_output(g: &mut Graph, info: &LoopInfo, w: Wrapped) -> Result
     if w.stacked { Ok(w.value) } else { tile(g, info, w.value) }
 }
 
+/// A converted output and whether it is stacked: an invariant one asked unbatched (`keep`)
+/// stays as it is, every other one is stacked.
+fn finish_output(g: &mut Graph, info: &LoopInfo, w: Wrapped, keep: bool) -> Result<(ValueId, bool)> {
+    if keep && !w.stacked { Ok((w.value, false)) } else { Ok((stack_output(g, info, w)?, true)) }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn convert_chunked(
     g: &mut Graph,
     i: ValueId,
     body_start: u64,
     outs: &[ValueId],
+    keep: &[bool],
     n: LoopLen,
     n_val: ValueId,
     c: usize,
     options: &PforOptions,
     report: &mut PforReport,
-) -> Result<Vec<ValueId>> {
+) -> Result<Vec<(ValueId, bool)>> {
     let c_val = i64_scalar(g, c as i64);
     let (nc_len, nc_val) = match n.static_value() {
         Some(k) => (LoopLen::Static(k / c), i64_scalar(g, (k / c) as i64)),
@@ -142,7 +226,13 @@ fn convert_chunked(
     let index = g.add(base, iota)?;
     let info = LoopInfo { n_static: Some(c), n: c_val, index, index_is_iota: false };
     let w = convert_body_report(g, i, body_start, &info, options, outs, report)?;
-    let chunk_outs = w.iter().map(|w| stack_output(g, &info, *w)).collect::<Result<Vec<_>>>()?;
+    let chunk = w.iter().zip(keep).map(|(w, k)| finish_output(g, &info, *w, *k)).collect::<Result<Vec<_>>>()?;
+    // Only the stacked outputs go through the loop over chunks; an unbatched one is not
+    // loop-variant, so it does not read the chunk index and stays outside that loop.
+    let chunk_outs: Vec<ValueId> = chunk.iter().filter(|(_, s)| *s).map(|(v, _)| *v).collect();
+    if chunk_outs.is_empty() {
+        return Ok(chunk);
+    }
     let looped = for_loop_from_traced(g, nc_len, nc_val, k, &chunk_outs)?;
     let mut flat = Vec::with_capacity(looped.len());
     for v in looped {
@@ -150,8 +240,10 @@ fn convert_chunked(
     }
     // The remainder: indices [nc*c, n).
     let rem_static = n.static_value().map(|k| k % c);
+    let mut flat = flat.into_iter();
+    let mut next_flat = || flat.next().ok_or_else(|| Error::Verify("pfor: chunked outputs out of step".into()));
     if rem_static == Some(0) {
-        return Ok(flat);
+        return chunk.iter().map(|&(v, s)| Ok((if s { next_flat()? } else { v }, s))).collect();
     }
     let start = g.mul(nc_val, c_val)?;
     let one = i64_scalar(g, 1);
@@ -163,9 +255,14 @@ fn convert_chunked(
     let info = LoopInfo { n_static: rem_static, n: r_val, index, index_is_iota: false };
     let w = convert_body_report(g, i, body_start, &info, options, outs, report)?;
     let mut res = Vec::with_capacity(w.len());
-    for (f, w) in flat.into_iter().zip(w) {
+    for (&(v, stacked), w) in chunk.iter().zip(w) {
+        if !stacked {
+            res.push((v, false));
+            continue;
+        }
+        let f = next_flat()?;
         let r = stack_output(g, &info, w)?;
-        res.push(g.concat(&[f, r], 0)?);
+        res.push((g.concat(&[f, r], 0)?, true));
     }
     Ok(res)
 }

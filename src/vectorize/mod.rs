@@ -30,6 +30,7 @@ mod registry;
 pub use crate::passes::{SimplifyReport, simplify, simplify_since};
 pub use ctx::{ConvertCtx, LoopInfo, flatten_first_two, tile};
 pub use derived::{broadcast_convert, derived_convert, shift_axis};
+pub(crate) use driver::pfor_outputs;
 pub use driver::{
     FallbackRecord, PforReport, convert_body, convert_function, convert_function_masked, pfor, pfor_with,
     pfor_with_report,
@@ -147,40 +148,113 @@ impl Default for PforOptions {
 
 impl PforOptions {
     /// Options for tests: fallback is an error.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let xs = g.constant(Tensor::randn_f64(&[4, 3], 0)?);
+    /// // an op without a converter would be an error naming it, not a silent per-op loop
+    /// let out = pfor_with(&mut g, 4, &PforOptions::strict(), |g, i| {
+    ///     let x = g.gather(xs, i, 0)?;
+    ///     Ok(vec![g.sin(x)?])
+    /// })?;
+    /// # let _ = out;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn strict() -> PforOptions {
         PforOptions { fallback: Fallback::Error, ..PforOptions::default() }
     }
     /// With a fallback policy.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// let quiet = PforOptions::default().with_fallback(Fallback::Silent); // loop without a warning
+    /// assert_eq!(quiet.fallback, Fallback::Silent);
+    /// ```
     pub fn with_fallback(mut self, f: Fallback) -> Self {
         self.fallback = f;
         self
     }
     /// With a chunk size.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// // 1000 iterations converted as a loop of 10 vectorized chunks of 100
+    /// let opts = PforOptions::default().with_chunk_size(100);
+    /// assert_eq!(opts.chunk_size, Some(100));
+    /// ```
     pub fn with_chunk_size(mut self, c: usize) -> Self {
         self.chunk_size = Some(c);
         self
     }
     /// With a control-flow mode.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// use pfor::vectorize::ControlFlowMode;
+    ///
+    /// // run both branches of a loop-variant `cond` on every iteration and select
+    /// let opts = PforOptions::default().with_control_flow(ControlFlowMode::Mask);
+    /// assert_eq!(opts.control_flow, ControlFlowMode::Mask);
+    /// ```
     pub fn with_control_flow(mut self, m: ControlFlowMode) -> Self {
         self.control_flow = m;
         self
     }
     /// With a randomness policy.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// use pfor::vectorize::Randomness;
+    ///
+    /// // every iteration draws the same numbers, as the loop with one key would
+    /// let opts = PforOptions::default().with_randomness(Randomness::Same);
+    /// assert_eq!(opts.randomness, Randomness::Same);
+    /// ```
     pub fn with_randomness(mut self, r: Randomness) -> Self {
         self.randomness = r;
         self
     }
     /// With the post-conversion simplification pass on or off.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// // keep the traced body's nodes (and the handles taken inside the body) alive
+    /// let opts = PforOptions::default().with_simplify(false);
+    /// assert!(!opts.simplify);
+    /// ```
     pub fn with_simplify(mut self, on: bool) -> Self {
         self.simplify = on;
         self
     }
     /// With the product rewrites (see [`PforOptions::products`]) on or off.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// let opts = PforOptions::default().with_products(false); // materialize per-example products
+    /// assert!(opts.simplify && !opts.products);
+    /// ```
     pub fn with_products(mut self, on: bool) -> Self {
         self.products = on;
         self
     }
     /// With a registry.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// use pfor::vectorize::Registry;
+    ///
+    /// // the built-in converters (a value: add or replace converters before passing it)
+    /// let opts = PforOptions::strict().with_registry(Registry::builtin());
+    /// # let _ = opts;
+    /// ```
     pub fn with_registry(mut self, r: Registry) -> Self {
         self.registry = Arc::new(r);
         self

@@ -40,10 +40,43 @@ pub enum Converted {
 impl Converted {
     /// One stacked output (the common case): `Converted::stacked(y)` is
     /// `Converted::stacked(y)`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{ConvertCtx, Converted};
+    ///
+    /// // a converter for an elementwise op: apply it to the stacked input as is
+    /// let conv = |ctx: &mut ConvertCtx<'_>| {
+    ///     let x = ctx.stacked(0)?;
+    ///     let op = ctx.op().clone();
+    ///     Converted::stacked(ctx.add(op, &[x])?)
+    /// };
+    /// # let _ = conv;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stacked(y: ValueId) -> Result<Converted> {
         Ok(Converted::Done(vec![Wrapped::stacked(y)]))
     }
     /// One output, stacked or loop-invariant.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{ConvertCtx, Converted};
+    ///
+    /// // pass a loop-invariant input through unchanged (an identity-like op)
+    /// let conv = |ctx: &mut ConvertCtx<'_>| {
+    ///     let w = ctx.input(0);
+    ///     Converted::one(w.value, w.stacked)
+    /// };
+    /// # let _ = conv;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn one(y: ValueId, stacked: bool) -> Result<Converted> {
         Ok(Converted::Done(vec![Wrapped { value: y, stacked }]))
     }
@@ -72,11 +105,35 @@ pub struct Registry {
 
 impl Registry {
     /// An empty registry.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::Registry;
+    ///
+    /// assert!(Registry::empty().is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn empty() -> Registry {
         Registry::default()
     }
 
     /// The built-in converters for every built-in op family.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{OpKey, Registry};
+    /// use pfor::ops::UnaryKind;
+    ///
+    /// let r = Registry::builtin();
+    /// assert!(r.contains(&OpKey::Builtin(OpKind::Unary(UnaryKind::Exp))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn builtin() -> Registry {
         let mut r = Registry::empty();
         crate::converters::register_all(&mut r);
@@ -84,11 +141,45 @@ impl Registry {
     }
 
     /// Register (or replace) a converter.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{ConvertCtx, Converted, OpKey, Registry};
+    /// use pfor::ops::UnaryKind;
+    ///
+    /// let mut r = Registry::builtin();
+    /// let n = r.len();
+    /// // replace exp's converter (here: by one that declines, so pfor falls back to a loop)
+    /// r.register(OpKey::Builtin(OpKind::Unary(UnaryKind::Exp)), |_: &mut ConvertCtx<'_>| Ok(Converted::Unhandled("mine".into())));
+    /// assert_eq!(r.len(), n);
+    /// let opts = PforOptions::default().with_registry(r);
+    /// # let _ = opts;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn register(&mut self, key: OpKey, c: impl Converter + 'static) {
         self.map.insert(key, Arc::new(c));
     }
 
     /// Register a converter; error if one exists for the key.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{ConvertCtx, Converted, OpKey, Registry};
+    /// use pfor::ops::UnaryKind;
+    ///
+    /// let mut r = Registry::builtin();
+    /// let key = OpKey::Builtin(OpKind::Unary(UnaryKind::Exp));
+    /// let mine = |_: &mut ConvertCtx<'_>| Ok(Converted::Unhandled("mine".into()));
+    /// assert!(r.try_register(key, mine).is_err()); // exp has one already
+    /// r.try_register(OpKey::Custom("my_op".into()), mine)?;
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn try_register(&mut self, key: OpKey, c: impl Converter + 'static) -> Result<()> {
         if self.map.contains_key(&key) {
             return Err(Error::InvalidArgument(format!("a converter for {key} is already registered")));
@@ -98,21 +189,66 @@ impl Registry {
     }
 
     /// The converter for a key.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{OpKey, Registry};
+    ///
+    /// assert!(Registry::builtin().get(&OpKey::Custom("my_op".into())).is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn get(&self, key: &OpKey) -> Option<Arc<dyn Converter>> {
         self.map.get(key).cloned()
     }
 
     /// True if a converter is registered.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::{OpKey, Registry};
+    /// use pfor::ops::UnaryKind;
+    ///
+    /// assert!(!Registry::empty().contains(&OpKey::Builtin(OpKind::Unary(UnaryKind::Exp))));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn contains(&self, key: &OpKey) -> bool {
         self.map.contains_key(key)
     }
 
     /// Number of converters.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::Registry;
+    ///
+    /// assert!(Registry::builtin().len() > 100); // one per op kind
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn len(&self) -> usize {
         self.map.len()
     }
 
     /// True if empty.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::vectorize::Registry;
+    ///
+    /// assert!(!Registry::builtin().is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

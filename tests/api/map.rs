@@ -48,7 +48,7 @@ fn out_axes_1_puts_the_mapped_axis_second() {
     let mut g = Graph::new();
     let xs = g.constant(Tensor::randn_f64(&[4, 3], 1).unwrap());
     let f = |g: &mut Graph, a: &[ValueId]| Ok(vec![g.tanh(a[0])?, g.reduce_sum(a[0], Some(&[0]), false)?]);
-    let axes = MapAxes::new().out_axes(&[1, -1]);
+    let axes = MapAxes::new().out_axes(&[Some(1), Some(-1)]);
     let v = vectorized_map_axes(&mut g, f, &[xs], &axes).unwrap();
     let l = map_fn_axes(&mut g, f, &[xs], &axes).unwrap();
     let want = g.tanh(xs).unwrap();
@@ -87,7 +87,7 @@ fn bad_axes_are_errors_naming_the_input_shape_and_axis() {
     assert!(e.contains("no input is mapped") && e.contains("axis_size"), "{e}");
     let e = vectorized_map_axes(&mut g, id, &[x, w], &MapAxes::new().in_axes(&[Some(0)])).unwrap_err().to_string();
     assert!(e.contains("in_axes has 1 entries for 2 inputs"), "{e}");
-    let e = vectorized_map_axes(&mut g, id, &[x], &MapAxes::new().out_axes(&[2])).unwrap_err().to_string();
+    let e = vectorized_map_axes(&mut g, id, &[x], &MapAxes::new().out_axes(&[Some(2)])).unwrap_err().to_string();
     assert!(e.contains("out_axes[0] = 2") && e.contains("[4,3]"), "{e}");
     let e = vectorized_map_axes(&mut g, id, &[x], &MapAxes::new().axis_size(5)).unwrap_err().to_string();
     assert!(e.contains("axis_size is 5") && e.contains("[4,3]"), "{e}");
