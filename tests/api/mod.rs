@@ -1,5 +1,9 @@
-//! The user-facing API as a user calls it: vectorized maps with explicit axes (`map`) and
-//! the function-level derivative transforms (`func`).
+//! The user-facing API as a user calls it: vectorized maps with explicit axes (`map`), the
+//! function-level derivative transforms (`func`), the pipeline engine (`pipeline`) and its
+//! Arrow / Parquet sources and sinks (`pipeline_parquet`, feature `parquet`).
 
 pub mod func;
 pub mod map;
+pub mod pipeline;
+#[cfg(feature = "parquet")]
+pub mod pipeline_parquet;
