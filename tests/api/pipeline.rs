@@ -67,16 +67,36 @@ fn source(n: usize) -> impl Iterator<Item = Result<usize>> + Send {
     (0..n).map(Ok)
 }
 
+/// Wait (at most 30 s, so that a broken engine fails instead of hanging) until `done`.
+fn wait_for(done: impl Fn() -> bool) -> bool {
+    for _ in 0..30_000 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
 #[test]
 fn results_equal_the_per_example_loop_in_source_order_with_parallel_decode() {
     let cfg = PipelineConfig::new(3).decode_threads(4).prefetch(8);
     let mut p = Pipeline::new(&types(), cfg, body).unwrap();
-    // uneven decode times: later batches often finish decoding before earlier ones
+    // batch 0 finishes decoding only after batch 1 has (record 2 waits for record 5), and
+    // other decode times are uneven: batches reach the engine out of order
+    let batch1_done = AtomicUsize::new(0);
     let slow_decode = |k: usize| {
+        if k == 2 {
+            assert!(wait_for(|| batch1_done.load(Ordering::SeqCst) == 1), "batch 1 was never decoded");
+        }
         if k % 7 < 3 {
             std::thread::sleep(Duration::from_millis(3));
         }
-        decode(k)
+        let ex = decode(k);
+        if k == 5 {
+            batch1_done.store(1, Ordering::SeqCst);
+        }
+        ex
     };
     let mut got = Vec::new();
     let mut batches = Vec::new();
@@ -144,6 +164,23 @@ fn the_byte_budget_bounds_the_decoded_records_in_flight() {
     let worst = worst.load(Ordering::SeqCst);
     assert!(worst * record <= budget, "{worst} records ({} bytes) in flight, budget {budget}", worst * record);
     assert!(stats.peak_bytes_in_flight <= budget && stats.peak_bytes_in_flight >= 2 * record, "{stats:?}");
+    // the control: without the budget the same count sees the input run ahead of it
+    let mut p = Pipeline::new(&types(), PipelineConfig::new(2).decode_threads(4).prefetch(32), body).unwrap();
+    let (decoded, sunk, worst) = (AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0));
+    let counting_decode = |k: usize| {
+        let d = decoded.fetch_add(1, Ordering::SeqCst) + 1;
+        worst.fetch_max(d - sunk.load(Ordering::SeqCst), Ordering::SeqCst);
+        decode(k)
+    };
+    p.run(source(60), counting_decode, |b| {
+        if b.batch == 0 {
+            assert!(wait_for(|| decoded.load(Ordering::SeqCst) >= 20));
+        }
+        sunk.fetch_add(b.records.len(), Ordering::SeqCst);
+        Ok(())
+    })
+    .unwrap();
+    assert!(worst.load(Ordering::SeqCst) * record > budget);
 }
 
 #[test]

@@ -32,7 +32,10 @@ fn columns_round_trip_through_arrow_for_every_dtype_and_rank() {
     ];
     let batch = tensors_to_record_batch(cols.clone()).unwrap();
     assert_eq!(batch.num_rows(), 5);
-    assert_eq!(batch.column(0).data_type().to_string(), "FixedSizeList(2 x FixedSizeList(3 x Float32))");
+    assert_eq!(
+        batch.column(0).data_type().to_string(),
+        "FixedSizeList(2 x non-null FixedSizeList(3 x non-null Float32))"
+    );
     let back = record_batch_to_tensors(batch, &["b", "x", "i", "y", "x"]).unwrap();
     let want = [&cols[3].1, &cols[0].1, &cols[2].1, &cols[1].1, &cols[0].1];
     for (got, want) in back.iter().zip(want) {

@@ -78,6 +78,17 @@ pub struct PipelineConfig {
     pub axes: MapAxes,
 }
 
+/// One builder method per setting: `name(arg: Type) => value stored`.
+macro_rules! setters {
+    ($($name:ident($arg:ident: $t:ty) => $value:expr;)*) => {$(
+        #[doc = concat!("Set the field `", stringify!($name), "`.")]
+        pub fn $name(mut self, $arg: $t) -> PipelineConfig {
+            self.$name = $value;
+            self
+        }
+    )*};
+}
+
 impl PipelineConfig {
     /// Defaults: 2 decode threads, 4 batches in flight, no byte budget, fail on a record error.
     pub fn new(batch_size: usize) -> PipelineConfig {
@@ -92,40 +103,14 @@ impl PipelineConfig {
             axes: MapAxes::new(),
         }
     }
-    /// Set [`prefetch`](Self::prefetch).
-    pub fn prefetch(mut self, batches: usize) -> PipelineConfig {
-        self.prefetch = batches;
-        self
-    }
-    /// Set [`decode_threads`](Self::decode_threads).
-    pub fn decode_threads(mut self, n: usize) -> PipelineConfig {
-        self.decode_threads = n;
-        self
-    }
-    /// Set [`max_bytes_in_flight`](Self::max_bytes_in_flight).
-    pub fn max_bytes_in_flight(mut self, bytes: usize) -> PipelineConfig {
-        self.max_bytes_in_flight = Some(bytes);
-        self
-    }
-    /// Set [`errors`](Self::errors).
-    pub fn errors(mut self, policy: ErrorPolicy) -> PipelineConfig {
-        self.errors = policy;
-        self
-    }
-    /// Set [`cancel`](Self::cancel).
-    pub fn cancel(mut self, token: &CancelToken) -> PipelineConfig {
-        self.cancel = Some(token.clone());
-        self
-    }
-    /// Set [`options`](Self::options).
-    pub fn options(mut self, options: PforOptions) -> PipelineConfig {
-        self.options = options;
-        self
-    }
-    /// Set [`axes`](Self::axes).
-    pub fn axes(mut self, axes: MapAxes) -> PipelineConfig {
-        self.axes = axes;
-        self
+    setters! {
+        prefetch(batches: usize) => batches;
+        decode_threads(n: usize) => n;
+        max_bytes_in_flight(bytes: usize) => Some(bytes);
+        errors(policy: ErrorPolicy) => policy;
+        cancel(token: &CancelToken) => Some(token.clone());
+        options(options: PforOptions) => options;
+        axes(axes: MapAxes) => axes;
     }
 }
 

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use arrow_array::RecordBatch;
 use parquet::arrow::ArrowWriter;
 use parquet::arrow::ProjectionMask;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
@@ -31,13 +31,22 @@ fn data_err(op: &str, path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Data { op: op.into(), msg: format!("{}: {e}", path.display()) }
 }
 
+/// The record batches of a Parquet file's columns (from [`parquet_batches`]).
+pub struct ParquetBatches {
+    reader: ParquetRecordBatchReader,
+    path: PathBuf,
+}
+
+impl Iterator for ParquetBatches {
+    type Item = Result<RecordBatch>;
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        Some(self.reader.next()?.map_err(|e| data_err("parquet_batches", &self.path, e)))
+    }
+}
+
 /// The record batches of `path`'s named columns, `batch_rows` rows at a time (the last one
 /// may be smaller).
-pub fn parquet_batches(
-    path: impl AsRef<Path>,
-    columns: &[&str],
-    batch_rows: usize,
-) -> Result<impl Iterator<Item = Result<RecordBatch>> + Send + use<>> {
+pub fn parquet_batches(path: impl AsRef<Path>, columns: &[&str], batch_rows: usize) -> Result<ParquetBatches> {
     const OP: &str = "parquet_batches";
     let path = path.as_ref().to_path_buf();
     if batch_rows == 0 {
@@ -57,16 +66,12 @@ pub fn parquet_batches(
     let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
     let reader =
         builder.with_projection(mask).with_batch_size(batch_rows).build().map_err(|e| data_err(OP, &path, e))?;
-    Ok(reader.map(move |b| b.map_err(|e| data_err(OP, &path, e))))
+    Ok(ParquetBatches { reader, path })
 }
 
 /// The rows of `path`'s named columns as pipeline records: each an example with one tensor
 /// per column (a row of a `FixedSizeList<f32>` column of size 784 is an f32 tensor `[784]`).
-pub fn parquet_rows(
-    path: impl AsRef<Path>,
-    columns: &[&str],
-    batch_rows: usize,
-) -> Result<ArrowRows<impl Iterator<Item = Result<RecordBatch>> + Send + use<>>> {
+pub fn parquet_rows(path: impl AsRef<Path>, columns: &[&str], batch_rows: usize) -> Result<ArrowRows<ParquetBatches>> {
     Ok(ArrowRows::new(parquet_batches(path, columns, batch_rows)?, columns))
 }
 
