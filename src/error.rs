@@ -237,6 +237,23 @@ pub enum Error {
         /// The budget it exceeds; `None` when the allocator refused.
         limit: Option<usize>,
     },
+    /// A data source or sink failed: I/O, a malformed file, a column of a type or layout that
+    /// has no tensor form (nulls, an unsupported element type).
+    #[error("{op}: data error: {msg}")]
+    Data {
+        /// The reader, writer or conversion.
+        op: String,
+        /// What happened, naming the file, column or row.
+        msg: String,
+    },
+    /// Context: a data pipeline failed on this record (its 0-based position in the source).
+    #[error("record {index}: {source}")]
+    AtRecord {
+        /// The record's position in the source.
+        index: usize,
+        /// The cause.
+        source: Box<Error>,
+    },
 }
 
 impl Error {
@@ -258,7 +275,7 @@ impl Error {
     /// ```
     pub fn root(&self) -> &Error {
         match self {
-            Error::AtNode { source, .. } => source.root(),
+            Error::AtNode { source, .. } | Error::AtRecord { source, .. } => source.root(),
             e => e,
         }
     }

@@ -9,7 +9,7 @@ mod dp;
 mod func;
 mod layers;
 mod map;
-mod pipeline;
+pub mod pipeline;
 
 pub use autodiff::{
     batch_jacobian, batch_jacobian_with, hessian, hessian_with, jacobian, jacobian_fwd, jacobian_fwd_with,
@@ -24,4 +24,6 @@ pub use layers::{lstm_cell, lstm_gates};
 pub use map::{
     MapAxes, map_fn, map_fn_axes, vectorized_map, vectorized_map_axes, vectorized_map_axes_with, vectorized_map_with,
 };
-pub use pipeline::{BatchedMap, pipeline, pipeline_axes};
+pub use pipeline::{
+    BatchOutput, BatchedMap, ErrorPolicy, Pipeline, PipelineConfig, PipelineStats, pipeline, pipeline_axes,
+};

@@ -1,6 +1,11 @@
-//! The user-facing API as a user calls it: vectorized maps with explicit axes (`map`) and
-//! the function-level derivative transforms (`func`); unbatched outputs (`map_out_axes`).
+//! The user-facing API as a user calls it: vectorized maps with explicit axes (`map`),
+//! unbatched outputs (`map_out_axes`), the function-level derivative transforms (`func`),
+//! the pipeline engine (`pipeline`) and its Arrow / Parquet sources and sinks
+//! (`pipeline_parquet`, feature `parquet`).
 
 pub mod func;
 pub mod map;
 pub mod map_out_axes;
+pub mod pipeline;
+#[cfg(feature = "parquet")]
+pub mod pipeline_parquet;

@@ -5,26 +5,41 @@
 //! The map is compiled once with a dynamic batch dim, so every batch size — including the
 //! last, partial batch — reuses the same session (no re-tracing per batch size).
 //!
+//! Two front ends share that model stage (`model.rs`):
+//! - [`pipeline`] / [`pipeline_axes`]: an iterator adaptor ([`BatchedMap`]) that batches
+//!   already-decoded examples on the calling thread;
+//! - [`Pipeline`] (`engine.rs`): the engine — source → parallel decode → batch → model →
+//!   sink, with bounded queues, a byte budget, a per-record error policy, cancellation and
+//!   [`PipelineStats`].
+//!
+//! With the `parquet` feature, `arrow` converts Arrow arrays and record batches to and from
+//! tensors and `parquet` reads and writes Parquet files for the engine.
+//!
 //! With [`pipeline_axes`], an example component whose in-axis is `None` is broadcast: it
 //! must be the same tensor in every example of a batch (checked), and is fed once per
 //! batch, unstacked; the out-axes place the batch axis in each yielded output.
 
-use crate::api::{MapAxes, vectorized_map_axes_with};
-use crate::error::{Error, Result};
-use crate::exec::Session;
+#[cfg(feature = "parquet")]
+pub mod arrow;
+mod engine;
+mod model;
+#[cfg(feature = "parquet")]
+pub mod parquet;
+
+pub use engine::{BatchOutput, ErrorPolicy, Pipeline, PipelineConfig, PipelineStats};
+
+use crate::api::MapAxes;
+use crate::error::Result;
 use crate::ir::{Graph, ValueId};
-use crate::tensor::{Dim, Tensor, TensorType};
+use crate::tensor::{Tensor, TensorType};
 use crate::vectorize::PforOptions;
+use model::BatchModel;
 
 /// Iterator adaptor returned by [`pipeline`]: yields the stacked outputs of each batch.
 pub struct BatchedMap<I> {
     examples: I,
     batch_size: usize,
-    session: Session,
-    inputs: Vec<ValueId>,
-    elem_types: Vec<TensorType>,
-    /// Per component: stacked over the batch (`true`) or broadcast.
-    mapped: Vec<bool>,
+    model: BatchModel,
     done: bool,
 }
 
@@ -93,64 +108,17 @@ where
     I: IntoIterator<Item = Vec<Tensor>>,
 {
     if batch_size == 0 {
-        return Err(Error::InvalidArgument("pipeline: batch_size must be > 0".into()));
+        return Err(crate::error::Error::InvalidArgument("pipeline: batch_size must be > 0".into()));
     }
-    let mapped: Vec<bool> = match axes.in_axes_of() {
-        None => vec![true; elem_types.len()],
-        Some(a) if a.len() != elem_types.len() => {
-            return Err(Error::InvalidArgument(format!(
-                "pipeline: in_axes has {} entries for {} example components",
-                a.len(),
-                elem_types.len()
-            )));
-        }
-        Some(a) => a
-            .iter()
-            .enumerate()
-            .map(|(k, x)| match x {
-                None => Ok(false),
-                Some(0) => Ok(true),
-                Some(x) => Err(Error::InvalidArgument(format!(
-                    "pipeline: in_axes entry {k} is {x}; examples are stacked on a new axis 0, so an entry \
-                     is Some(0) (mapped) or None (broadcast)"
-                ))),
-            })
-            .collect::<Result<_>>()?,
-    };
-    let mut g = Graph::new();
-    let inputs: Vec<ValueId> = elem_types
-        .iter()
-        .zip(&mapped)
-        .enumerate()
-        .map(|(k, (t, m))| {
-            let shape = if *m { t.shape.prepend(Dim::dynamic("batch")) } else { t.shape.clone() };
-            g.input(&format!("elem{k}"), t.dtype, shape)
-        })
-        .collect();
-    let outs = vectorized_map_axes_with(&mut g, f, &inputs, axes, options)?;
-    let session = Session::new(&g, &outs)?;
-    Ok(BatchedMap {
-        examples: examples.into_iter(),
-        batch_size,
-        session,
-        inputs,
-        elem_types: elem_types.to_vec(),
-        mapped,
-        done: false,
-    })
+    let model = BatchModel::new(elem_types, options, f, axes)?;
+    Ok(BatchedMap { examples: examples.into_iter(), batch_size, model, done: false })
 }
 
 impl<I: Iterator<Item = Vec<Tensor>>> BatchedMap<I> {
     fn next_batch(&mut self) -> Result<Option<Vec<Tensor>>> {
         let mut batch: Vec<Vec<Tensor>> = Vec::with_capacity(self.batch_size);
         for ex in self.examples.by_ref() {
-            if ex.len() != self.elem_types.len() {
-                return Err(Error::InvalidArgument(format!(
-                    "pipeline: example has {} tensors, expected {}",
-                    ex.len(),
-                    self.elem_types.len()
-                )));
-            }
+            self.model.assembler.check(&ex)?;
             batch.push(ex);
             if batch.len() == self.batch_size {
                 break;
@@ -159,29 +127,9 @@ impl<I: Iterator<Item = Vec<Tensor>>> BatchedMap<I> {
         if batch.is_empty() {
             return Ok(None);
         }
-        let mut feeds = Vec::with_capacity(self.inputs.len());
-        for (k, ((v, t), m)) in self.inputs.iter().zip(&self.elem_types).zip(&self.mapped).enumerate() {
-            let parts: Vec<Tensor> = batch.iter().map(|ex| ex[k].clone()).collect();
-            let elem: Vec<usize> = parts[0].shape().to_vec();
-            if !t.shape.matches(&elem) {
-                return Err(Error::InvalidArgument(format!(
-                    "pipeline: example component {k} is {elem:?}, expected {t}"
-                )));
-            }
-            if *m {
-                feeds.push((*v, Tensor::stack(&parts, t.dtype, &elem)?));
-                continue;
-            }
-            if let Some(j) = parts.iter().position(|p| p != &parts[0]) {
-                return Err(Error::InvalidArgument(format!(
-                    "pipeline: component {k} is broadcast (in_axes None) but example {j} of the batch has a \
-                     different value ({:?}) than example 0 ({elem:?})",
-                    parts[j].shape()
-                )));
-            }
-            feeds.push((*v, parts[0].clone()));
-        }
-        self.session.run(&feeds).map(Some)
+        self.model.assembler.check_broadcast(&batch).map_err(|(_, e)| e)?;
+        let feeds = self.model.assembler.stack(&batch)?;
+        self.model.session.run(&feeds).map(Some)
     }
 }
 

@@ -1,0 +1,219 @@
+//! Apache Arrow arrays and record batches ↔ tensors (feature `parquet`).
+//!
+//! A column holds one value per row; its tensor has the rows on axis 0:
+//! - a primitive column of `Float32`, `Float64`, `Int64` or `Boolean` ↔ a tensor `[rows]`;
+//! - a `FixedSizeList` of such values (nested to any depth) ↔ `[rows, d1, d2, ...]`, one list
+//!   level per dim (a tensor of rank `r` is written as `r - 1` nested lists).
+//!
+//! **Copies**: converting *by value* is zero-copy when the layout allows: an Arrow buffer that
+//! is uniquely owned, unsliced and was allocated as a `Vec` of its element type (e.g. one
+//! that came from a tensor) becomes the tensor's storage, and a uniquely owned, contiguous
+//! f32/f64/i64 tensor becomes the Arrow buffer. Everything else is copied once: buffers shared
+//! with another array or a record batch still alive, sliced arrays, the 64-byte-aligned
+//! buffers the Parquet reader allocates (their layout is not a `Vec`'s, so ndarray cannot own
+//! them), and every `Boolean` column (Arrow packs booleans into bits).
+//!
+//! Nulls have no tensor form: a column with a null is an [`Error::Data`] naming the row.
+
+use std::sync::Arc;
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{ArrowPrimitiveType, Float32Type, Float64Type, Int64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, FixedSizeListArray, PrimitiveArray, RecordBatch};
+use arrow_buffer::ScalarBuffer;
+use arrow_schema::{DataType, Field, Schema};
+
+use crate::error::{Error, Result};
+use crate::tensor::{Element, Tensor};
+
+fn data_err(op: &str, msg: impl Into<String>) -> Error {
+    Error::Data { op: op.into(), msg: msg.into() }
+}
+
+fn no_nulls(op: &str, a: &dyn Array) -> Result<()> {
+    match a.nulls().filter(|n| n.null_count() > 0) {
+        Some(n) => {
+            let row = (0..a.len()).find(|&i| n.is_null(i)).unwrap_or(0);
+            Err(data_err(op, format!("value {row} of a {} array is null; tensors have no nulls", a.data_type())))
+        }
+        None => Ok(()),
+    }
+}
+
+/// The column `array` (one value per row) as a tensor `[rows, ...]`, taking its buffer
+/// without a copy when the layout allows (see the module docs).
+pub fn array_to_tensor(array: ArrayRef) -> Result<Tensor> {
+    const OP: &str = "array_to_tensor";
+    let mut dims = vec![array.len()];
+    let mut a = array;
+    while let DataType::FixedSizeList(_, size) = a.data_type() {
+        no_nulls(OP, a.as_ref())?;
+        dims.push(usize::try_from(*size).map_err(|_| data_err(OP, format!("list size {size}")))?);
+        // own the list (and drop the Arc) so that its child may be uniquely owned
+        let list: FixedSizeListArray = a.as_fixed_size_list().clone();
+        drop(a);
+        a = list.into_parts().2;
+    }
+    no_nulls(OP, a.as_ref())?;
+    let n: usize = dims.iter().product();
+    if a.len() != n {
+        return Err(data_err(OP, format!("{} leaf values for the shape {dims:?}", a.len())));
+    }
+    match a.data_type() {
+        DataType::Float32 => primitive_to_tensor::<Float32Type, f32>(a, &dims),
+        DataType::Float64 => primitive_to_tensor::<Float64Type, f64>(a, &dims),
+        DataType::Int64 => primitive_to_tensor::<Int64Type, i64>(a, &dims),
+        DataType::Boolean => Tensor::from_vec(&dims, a.as_boolean().iter().map(|b| b.unwrap_or(false)).collect()),
+        t => Err(data_err(OP, format!("a column of {t} has no tensor dtype (f32, f64, i64, bool)"))),
+    }
+}
+
+fn primitive_to_tensor<P, T>(a: ArrayRef, dims: &[usize]) -> Result<Tensor>
+where
+    P: ArrowPrimitiveType<Native = T>,
+    T: Element + arrow_buffer::ArrowNativeType,
+{
+    let p: PrimitiveArray<P> = a.as_primitive::<P>().clone();
+    drop(a);
+    let values: ScalarBuffer<T> = p.into_parts().1;
+    let data = match values.into_inner().into_vec::<T>() {
+        Ok(v) => v,
+        Err(shared) => shared.typed_data::<T>().to_vec(),
+    };
+    Tensor::from_vec(dims, data)
+}
+
+/// The tensor `t` (rows on axis 0, rank >= 1) as an Arrow column: `[rows]` a primitive array,
+/// `[rows, d1, ...]` nested `FixedSizeList`s. Zero-copy for a uniquely owned contiguous
+/// f32/f64/i64 tensor (see the module docs).
+pub fn tensor_to_array(t: Tensor) -> Result<ArrayRef> {
+    const OP: &str = "tensor_to_array";
+    if t.rank() == 0 {
+        return Err(data_err(OP, "a scalar has no row axis; a column needs a tensor of rank >= 1"));
+    }
+    let shape = t.shape().to_vec();
+    let mut array: ArrayRef = match t {
+        Tensor::F32(_) => Arc::new(PrimitiveArray::<Float32Type>::new(tensor_into_vec::<f32>(t)?.into(), None)),
+        Tensor::F64(_) => Arc::new(PrimitiveArray::<Float64Type>::new(tensor_into_vec::<f64>(t)?.into(), None)),
+        Tensor::I64(_) => Arc::new(PrimitiveArray::<Int64Type>::new(tensor_into_vec::<i64>(t)?.into(), None)),
+        Tensor::Bool(a) => Arc::new(BooleanArray::from(a.iter().copied().collect::<Vec<bool>>())),
+    };
+    for &d in shape[1..].iter().rev() {
+        let size = i32::try_from(d).map_err(|_| data_err(OP, format!("dim {d} of {shape:?} exceeds a list size")))?;
+        let field = Arc::new(Field::new_list_field(array.data_type().clone(), false));
+        let list = FixedSizeListArray::try_new(field, size, array, None).map_err(|e| data_err(OP, e.to_string()))?;
+        array = Arc::new(list);
+    }
+    Ok(array)
+}
+
+/// The elements of `t` in logical (row-major) order: its own buffer when it is uniquely
+/// owned and contiguous, a copy otherwise.
+fn tensor_into_vec<T: Element>(t: Tensor) -> Result<Vec<T>> {
+    let got = t.dtype();
+    let a = T::unwrap(t).map_err(|_| Error::dtype("tensor_to_array", T::DTYPE.name(), got))?;
+    let n = a.len();
+    match a.try_into_owned_nocopy() {
+        Ok(owned) if owned.is_standard_layout() => match owned.into_raw_vec_and_offset() {
+            (v, None | Some(0)) if v.len() == n => Ok(v),
+            (v, Some(off)) => Ok(v[off..off + n].to_vec()),
+            (v, None) => Ok(v[..n].to_vec()),
+        },
+        Ok(owned) => Ok(owned.iter().copied().collect()),
+        Err(shared) => Ok(shared.iter().copied().collect()),
+    }
+}
+
+/// The named columns of `batch` as tensors `[rows, ...]`, in the order of `columns`. Takes
+/// the batch by value: a column whose buffer nothing else shares is not copied.
+pub fn record_batch_to_tensors(batch: RecordBatch, columns: &[&str]) -> Result<Vec<Tensor>> {
+    let (schema, mut arrays, _) = batch.into_parts();
+    let mut picked = Vec::with_capacity(columns.len());
+    for name in columns {
+        let k = schema.index_of(name).map_err(|_| {
+            let have: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+            data_err("record_batch_to_tensors", format!("no column '{name}' (the batch has {have:?})"))
+        })?;
+        picked.push(k);
+    }
+    let mut out = Vec::with_capacity(columns.len());
+    for (j, &k) in picked.iter().enumerate() {
+        // the last use of a column moves it out (a column named twice is cloned first)
+        let a =
+            if picked[j + 1..].contains(&k) { arrays[k].clone() } else { std::mem::replace(&mut arrays[k], empty()) };
+        out.push(
+            array_to_tensor(a)
+                .map_err(|e| data_err("record_batch_to_tensors", format!("column '{}': {e}", columns[j])))?,
+        );
+    }
+    Ok(out)
+}
+
+fn empty() -> ArrayRef {
+    Arc::new(BooleanArray::from(Vec::<bool>::new()))
+}
+
+/// A record batch with one column per `(name, tensor)` (every tensor with the same number
+/// of rows on axis 0), converted by [`tensor_to_array`].
+pub fn tensors_to_record_batch(columns: Vec<(String, Tensor)>) -> Result<RecordBatch> {
+    let mut fields = Vec::with_capacity(columns.len());
+    let mut arrays = Vec::with_capacity(columns.len());
+    for (name, t) in columns {
+        let a = tensor_to_array(t).map_err(|e| data_err("tensors_to_record_batch", format!("column '{name}': {e}")))?;
+        fields.push(Field::new(name, a.data_type().clone(), false));
+        arrays.push(a);
+    }
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
+        .map_err(|e| data_err("tensors_to_record_batch", e.to_string()))
+}
+
+/// A pipeline source over record batches: yields one example per row, the named columns'
+/// values of that row (views into the batch's tensors: the rows are not copied here; the
+/// decode threads' stacking copies them once into the model's batch).
+pub struct ArrowRows<I> {
+    batches: I,
+    columns: Vec<String>,
+    current: Vec<Tensor>,
+    row: usize,
+    rows: usize,
+    failed: bool,
+}
+
+impl<I: Iterator<Item = Result<RecordBatch>>> ArrowRows<I> {
+    /// Rows of `batches`, each the values of `columns` (in that order).
+    pub fn new(batches: I, columns: &[&str]) -> ArrowRows<I> {
+        ArrowRows {
+            batches,
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            current: Vec::new(),
+            row: 0,
+            rows: 0,
+            failed: false,
+        }
+    }
+}
+
+impl<I: Iterator<Item = Result<RecordBatch>>> Iterator for ArrowRows<I> {
+    type Item = Result<Vec<Tensor>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.row == self.rows {
+            if self.failed {
+                return None;
+            }
+            let names: Vec<&str> = self.columns.iter().map(String::as_str).collect();
+            match self.batches.next()?.and_then(|b| {
+                let rows = b.num_rows();
+                Ok((rows, record_batch_to_tensors(b, &names)?))
+            }) {
+                Ok((rows, tensors)) => (self.current, self.row, self.rows) = (tensors, 0, rows),
+                Err(e) => {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+            }
+        }
+        let r = self.row;
+        self.row += 1;
+        Some(self.current.iter().map(|t| t.index_axis0(r)).collect())
+    }
+}
