@@ -127,6 +127,42 @@ fn hessian_is_the_jacobian_of_the_jacobian() {
     }
 }
 
+/// The hessian w.r.t. a graph CONSTANT equals the hessian w.r.t. an input fed the same
+/// value (a constant is a point to differentiate at, not a value to fold away), with the
+/// default options and strict ones.
+#[test]
+fn hessian_wrt_a_constant_equals_the_hessian_wrt_an_input() {
+    let x0 = Tensor::vec1(&[1.0f64, -2.0, 0.5]);
+    let build = |g: &mut Graph, x: ValueId| -> ValueId {
+        // y = Σ x² + Σ sin(x)·x → H = diag(2 + 2cos(x) - x sin(x))
+        let sq = g.square(x).unwrap();
+        let a = g.sum_all(sq).unwrap();
+        let s = g.sin(x).unwrap();
+        let sx = g.mul(s, x).unwrap();
+        let b = g.sum_all(sx).unwrap();
+        g.add(a, b).unwrap()
+    };
+    let xv = x0.to_f64_vec();
+    for opts in [PforOptions::default(), strict()] {
+        for constant in [false, true] {
+            let mut g = Graph::new();
+            let x = if constant { g.constant(x0.clone()) } else { g.input("x", DType::F64, [3]) };
+            let y = build(&mut g, x);
+            let h = hessian_with(&mut g, y, x, &opts).unwrap();
+            let feeds: Vec<(ValueId, Tensor)> = if constant { vec![] } else { vec![(x, x0.clone())] };
+            let v = run_once(&g, &[h], &feeds).unwrap()[0].to_f64_vec();
+            for a in 0..3 {
+                for b in 0..3 {
+                    let x = xv[a];
+                    let want = if a == b { 2.0 + 2.0 * x.cos() - x * x.sin() } else { 0.0 };
+                    let got = v[a * 3 + b];
+                    assert!((got - want).abs() < 1e-10, "constant {constant}: H[{a},{b}] = {got}, want {want}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn hessian_of_a_vector_function_has_three_parts() {
     let mut g = Graph::new();
