@@ -14,8 +14,10 @@
 //! The serialization coverage test (`tests/core/serialize.rs`) runs the value tests again in a
 //! child with [`ROUNDTRIP_ENV`] set instead: there [`run_recorded`] also saves each graph it
 //! ran, loads it back, checks that saving the loaded graph gives the same bytes and that it
-//! computes bit-identical outputs, and records the kinds of each graph that passed as
-//! `serialize <family>/<kind>` (a failure as a `serialize-fail <message>` line).
+//! computes the same outputs, and records the kinds of each graph that passed as
+//! `serialize <family>/<kind>` (a failure as a `serialize-fail <message>` line); [`session`],
+//! whose caller runs the graph, checks the bytes and that the loaded graph compiles (the
+//! outputs of the kinds only such tests hold are compared in `tests/core/serialize.rs`).
 //!
 //! Invariants: a value test counts a kind only if a graph holding it (at top level or in a
 //! function of its library) was run to completion by a recording helper; a converter test
@@ -167,18 +169,7 @@ pub fn pfor_recorded(
 pub fn run_recorded(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
     let out = run_once(g, fetches, feeds)?;
     record_values(g);
-    if let Some(path) = roundtrip_target() {
-        let mut kinds: Vec<OpKind> = graph_kinds(g).collect();
-        kinds.extend(library_kinds(g, |_| true));
-        // custom ops cannot be saved (tests/core/serialize.rs checks the error)
-        if !kinds.contains(&OpKind::Custom) {
-            let line = match roundtrip(g, fetches, feeds, &out) {
-                Ok(()) => kinds.iter().map(|k| format!("{} {}\n", Area::Serialized.tag(), kind_name(*k))).collect(),
-                Err(e) => format!("serialize-fail {}\n", e.replace('\n', " ")),
-            };
-            append(path, &line);
-        }
-    }
+    record_roundtrip(g, || roundtrip(g, fetches, feeds, &out));
     Ok(out)
 }
 
@@ -194,17 +185,14 @@ fn roundtrip(
 ) -> std::result::Result<(), String> {
     let mut outs = fetches.to_vec();
     outs.extend(feeds.iter().map(|(v, _)| *v));
-    let bytes = g.to_bytes(&outs).map_err(|e| format!("save: {e}"))?;
-    let (h, map) = Graph::from_bytes(&bytes).map_err(|e| format!("load: {e}"))?;
-    let again = h.to_bytes(&map).map_err(|e| format!("save the loaded graph: {e}"))?;
-    if again != bytes {
-        return Err(format!("saving the loaded graph gives other bytes:\n{g}"));
-    }
-    let feeds: Vec<(ValueId, Tensor)> = feeds.iter().zip(&map[fetches.len()..]).map(|((_, t), v)| (*v, t.clone())).collect();
+    let (h, map) = structural_roundtrip(g, &outs)?;
+    let feeds: Vec<(ValueId, Tensor)> =
+        feeds.iter().zip(&map[fetches.len()..]).map(|((_, t), v)| (*v, t.clone())).collect();
     let got = run_once(&h, &map[..fetches.len()], &feeds).map_err(|e| format!("run the loaded graph: {e}"))?;
     for (k, (a, b)) in got.iter().zip(want).enumerate() {
         let tol = if a.dtype() == DType::F32 { 1e-5 } else { 1e-11 };
-        pfor::tensor::assert_close(a, b, tol, tol).map_err(|e| format!("output {k} differs after a round trip: {e}\n{g}"))?;
+        pfor::tensor::assert_close(a, b, tol, tol)
+            .map_err(|e| format!("output {k} differs after a round trip: {e}\n{g}"))?;
     }
     Ok(())
 }
@@ -214,7 +202,38 @@ fn roundtrip(
 pub fn session(g: &Graph, fetches: &[ValueId]) -> Result<Session> {
     let s = Session::new(g, fetches)?;
     record_values(g);
+    record_roundtrip(g, || structural_roundtrip(g, fetches).map(|_| ()));
     Ok(s)
+}
+
+/// In a round-trip child, run `check` unless `g` holds a custom op (which cannot be saved:
+/// `tests/core/serialize.rs` checks that error) and record its outcome.
+fn record_roundtrip(g: &Graph, check: impl FnOnce() -> std::result::Result<(), String>) {
+    let Some(path) = roundtrip_target() else { return };
+    let mut kinds: Vec<OpKind> = graph_kinds(g).collect();
+    kinds.extend(library_kinds(g, |_| true));
+    if kinds.contains(&OpKind::Custom) {
+        return;
+    }
+    let line = match check() {
+        Ok(()) => kinds.iter().map(|k| format!("{} {}\n", Area::Serialized.tag(), kind_name(*k))).collect(),
+        Err(e) => format!("serialize-fail {}\n", e.replace('\n', " ")),
+    };
+    append(path, &line);
+}
+
+/// Save `g` with `outputs`, load it, and save the loaded graph: the same bytes; the loaded
+/// graph, verified by loading, compiles a session for the loaded outputs. Returns the loaded
+/// graph and outputs.
+fn structural_roundtrip(g: &Graph, outputs: &[ValueId]) -> std::result::Result<(Graph, Vec<ValueId>), String> {
+    let bytes = g.to_bytes(outputs).map_err(|e| format!("save: {e}"))?;
+    let (h, map) = Graph::from_bytes(&bytes).map_err(|e| format!("load: {e}"))?;
+    let again = h.to_bytes(&map).map_err(|e| format!("save the loaded graph: {e}"))?;
+    if again != bytes {
+        return Err(format!("saving the loaded graph gives other bytes:\n{g}"));
+    }
+    Session::new(&h, &map).map_err(|e| format!("compile the loaded graph: {e}"))?;
+    Ok((h, map))
 }
 
 /// The tests the coverage child runs: the value tests and the converter tests (the coverage

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use pfor::error::Error;
 use pfor::ir::serialize::{FORMAT_VERSION, MAGIC, MAX_DEPTH};
 use pfor::ops::CustomOp;
-use pfor::run_function;
 use pfor::prelude::*;
+use pfor::run_function;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -41,8 +41,9 @@ fn f64t(shape: &[usize], data: &[f64]) -> Tensor {
 }
 
 /// A graph with a recursive library function (cond + call), a while loop whose body holds a
-/// cond and captures an outer value, a capped while, a for loop, a variable, constants of
-/// every dtype and an input with a named dynamic dim. Returns the graph and its outputs.
+/// cond and captures an outer value, a capped while, a for loop, a variable read, assigned
+/// and incremented, a range, constants of every dtype and an input with a named dynamic dim.
+/// Returns the graph and its outputs.
 fn control_graph() -> Result<(Graph, Vec<ValueId>)> {
     let mut g = Graph::new();
     let v3 = TensorType::new(DType::F64, [3]);
@@ -105,7 +106,12 @@ fn control_graph() -> Result<(Graph, Vec<ValueId>)> {
     })?;
     let picked = g.select(flags, out[1], capped[0])?;
     let rows = g.reduce_sum(batch, Some(&[0]), false)?;
-    Ok((g, vec![picked, looped[0], rows, out[0]]))
+    // range and variable writes (value tests run these only through sessions)
+    let (start, limit, delta) = (g.scalar(DType::F64, 0.5), g.scalar(DType::F64, 3.0), g.scalar(DType::F64, 1.0));
+    let steps = g.range(start, limit, delta)?;
+    let set = g.assign("w", capped[0])?;
+    let bumped = g.assign_add("w", x)?;
+    Ok((g, vec![picked, looped[0], rows, out[0], steps, set, bumped]))
 }
 
 fn feeds(g: &Graph) -> Vec<(ValueId, Tensor)> {
@@ -294,7 +300,10 @@ fn custom_op_cannot_be_saved_and_the_error_names_it() {
     let y = g.add_op(Op::Custom(Arc::new(Twice)), &[x]).unwrap();
     let e = g.to_bytes(&[y]).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("twice") && msg.contains("cannot be serialized") && msg.contains(&y.node.to_string()), "{msg}");
+    assert!(
+        msg.contains("twice") && msg.contains("cannot be serialized") && msg.contains(&y.node.to_string()),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -365,7 +374,10 @@ fn attribute_graph() -> (Graph, Vec<ValueId>) {
         (Op::Shape(ShapeOp::Transpose { perm: vec![0, 2, 1, 3] }), vec![x]),
         (Op::Shape(ShapeOp::Tile { multiples: vec![1, 2, 1, 1] }), vec![x]),
         (Op::Shape(ShapeOp::OneHot { depth: 4, axis: -1, on: 1.0, off: 0.0, dtype: DType::F32 }), vec![idx]),
-        (Op::Slicing(SlicingOp::Pad { paddings: vec![(1, 0), (0, 1), (0, 0), (2, 2)], mode: PadMode::Reflect }), vec![x]),
+        (
+            Op::Slicing(SlicingOp::Pad { paddings: vec![(1, 0), (0, 1), (0, 0), (2, 2)], mode: PadMode::Reflect }),
+            vec![x],
+        ),
         (Op::Slicing(SlicingOp::Slice { begin: vec![0, 1, 0, 0], size: vec![1, -1, 2, 3] }), vec![x]),
         (Op::Slicing(SlicingOp::Split { axis: 3, sizes: vec![2, 3] }), vec![x]),
         (

@@ -221,9 +221,7 @@ fn get_values(r: &mut Reader, ids: &[NodeId], what: &str) -> Result<Vec<ValueId>
 
 fn put_function(f: &Function, w: &mut Writer) -> Result<()> {
     if !f.graph.library().same(&w.lib) {
-        return Err(Error::InvalidArgument(
-            "a function body uses another library than the graph being saved".into(),
-        ));
+        return Err(Error::InvalidArgument("a function body uses another library than the graph being saved".into()));
     }
     w.depth += 1;
     if w.depth > MAX_DEPTH {

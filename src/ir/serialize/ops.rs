@@ -10,8 +10,8 @@
 use super::wire::{Reader, Wire, Writer};
 use crate::error::{Error, Result};
 use crate::ops::{
-    BinaryKind, ControlOp, ConvOp, ElementwiseOp, IndexOp, LinalgOp, LinearOp, NnOp, Op, RandomOp, ReduceOp,
-    ShapeOp, SlicingOp, StateOp, UnaryKind,
+    BinaryKind, ControlOp, ConvOp, ElementwiseOp, IndexOp, LinalgOp, LinearOp, NnOp, Op, RandomOp, ReduceOp, ShapeOp,
+    SlicingOp, StateOp, UnaryKind,
 };
 
 /// `impl Wire` for a family's op enum from the list of its variants and their fields.
@@ -180,62 +180,39 @@ fn kind_by_name<K: Copy>(r: &mut Reader, family: &str, all: &[K], name: fn(K) ->
         .ok_or_else(|| Error::Format { at, msg: format!("unknown {family} op '{s}'") })
 }
 
-/// The family tags, in the order of [`Op`]'s variants.
-const FAMILIES: [&str; 16] = [
-    "input",
-    "const",
-    "unary",
-    "binary",
-    "elementwise",
-    "reduce",
-    "shape",
-    "slicing",
-    "indexing",
-    "linear",
-    "conv",
-    "nn",
-    "linalg",
-    "random",
-    "state",
-    "control",
-];
-
 impl Wire for Op {
+    /// The family tag is [`OpKind::family`](crate::OpKind::family), except for inputs and
+    /// constants (`"input"`, `"const"`).
     fn put(&self, w: &mut Writer) -> Result<()> {
-        let family = |w: &mut Writer, k: usize| w.str(FAMILIES[k]);
-        match self {
-            Op::Input { name } => {
-                family(w, 0)?;
-                w.str(name)
-            }
-            Op::Const { value } => {
-                family(w, 1)?;
-                value.put(w)
-            }
-            Op::Unary(k) => {
-                family(w, 2)?;
-                w.str(k.name())
-            }
-            Op::Binary(k) => {
-                family(w, 3)?;
-                w.str(k.name())
-            }
-            Op::Elementwise(o) => family(w, 4).and_then(|_| o.put(w)),
-            Op::Reduce(o) => family(w, 5).and_then(|_| o.put(w)),
-            Op::Shape(o) => family(w, 6).and_then(|_| o.put(w)),
-            Op::Slicing(o) => family(w, 7).and_then(|_| o.put(w)),
-            Op::Index(o) => family(w, 8).and_then(|_| o.put(w)),
-            Op::Linear(o) => family(w, 9).and_then(|_| o.put(w)),
-            Op::Conv(o) => family(w, 10).and_then(|_| o.put(w)),
-            Op::Nn(o) => family(w, 11).and_then(|_| o.put(w)),
-            Op::Linalg(o) => family(w, 12).and_then(|_| o.put(w)),
-            Op::Random(o) => family(w, 13).and_then(|_| o.put(w)),
-            Op::State(o) => family(w, 14).and_then(|_| o.put(w)),
-            Op::Control(o) => family(w, 15).and_then(|_| o.put(w)),
-            Op::Custom(c) => Err(Error::unsupported(
+        if let Op::Custom(c) = self {
+            return Err(Error::unsupported(
                 c.name(),
                 "custom ops cannot be serialized (their code is not data): replace the node before saving",
-            )),
+            ));
+        }
+        w.str(match self {
+            Op::Input { .. } => "input",
+            Op::Const { .. } => "const",
+            op => op.kind().family(),
+        })?;
+        match self {
+            Op::Input { name } => w.str(name),
+            Op::Const { value } => value.put(w),
+            Op::Unary(k) => w.str(k.name()),
+            Op::Binary(k) => w.str(k.name()),
+            Op::Elementwise(o) => o.put(w),
+            Op::Reduce(o) => o.put(w),
+            Op::Shape(o) => o.put(w),
+            Op::Slicing(o) => o.put(w),
+            Op::Index(o) => o.put(w),
+            Op::Linear(o) => o.put(w),
+            Op::Conv(o) => o.put(w),
+            Op::Nn(o) => o.put(w),
+            Op::Linalg(o) => o.put(w),
+            Op::Random(o) => o.put(w),
+            Op::State(o) => o.put(w),
+            Op::Control(o) => o.put(w),
+            Op::Custom(_) => Ok(()),
         }
     }
 
