@@ -221,6 +221,16 @@ pub enum Error {
     /// A bad argument to a public function.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A serialized graph or function (`ir::serialize`) that cannot be read: bad magic, a
+    /// format version newer than this build's, truncated or malformed bytes, or a graph that
+    /// fails validation. `at` is the byte offset where reading stopped.
+    #[error("serialized graph, byte {at}: {msg}")]
+    Format {
+        /// Byte offset in the input.
+        at: usize,
+        /// What is wrong.
+        msg: String,
+    },
     /// A tensor too large to allocate: over the session's budget
     /// ([`ExecOptions::max_tensor_bytes`](crate::ExecOptions::max_tensor_bytes)), or refused
     /// by the allocator. Raised before anything of that size is written; inside a run it is

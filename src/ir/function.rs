@@ -468,6 +468,14 @@ impl Library {
         v
     }
 
+    /// Every declared signature (defined or not), sorted by name (for serialization).
+    pub(crate) fn declarations(&self) -> Result<Vec<(String, FunctionSignature)>> {
+        let l = self.inner.read().map_err(|_| poisoned())?;
+        let mut v: Vec<(String, FunctionSignature)> = l.sigs.iter().map(|(k, s)| (k.clone(), s.clone())).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(v)
+    }
+
     /// Add a variable.
     ///
     /// ```

@@ -24,6 +24,7 @@ mod function;
 mod handle;
 mod print;
 mod scope;
+pub mod serialize;
 mod verify;
 
 pub use derivative::{DerivativeHook, FunctionDerivatives, HookNode};

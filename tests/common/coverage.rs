@@ -11,6 +11,14 @@
 //! (e.g. `ops::`), so the result does not depend on the order in which the parent's tests
 //! run; the coverage tests do nothing in that child.
 //!
+//! The serialization coverage test (`tests/core/serialize.rs`) runs the value tests again in a
+//! child with [`ROUNDTRIP_ENV`] set instead: there [`run_recorded`] also saves each graph it
+//! ran, loads it back, checks that saving the loaded graph gives the same bytes and that it
+//! computes the same outputs, and records the kinds of each graph that passed as
+//! `serialize <family>/<kind>` (a failure as a `serialize-fail <message>` line); [`session`],
+//! whose caller runs the graph, checks the bytes and that the loaded graph compiles (the
+//! outputs of the kinds only such tests hold are compared in `tests/core/serialize.rs`).
+//!
 //! Invariants: a value test counts a kind only if a graph holding it (at top level or in a
 //! function of its library) was run to completion by a recording helper; a converter test
 //! counts a kind only for body nodes that pfor converts (they depend on the loop index or
@@ -36,6 +44,9 @@ pub enum Area {
     Value,
     /// pfor converted a node of the kind and the result matched the loop (converter tests).
     Converter,
+    /// A graph holding the kind ran, and its serialization round trip gave the same bytes
+    /// and outputs (value tests in a round-trip child).
+    Serialized,
 }
 
 impl Area {
@@ -43,6 +54,7 @@ impl Area {
         match self {
             Area::Value => "value",
             Area::Converter => "converter",
+            Area::Serialized => "serialize",
         }
     }
 }
@@ -62,6 +74,19 @@ pub fn recording() -> bool {
     target().is_some()
 }
 
+/// Names the file the serialization round trips of [`run_recorded`] are recorded to.
+pub const ROUNDTRIP_ENV: &str = "PFOR_TEST_ROUNDTRIP";
+
+fn roundtrip_target() -> Option<&'static PathBuf> {
+    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    PATH.get_or_init(|| std::env::var_os(ROUNDTRIP_ENV).map(PathBuf::from)).as_ref()
+}
+
+fn append(path: &Path, lines: &str) {
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("coverage file");
+    f.write_all(lines.as_bytes()).expect("coverage file");
+}
+
 fn write(area: Area, kinds: impl IntoIterator<Item = OpKind>) {
     let Some(path) = target() else { return };
     static SEEN: Mutex<Option<HashSet<(Area, OpKind)>>> = Mutex::new(None);
@@ -74,8 +99,7 @@ fn write(area: Area, kinds: impl IntoIterator<Item = OpKind>) {
         }
     }
     if !lines.is_empty() {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("coverage file");
-        f.write_all(lines.as_bytes()).expect("coverage file");
+        append(path, &lines);
     }
 }
 
@@ -140,11 +164,37 @@ pub fn pfor_recorded(
     Ok(out)
 }
 
-/// `run_once` for value tests: runs `g` and records its kinds when the run succeeds.
+/// `run_once` for value tests: runs `g` and records its kinds when the run succeeds (and,
+/// in a round-trip child, checks and records its serialization round trip).
 pub fn run_recorded(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)]) -> Result<Vec<Tensor>> {
     let out = run_once(g, fetches, feeds)?;
     record_values(g);
+    record_roundtrip(g, || roundtrip(g, fetches, feeds, &out));
     Ok(out)
+}
+
+/// Save `g` (with the fetched and fed values as its outputs), load it, save the loaded graph
+/// (the same bytes) and run it on the same feeds: integers and booleans identical, floats
+/// within a few ulps (some kernels reduce in parallel in a varying order: running the
+/// same graph twice differs as much).
+fn roundtrip(
+    g: &Graph,
+    fetches: &[ValueId],
+    feeds: &[(ValueId, Tensor)],
+    want: &[Tensor],
+) -> std::result::Result<(), String> {
+    let mut outs = fetches.to_vec();
+    outs.extend(feeds.iter().map(|(v, _)| *v));
+    let (h, map) = structural_roundtrip(g, &outs)?;
+    let feeds: Vec<(ValueId, Tensor)> =
+        feeds.iter().zip(&map[fetches.len()..]).map(|((_, t), v)| (*v, t.clone())).collect();
+    let got = run_once(&h, &map[..fetches.len()], &feeds).map_err(|e| format!("run the loaded graph: {e}"))?;
+    for (k, (a, b)) in got.iter().zip(want).enumerate() {
+        let tol = if a.dtype() == DType::F32 { 1e-5 } else { 1e-11 };
+        pfor::tensor::assert_close(a, b, tol, tol)
+            .map_err(|e| format!("output {k} differs after a round trip: {e}\n{g}"))?;
+    }
+    Ok(())
 }
 
 /// `Session::new` for value tests: records `g`'s kinds (the caller runs the session and
@@ -152,7 +202,38 @@ pub fn run_recorded(g: &Graph, fetches: &[ValueId], feeds: &[(ValueId, Tensor)])
 pub fn session(g: &Graph, fetches: &[ValueId]) -> Result<Session> {
     let s = Session::new(g, fetches)?;
     record_values(g);
+    record_roundtrip(g, || structural_roundtrip(g, fetches).map(|_| ()));
     Ok(s)
+}
+
+/// In a round-trip child, run `check` unless `g` holds a custom op (which cannot be saved:
+/// `tests/core/serialize.rs` checks that error) and record its outcome.
+fn record_roundtrip(g: &Graph, check: impl FnOnce() -> std::result::Result<(), String>) {
+    let Some(path) = roundtrip_target() else { return };
+    let mut kinds: Vec<OpKind> = graph_kinds(g).collect();
+    kinds.extend(library_kinds(g, |_| true));
+    if kinds.contains(&OpKind::Custom) {
+        return;
+    }
+    let line = match check() {
+        Ok(()) => kinds.iter().map(|k| format!("{} {}\n", Area::Serialized.tag(), kind_name(*k))).collect(),
+        Err(e) => format!("serialize-fail {}\n", e.replace('\n', " ")),
+    };
+    append(path, &line);
+}
+
+/// Save `g` with `outputs`, load it, and save the loaded graph: the same bytes; the loaded
+/// graph, verified by loading, compiles a session for the loaded outputs. Returns the loaded
+/// graph and outputs.
+fn structural_roundtrip(g: &Graph, outputs: &[ValueId]) -> std::result::Result<(Graph, Vec<ValueId>), String> {
+    let bytes = g.to_bytes(outputs).map_err(|e| format!("save: {e}"))?;
+    let (h, map) = Graph::from_bytes(&bytes).map_err(|e| format!("load: {e}"))?;
+    let again = h.to_bytes(&map).map_err(|e| format!("save the loaded graph: {e}"))?;
+    if again != bytes {
+        return Err(format!("saving the loaded graph gives other bytes:\n{g}"));
+    }
+    Session::new(&h, &map).map_err(|e| format!("compile the loaded graph: {e}"))?;
+    Ok((h, map))
 }
 
 /// The tests the coverage child runs: the value tests and the converter tests (the coverage
@@ -166,24 +247,34 @@ const SKIP: &[&str] = &["every_op_kind_has"];
 /// the parent's own run too).
 pub fn covered() -> &'static HashSet<(String, String)> {
     static COVERED: OnceLock<HashSet<(String, String)>> = OnceLock::new();
-    COVERED.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        let file = std::env::temp_dir().join(format!("pfor-coverage-{}.txt", std::process::id()));
-        let _ = std::fs::remove_file(&file);
-        let mut cmd = Command::new(exe);
-        cmd.args(FILTERS).arg("--test-threads=2").env(ENV, &file);
-        for s in SKIP {
-            cmd.arg("--skip").arg(s);
-        }
-        let out = cmd.output().expect("spawn the coverage child");
-        assert!(
-            out.status.success(),
-            "coverage child {FILTERS:?} failed:\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        read(&file)
-    })
+    COVERED.get_or_init(|| run_child(FILTERS, SKIP, ENV, "coverage"))
+}
+
+/// The `(serialize | serialize-fail, family/kind | message)` lines of a child running the value
+/// tests with [`ROUNDTRIP_ENV`] set (see the module doc).
+pub fn roundtrip_covered() -> HashSet<(String, String)> {
+    run_child(&["ops::"], &["every_op_kind_has", "round_trip_coverage"], ROUNDTRIP_ENV, "roundtrip")
+}
+
+/// Run this test binary as a child with `filters`, skipping `skip`, with `env` naming the file
+/// it records to; the recorded lines.
+fn run_child(filters: &[&str], skip: &[&str], env: &str, tag: &str) -> HashSet<(String, String)> {
+    let exe = std::env::current_exe().expect("current_exe");
+    let file = std::env::temp_dir().join(format!("pfor-{tag}-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let mut cmd = Command::new(exe);
+    cmd.args(filters).arg("--test-threads=2").env(env, &file);
+    for s in skip {
+        cmd.arg("--skip").arg(s);
+    }
+    let out = cmd.output().expect("spawn the coverage child");
+    assert!(
+        out.status.success(),
+        "{tag} child {filters:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    read(&file)
 }
 
 fn read(file: &Path) -> HashSet<(String, String)> {

@@ -10,6 +10,7 @@ mod options;
 mod passes;
 mod pretranspose;
 mod random_graphs;
+mod serialize;
 mod standalone;
 mod surface;
 mod tensor;
