@@ -21,11 +21,14 @@
 //!   shape arithmetic (`Shape` → `Gather` → `Concat` → `Reshape`) yields the static operands
 //!   our ops take.
 //! - Element types: see [`tensor`] (narrow integers computed in i64, float16 / bfloat16 in f32).
+//! - [`Model::lift_constants`] turns computed weights (nodes that depend on no input) into
+//!   parameters; a lifted model computes what the original does (see [`lift`]).
 
 pub mod proto;
 pub mod tensor;
 
 mod convert;
+mod lift;
 mod ops_elementwise;
 mod ops_nn;
 mod ops_shape;
@@ -49,6 +52,8 @@ pub struct Model {
     inputs: Vec<(String, TensorType)>,
     outputs: Vec<String>,
     params: Vec<(String, Tensor)>,
+    /// After [`Model::lift_constants`]: the body left to convert and its constants.
+    lifted: Option<lift::Lifted>,
 }
 
 /// Loads an `.onnx` file.
@@ -92,7 +97,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Model> {
         inputs.push((vi.name.clone(), value_type(&vi.name, &vi.ty)?));
     }
     let outputs = graph.output.iter().map(|o| o.name.clone()).collect();
-    Ok(Model { opset, inputs, outputs, params, proto })
+    Ok(Model { opset, inputs, outputs, params, proto, lifted: None })
 }
 
 fn value_type(name: &str, ty: &ValueType) -> Result<TensorType> {
@@ -136,6 +141,7 @@ impl Model {
         &self.outputs
     }
     /// The initializers (weights), in file order: the order [`Model::call_with_params`] takes.
+    /// After [`Model::lift_constants`]: the lifted weights, in order of first use.
     pub fn parameters(&self) -> &[(String, Tensor)] {
         &self.params
     }
@@ -179,6 +185,10 @@ impl Model {
             }
             env.bind(name, v);
         }
+        for (name, t) in self.consts() {
+            let c = g.constant(t.clone());
+            env.bind(name, c);
+        }
         for ((name, t), &v) in self.params.iter().zip(params) {
             let got = g.value_type(v)?;
             if got.dtype != t.dtype() || !got.shape.matches(t.shape()) {
@@ -190,8 +200,61 @@ impl Model {
             }
             env.bind(name, v);
         }
-        convert::run_graph(g, &mut env, &self.proto.graph.node)?;
+        convert::run_graph(g, &mut env, self.body())?;
         self.outputs.iter().map(|o| env.get(g, o)).collect()
+    }
+
+    /// The model with every node that depends on no model input (`Constant`,
+    /// `ConstantOfShape`, initializers and what is computed only from them) evaluated once
+    /// and its float results that the rest of the graph reads made parameters
+    /// ([`Model::parameters`], in order of first use), so [`Model::call_with_params`] can take
+    /// computed weights as differentiable values; integer / bool results, and float results a
+    /// node needs statically, stay constants. Call [`Model::with_input_shape`] first if you
+    /// change an input's shape (shape arithmetic on the inputs is folded here).
+    pub fn lift_constants(mut self) -> Result<Model> {
+        let (params, lifted) = lift::lift(&self)?;
+        self.params = params;
+        self.lifted = Some(lifted);
+        Ok(self)
+    }
+
+    /// The model with input `name` declared as `dims` (same element type), e.g. a smaller
+    /// image for a fully convolutional network. Whether the graph runs at that shape is
+    /// checked when it is called. Refused after [`Model::lift_constants`], which may have
+    /// folded the old shape into constants.
+    pub fn with_input_shape(mut self, name: &str, dims: &[usize]) -> Result<Model> {
+        if self.lifted.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::with_input_shape('{name}'): the model's constants are already lifted \
+                 (with the old shape); call with_input_shape before lift_constants"
+            )));
+        }
+        let Some((_, ty)) = self.inputs.iter_mut().find(|(n, _)| n == name) else {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::with_input_shape: no input '{name}' (inputs: {:?})",
+                self.inputs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+            )));
+        };
+        ty.shape = Shape::fixed(dims);
+        Ok(self)
+    }
+
+    /// The nodes [`Model::call`] converts.
+    fn body(&self) -> &[proto::NodeProto] {
+        self.lifted.as_ref().map_or(&self.proto.graph.node[..], |l| &l.nodes[..])
+    }
+
+    /// The values bound as constants on every call (after lifting).
+    fn consts(&self) -> &[(String, Tensor)] {
+        self.lifted.as_ref().map_or(&[][..], |l| &l.consts[..])
+    }
+
+    /// Binds the model's inputs as graph inputs of their declared types.
+    fn bind_inputs(&self, g: &mut Graph, env: &mut convert::Env) {
+        for (n, t) in &self.inputs {
+            let v = g.input(n, t.dtype, t.shape.clone());
+            env.bind(n, v);
+        }
     }
 
     /// A new graph holding the model: inputs named as in the file, initializers as
