@@ -28,6 +28,7 @@ pub mod proto;
 pub mod tensor;
 
 mod convert;
+mod legacy;
 mod lift;
 mod ops_elementwise;
 mod ops_nn;
@@ -42,7 +43,8 @@ use proto::{DimProto, ModelProto, ValueType};
 use std::path::Path;
 
 /// The opsets this importer was written against (ONNX's default domain).
-pub const OPSET_RANGE: (i64, i64) = (7, 23);
+/// Opset 6's legacy broadcasting attributes are interpreted by `legacy`.
+pub const OPSET_RANGE: (i64, i64) = (6, 23);
 
 /// A loaded ONNX model: its graph as a function of its inputs.
 #[derive(Clone, Debug)]
@@ -237,6 +239,28 @@ impl Model {
         };
         ty.shape = Shape::fixed(dims);
         Ok(self)
+    }
+
+    /// Fresh weights of the shapes and types of [`Model::parameters`], from `seed`: matrices
+    /// and kernels (rank ≥ 2) normal with variance 1 / fan-in (the product of all but the
+    /// first dim: `Conv`'s and `Gemm` transB's layout), vectors (biases, normalization scales,
+    /// means, variances) the current values perturbed by up to ±10 % (variances stay
+    /// positive). For architectures whose stored weights are placeholders (ONNX's `light`
+    /// models make every weight 0.02, so all channels are alike).
+    pub fn random_parameters(&self, seed: u64) -> Result<Vec<Tensor>> {
+        let mut out = Vec::with_capacity(self.params.len());
+        for (k, (_, t)) in self.params.iter().enumerate() {
+            let (s, seed) = (t.shape(), seed.wrapping_add(k as u64));
+            let v: Vec<f64> = if s.len() >= 2 {
+                let scale = 1.0 / (s[1..].iter().product::<usize>().max(1) as f64).sqrt();
+                Tensor::randn_f64(s, seed)?.to_f64_vec().iter().map(|x| x * scale).collect()
+            } else {
+                let u = Tensor::rand_uniform(DType::F64, s, -0.1, 0.1, seed)?.to_f64_vec();
+                t.to_f64_vec().iter().zip(&u).map(|(x, e)| x * (1.0 + e)).collect()
+            };
+            out.push(Tensor::from_vec(s, v)?.cast(t.dtype()));
+        }
+        Ok(out)
     }
 
     /// The nodes [`Model::call`] converts.

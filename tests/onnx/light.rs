@@ -99,29 +99,6 @@ fn onnx_light_models() {
     tally.report("light", &root);
 }
 
-/// Weights for a lifted light model: the shipped ones are all 0.02 (every channel alike), so
-/// matrices / kernels (rank ≥ 2) are replaced by normal values scaled by 1/√fan-in, and
-/// vectors (biases, batch-norm scale / mean / variance) perturbed by up to ±10 % (variances
-/// stay positive): channels differ, activations stay in range.
-pub fn random_weights(m: &Model, seed: u64) -> Result<Vec<Tensor>> {
-    m.parameters()
-        .iter()
-        .enumerate()
-        .map(|(k, (_, t))| {
-            let s = t.shape();
-            let u = Tensor::rand_uniform(DType::F64, s, -0.1, 0.1, seed + k as u64)?.to_f64_vec();
-            let v: Vec<f64> = if s.len() >= 2 {
-                let fan_in: usize = s[1..].iter().product();
-                let r = Tensor::randn_f64(s, seed + k as u64)?.to_f64_vec();
-                r.iter().map(|x| x / (fan_in as f64).sqrt()).collect()
-            } else {
-                t.to_f64_vec().iter().zip(&u).map(|(x, e)| x * (1.0 + e)).collect()
-            };
-            Ok(Tensor::from_vec(s, v)?.cast(t.dtype()))
-        })
-        .collect()
-}
-
 /// Per-example gradients of light model `name` at `image`×`image`, n examples, w.r.t. all its
 /// lifted weights: strict `pfor` vs the loop of gradients. Returns the parameter count and the
 /// largest relative difference.
@@ -130,7 +107,8 @@ fn per_example_grads(root: &Path, name: &str, image: usize, n: usize) -> Result<
     let input = m.inputs()[0].0.clone();
     let m = m.with_input_shape(&input, &[1, 3, image, image])?.lift_constants()?;
     let mut g = Graph::new();
-    let params: Vec<ValueId> = random_weights(&m, 7)?.into_iter().map(|t| g.constant(t)).collect();
+    // the shipped weights are all 0.02 (every channel alike): fresh ones, so channels differ
+    let params: Vec<ValueId> = m.random_parameters(7)?.into_iter().map(|t| g.constant(t)).collect();
     let xs = g.constant(Tensor::randn(&[n, 1, 3, image, image], 1)?);
     // the loss: a fixed random weighting of the outputs
     let mut probe = Graph::new();

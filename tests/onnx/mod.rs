@@ -5,6 +5,7 @@
 
 mod encode;
 mod import;
+mod lift_legacy;
 mod light;
 mod node_suite;
 mod suites;
