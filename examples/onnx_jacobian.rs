@@ -1,5 +1,5 @@
 //! The input jacobian of an imported ONNX model: `tests/data/mlp.onnx` (Gemm → Relu → MatMul
-//! + bias → Softmax, its batch dim symbolic) or any single-input model given with `--model`,
+//! with bias → Softmax, its batch dim symbolic) or any single-input model given with `--model`,
 //! run on a batch of `--n` random rows; `d probs / d x` (`[n, 3, n, 4]` for the MLP) once with
 //! strict `pfor` over the rows of reverse-mode gradients and once with the loop of VJPs (one
 //! backward pass per output element), checking they agree (the last line is the verdict; the

@@ -121,7 +121,12 @@ impl<'a> NodeCx<'a> {
         if let Some(slot) = inputs.get_mut(k) {
             *slot = Some(v);
         }
-        NodeCx { proto: self.proto, opset: self.opset, inputs, read: RefCell::new(vec![true; self.proto.attribute.len()]) }
+        NodeCx {
+            proto: self.proto,
+            opset: self.opset,
+            inputs,
+            read: RefCell::new(vec![true; self.proto.attribute.len()]),
+        }
     }
 }
 

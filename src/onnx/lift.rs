@@ -68,7 +68,8 @@ pub(super) fn lift(m: &Model) -> Result<(Vec<(String, Tensor)>, Lifted)> {
     }
     let value = |name: &str| -> Result<Tensor> {
         env.get(&g, name).and_then(|v| {
-            const_value(&g, v).ok_or_else(|| Error::InvalidArgument(format!("onnx lift_constants: '{name}' is not a constant")))
+            const_value(&g, v)
+                .ok_or_else(|| Error::InvalidArgument(format!("onnx lift_constants: '{name}' is not a constant")))
         })
     };
     let mut statics: HashSet<String> = HashSet::new();

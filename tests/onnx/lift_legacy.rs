@@ -11,7 +11,13 @@ fn computed_weights_model() -> Vec<u8> {
     model(
         13,
         &[
-            node("ConstantOfShape", "cos", &["wshape"], &["ones"], &[Attr::Tensor("value", tensor_f32("", &[1], &[0.5]))]),
+            node(
+                "ConstantOfShape",
+                "cos",
+                &["wshape"],
+                &["ones"],
+                &[Attr::Tensor("value", tensor_f32("", &[1], &[0.5]))],
+            ),
             node("Mul", "scale_w", &["ones", "scale"], &["w"], &[]),
             node("Constant", "bias", &[], &["b"], &[Attr::Tensor("value", tensor_f32("", &[2], &[1.0, -1.0]))]),
             node("MatMul", "mm", &["x", "w"], &["xw"], &[]),

@@ -183,7 +183,13 @@ pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
 /// Runs `model` on every data set and compares with the expected outputs at (`rtol`, `atol`)
 /// (widened for float16 / bfloat16, see [`tolerance`]); when they all agree and `under_pfor`,
 /// also runs the first data set under `pfor` vs the loop ([`run_under_pfor`]).
-pub fn check_sets(model: &Model, sets: &[DataSet], rtol: f64, atol: f64, under_pfor: bool) -> (Outcome, Option<String>) {
+pub fn check_sets(
+    model: &Model,
+    sets: &[DataSet],
+    rtol: f64,
+    atol: f64,
+    under_pfor: bool,
+) -> (Outcome, Option<String>) {
     for (k, (inputs, expected)) in sets.iter().enumerate() {
         if inputs.len() != model.inputs().len() {
             return (
