@@ -7,7 +7,7 @@
 //! inputs are all constants is evaluated once here and its outputs become constants.
 
 use super::proto::{AttributeProto, NodeProto};
-use super::{ops_elementwise, ops_nn, ops_shape, tensor};
+use super::{legacy, ops_elementwise, ops_nn, ops_shape, tensor};
 use crate::error::{Error, Result};
 use crate::exec::run_once;
 use crate::ir::{Graph, ValueId};
@@ -75,7 +75,8 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
 }
 
 fn convert_node(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
-    let r = ops_elementwise::convert(g, n)
+    let r = legacy::convert(g, n)
+        .or_else(|| ops_elementwise::convert(g, n))
         .or_else(|| ops_shape::convert(g, n))
         .or_else(|| ops_nn::convert(g, n))
         .unwrap_or_else(|| Err(n.unsupported("the op type")));
@@ -110,6 +111,23 @@ pub(super) struct NodeCx<'a> {
     pub(super) opset: i64,
     inputs: Vec<Option<ValueId>>,
     read: RefCell<Vec<bool>>,
+}
+
+impl<'a> NodeCx<'a> {
+    /// This node with input `k` replaced by `v`, for a converter that rewrites an operand
+    /// and hands the node on (attribute reads on the copy are not tracked).
+    pub(super) fn with_input(&self, k: usize, v: ValueId) -> NodeCx<'a> {
+        let mut inputs = self.inputs.clone();
+        if let Some(slot) = inputs.get_mut(k) {
+            *slot = Some(v);
+        }
+        NodeCx {
+            proto: self.proto,
+            opset: self.opset,
+            inputs,
+            read: RefCell::new(vec![true; self.proto.attribute.len()]),
+        }
+    }
 }
 
 impl NodeCx<'_> {

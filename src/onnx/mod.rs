@@ -21,11 +21,15 @@
 //!   shape arithmetic (`Shape` → `Gather` → `Concat` → `Reshape`) yields the static operands
 //!   our ops take.
 //! - Element types: see [`tensor`] (narrow integers computed in i64, float16 / bfloat16 in f32).
+//! - [`Model::lift_constants`] turns computed weights (nodes that depend on no input) into
+//!   parameters; a lifted model computes what the original does (see [`lift`]).
 
 pub mod proto;
 pub mod tensor;
 
 mod convert;
+mod legacy;
+mod lift;
 mod ops_elementwise;
 mod ops_nn;
 mod ops_shape;
@@ -39,7 +43,8 @@ use proto::{DimProto, ModelProto, ValueType};
 use std::path::Path;
 
 /// The opsets this importer was written against (ONNX's default domain).
-pub const OPSET_RANGE: (i64, i64) = (7, 23);
+/// Opset 6's legacy broadcasting attributes are interpreted by `legacy`.
+pub const OPSET_RANGE: (i64, i64) = (6, 23);
 
 /// A loaded ONNX model: its graph as a function of its inputs.
 #[derive(Clone, Debug)]
@@ -49,6 +54,8 @@ pub struct Model {
     inputs: Vec<(String, TensorType)>,
     outputs: Vec<String>,
     params: Vec<(String, Tensor)>,
+    /// After [`Model::lift_constants`]: the body left to convert and its constants.
+    lifted: Option<lift::Lifted>,
 }
 
 /// Loads an `.onnx` file.
@@ -112,7 +119,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Model> {
         inputs.push((vi.name.clone(), value_type(&vi.name, &vi.ty)?));
     }
     let outputs = graph.output.iter().map(|o| o.name.clone()).collect();
-    Ok(Model { opset, inputs, outputs, params, proto })
+    Ok(Model { opset, inputs, outputs, params, proto, lifted: None })
 }
 
 fn value_type(name: &str, ty: &ValueType) -> Result<TensorType> {
@@ -183,6 +190,7 @@ impl Model {
         &self.outputs
     }
     /// The initializers (weights), in file order: the order [`Model::call_with_params`] takes.
+    /// After [`Model::lift_constants`]: the lifted weights, in order of first use.
     ///
     /// ```
     /// # fn main() -> pfor::Result<()> {
@@ -277,6 +285,10 @@ impl Model {
             }
             env.bind(name, v);
         }
+        for (name, t) in self.consts() {
+            let c = g.constant(t.clone());
+            env.bind(name, c);
+        }
         for ((name, t), &v) in self.params.iter().zip(params) {
             let got = g.value_type(v)?;
             if got.dtype != t.dtype() || !got.shape.matches(t.shape()) {
@@ -288,8 +300,83 @@ impl Model {
             }
             env.bind(name, v);
         }
-        convert::run_graph(g, &mut env, &self.proto.graph.node)?;
+        convert::run_graph(g, &mut env, self.body())?;
         self.outputs.iter().map(|o| env.get(g, o)).collect()
+    }
+
+    /// The model with every node that depends on no model input (`Constant`,
+    /// `ConstantOfShape`, initializers and what is computed only from them) evaluated once
+    /// and its float results that the rest of the graph reads made parameters
+    /// ([`Model::parameters`], in order of first use), so [`Model::call_with_params`] can take
+    /// computed weights as differentiable values; integer / bool results, and float results a
+    /// node needs statically, stay constants. Call [`Model::with_input_shape`] first if you
+    /// change an input's shape (shape arithmetic on the inputs is folded here).
+    pub fn lift_constants(mut self) -> Result<Model> {
+        let (params, lifted) = lift::lift(&self)?;
+        self.params = params;
+        self.lifted = Some(lifted);
+        Ok(self)
+    }
+
+    /// The model with input `name` declared as `dims` (same element type), e.g. a smaller
+    /// image for a fully convolutional network. Whether the graph runs at that shape is
+    /// checked when it is called. Refused after [`Model::lift_constants`], which may have
+    /// folded the old shape into constants.
+    pub fn with_input_shape(mut self, name: &str, dims: &[usize]) -> Result<Model> {
+        if self.lifted.is_some() {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::with_input_shape('{name}'): the model's constants are already lifted \
+                 (with the old shape); call with_input_shape before lift_constants"
+            )));
+        }
+        let Some((_, ty)) = self.inputs.iter_mut().find(|(n, _)| n == name) else {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::with_input_shape: no input '{name}' (inputs: {:?})",
+                self.inputs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+            )));
+        };
+        ty.shape = Shape::fixed(dims);
+        Ok(self)
+    }
+
+    /// Fresh weights of the shapes and types of [`Model::parameters`], from `seed`: matrices
+    /// and kernels (rank ≥ 2) normal with variance 1 / fan-in (the product of all but the
+    /// first dim: `Conv`'s and `Gemm` transB's layout), vectors (biases, normalization scales,
+    /// means, variances) the current values perturbed by up to ±10 % (variances stay
+    /// positive). For architectures whose stored weights are placeholders (ONNX's `light`
+    /// models make every weight 0.02, so all channels are alike).
+    pub fn random_parameters(&self, seed: u64) -> Result<Vec<Tensor>> {
+        let mut out = Vec::with_capacity(self.params.len());
+        for (k, (_, t)) in self.params.iter().enumerate() {
+            let (s, seed) = (t.shape(), seed.wrapping_add(k as u64));
+            let v: Vec<f64> = if s.len() >= 2 {
+                let scale = 1.0 / (s[1..].iter().product::<usize>().max(1) as f64).sqrt();
+                Tensor::randn_f64(s, seed)?.to_f64_vec().iter().map(|x| x * scale).collect()
+            } else {
+                let u = Tensor::rand_uniform(DType::F64, s, -0.1, 0.1, seed)?.to_f64_vec();
+                t.to_f64_vec().iter().zip(&u).map(|(x, e)| x * (1.0 + e)).collect()
+            };
+            out.push(Tensor::from_vec(s, v)?.cast(t.dtype()));
+        }
+        Ok(out)
+    }
+
+    /// The nodes [`Model::call`] converts.
+    fn body(&self) -> &[proto::NodeProto] {
+        self.lifted.as_ref().map_or(&self.proto.graph.node[..], |l| &l.nodes[..])
+    }
+
+    /// The values bound as constants on every call (after lifting).
+    fn consts(&self) -> &[(String, Tensor)] {
+        self.lifted.as_ref().map_or(&[][..], |l| &l.consts[..])
+    }
+
+    /// Binds the model's inputs as graph inputs of their declared types.
+    fn bind_inputs(&self, g: &mut Graph, env: &mut convert::Env) {
+        for (n, t) in &self.inputs {
+            let v = g.input(n, t.dtype, t.shape.clone());
+            env.bind(n, v);
+        }
     }
 
     /// A new graph holding the model: inputs named as in the file, initializers as

@@ -1,6 +1,11 @@
 //! ONNX import (`pfor::onnx`): the decoder and importer on models built in memory
-//! (`import`), and ONNX's own backend node test suite (`node_suite`).
+//! (`import`), ONNX's own backend node test suite (`node_suite`), the model suites it ships
+//! (`suites`: pytorch-converted, pytorch-operator, simple) and its `light` real architectures
+//! (`light`: import, weights lifted to parameters, per-example gradients under pfor).
 
 mod encode;
 mod import;
+mod lift_legacy;
+mod light;
 mod node_suite;
+mod suites;

@@ -35,17 +35,17 @@ pub enum Outcome {
 }
 
 /// A data file's tensor and its ONNX element type.
-fn read_tensor(p: &Path) -> Result<(Tensor, i64), String> {
+pub fn read_tensor(p: &Path) -> Result<(Tensor, i64), String> {
     let bytes = std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
     let t = TensorProto::decode(&bytes).map_err(|e| e.to_string())?;
     onnx::tensor::to_tensor(&t).map(|v| (v, t.data_type)).map_err(|e| e.to_string())
 }
 
 /// A tensor with its ONNX element type.
-type Typed = (Tensor, i64);
+pub type Typed = (Tensor, i64);
 
 /// A data set: inputs, and outputs with their ONNX element types.
-type DataSet = (Vec<Tensor>, Vec<Typed>);
+pub type DataSet = (Vec<Tensor>, Vec<Typed>);
 
 /// The tolerance for an output of ONNX element type `elem`: the case's own, widened for
 /// float16 / bfloat16 (we compute them in f32; the reference rounds every step to the type)
@@ -90,7 +90,7 @@ fn data_sets(dir: &Path) -> Result<Option<Vec<DataSet>>, String> {
     Ok(Some(sets))
 }
 
-fn is_unsupported(e: &Error) -> bool {
+pub fn is_unsupported(e: &Error) -> bool {
     matches!(e.root(), Error::Unsupported { .. })
 }
 
@@ -177,6 +177,19 @@ pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
         Err(e) if e.starts_with("unsupported") => return (Outcome::Unsupported(e), None),
         Err(e) => return (Outcome::Fail(e), None),
     };
+    check_sets(&model, &sets, rtol, atol, true)
+}
+
+/// Runs `model` on every data set and compares with the expected outputs at (`rtol`, `atol`)
+/// (widened for float16 / bfloat16, see [`tolerance`]); when they all agree and `under_pfor`,
+/// also runs the first data set under `pfor` vs the loop ([`run_under_pfor`]).
+pub fn check_sets(
+    model: &Model,
+    sets: &[DataSet],
+    rtol: f64,
+    atol: f64,
+    under_pfor: bool,
+) -> (Outcome, Option<String>) {
     for (k, (inputs, expected)) in sets.iter().enumerate() {
         if inputs.len() != model.inputs().len() {
             return (
@@ -188,7 +201,7 @@ pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
                 None,
             );
         }
-        let got = match run_model(&model, inputs) {
+        let got = match run_model(model, inputs) {
             Ok(r) => r,
             Err(e) if is_unsupported(&e) => return (Outcome::Unsupported(e.to_string()), None),
             Err(e) => return (Outcome::Fail(format!("data set {k}: {e}")), None),
@@ -203,7 +216,8 @@ pub fn run_case(dir: &Path) -> (Outcome, Option<String>) {
             }
         }
     }
-    let pfor_err = sets.first().and_then(|(inputs, _)| run_under_pfor(&model, inputs).err());
+    let pfor_err =
+        if under_pfor { sets.first().and_then(|(inputs, _)| run_under_pfor(model, inputs).err()) } else { None };
     (Outcome::Pass, pfor_err)
 }
 
@@ -222,71 +236,115 @@ fn op_of(msg: &str) -> String {
     msg.chars().take(60).collect()
 }
 
-#[test]
-fn onnx_backend_node_suite() {
-    let root = cache_dir().join("node");
-    if !root.is_dir() {
-        let msg = format!(
-            "\n\n!!!!!!!! ONNX node test suite NOT RUN: no cache at {} !!!!!!!!\n\
-             !!!!!!!! create it with `bash tools/onnx_testdata.sh` (needs python3 and PyPI) !!!!!!!!\n",
-            root.display()
-        );
-        if std::env::var_os("CI").is_some() {
-            panic!("{msg}");
-        }
-        eprintln!("{msg}");
-        return;
+/// The cache directory of `suite`, or `None` (said loudly; a failure under CI, `CI` set) when
+/// `tools/onnx_testdata.sh` has not written it.
+pub fn suite_dir(suite: &str) -> Option<PathBuf> {
+    let root = cache_dir().join(suite);
+    if root.is_dir() {
+        return Some(root);
     }
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root).expect("read cache").flatten().map(|e| e.path()).collect();
-    cases.sort();
+    let msg = format!(
+        "\n\n!!!!!!!! ONNX {suite} test suite NOT RUN: no cache at {} !!!!!!!!\n\
+         !!!!!!!! create it with `bash tools/onnx_testdata.sh` (needs python3 and PyPI) !!!!!!!!\n",
+        root.display()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("{msg}");
+    }
+    eprintln!("{msg}");
+    None
+}
+
+/// The case directories (or files) of a suite, sorted, filtered by `PFOR_ONNX_CASE`.
+pub fn suite_cases(root: &Path) -> Vec<PathBuf> {
     let filter = std::env::var("PFOR_ONNX_CASE").ok();
-    let (mut pass, mut nontensor) = (0, 0);
-    let mut unsupported: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut failures = Vec::new();
-    let mut pfor_failures = Vec::new();
-    for dir in &cases {
-        let name = dir.file_name().unwrap().to_string_lossy().to_string();
-        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
-            continue;
-        }
-        let (outcome, pfor_err) = run_case(dir);
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root)
+        .expect("read cache")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| filter.as_deref().is_none_or(|f| p.file_name().unwrap().to_string_lossy().contains(f)))
+        .collect();
+    cases.sort();
+    cases
+}
+
+/// The outcomes of a suite's cases: counted, listed, and asserted (no failure among the cases
+/// we support, none under pfor).
+#[derive(Default)]
+pub struct Tally {
+    pass: usize,
+    nontensor: usize,
+    unsupported: BTreeMap<String, Vec<String>>,
+    failures: Vec<String>,
+    pfor_failures: Vec<String>,
+    pfor_checked: usize,
+}
+
+impl Tally {
+    /// Records case `name`'s outcome; `pfor_err` is `None` when it agreed (or was not run:
+    /// `pfor_checked` says whether it was).
+    pub fn add(&mut self, name: &str, (outcome, pfor_err): (Outcome, Option<String>), pfor_checked: bool) {
         match outcome {
-            Outcome::Pass => pass += 1,
-            Outcome::NonTensor => nontensor += 1,
-            Outcome::Unsupported(m) => unsupported.entry(op_of(&m)).or_default().push(format!("{name}: {m}")),
-            Outcome::Fail(m) => failures.push(format!("{name}: {m}")),
+            Outcome::Pass => {
+                self.pass += 1;
+                self.pfor_checked += usize::from(pfor_checked);
+            }
+            Outcome::NonTensor => self.nontensor += 1,
+            Outcome::Unsupported(m) => self.unsupported.entry(op_of(&m)).or_default().push(format!("{name}: {m}")),
+            Outcome::Fail(m) => self.failures.push(format!("{name}: {m}")),
         }
         if let Some(e) = pfor_err {
-            pfor_failures.push(format!("{name}: {e}"));
+            self.pfor_failures.push(format!("{name}: {e}"));
         }
     }
-    let n_unsup: usize = unsupported.values().map(Vec::len).sum();
-    let total = pass + failures.len() + n_unsup + nontensor;
-    eprintln!("ONNX node suite ({}): {total} cases", root.display());
-    eprintln!(
-        "  pass {pass} / supported {} ; fail {} ; unsupported op/attr/type {n_unsup} ; non-tensor values {nontensor}",
-        pass + failures.len(),
-        failures.len()
-    );
-    eprintln!("  under pfor (n = 3, strict) vs the loop: {} of {pass} passing cases agree", pass - pfor_failures.len());
-    if std::env::var_os("PFOR_ONNX_VERBOSE").is_some() {
-        for (op, list) in &unsupported {
-            eprintln!("  unsupported {op}: {} cases, e.g. {}", list.len(), list[0]);
+
+    /// Prints the per-outcome counts of `suite` (at `root`) and fails on any failure.
+    pub fn report(&self, suite: &str, root: &Path) {
+        let (pass, failures, pfor_failures) = (self.pass, &self.failures, &self.pfor_failures);
+        let n_unsup: usize = self.unsupported.values().map(Vec::len).sum();
+        let total = pass + failures.len() + n_unsup + self.nontensor;
+        eprintln!("ONNX {suite} suite ({}): {total} cases", root.display());
+        eprintln!(
+            "  pass {pass} / supported {} ; fail {} ; unsupported op/attr/type {n_unsup} ; non-tensor values {}",
+            pass + failures.len(),
+            failures.len(),
+            self.nontensor
+        );
+        eprintln!(
+            "  under pfor (n = 3, strict) vs the loop: {} of {} checked passing cases agree",
+            self.pfor_checked - pfor_failures.len().min(self.pfor_checked),
+            self.pfor_checked
+        );
+        if std::env::var_os("PFOR_ONNX_VERBOSE").is_some() {
+            for (op, list) in &self.unsupported {
+                eprintln!("  unsupported {op}: {} cases, e.g. {}", list.len(), list[0]);
+            }
+        } else {
+            let ops: Vec<String> = self.unsupported.iter().map(|(op, l)| format!("{op} ({})", l.len())).collect();
+            eprintln!("  unsupported by op (PFOR_ONNX_VERBOSE=1 for messages): {}", ops.join(", "));
         }
-    } else {
-        let ops: Vec<String> = unsupported.iter().map(|(op, l)| format!("{op} ({})", l.len())).collect();
-        eprintln!("  unsupported by op (PFOR_ONNX_VERBOSE=1 for messages): {}", ops.join(", "));
+        for f in failures {
+            eprintln!("  FAIL {f}");
+        }
+        for f in pfor_failures {
+            eprintln!("  PFOR FAIL {f}");
+        }
+        assert!(
+            failures.is_empty() && pfor_failures.is_empty(),
+            "{} {suite} cases fail, {} fail under pfor",
+            failures.len(),
+            pfor_failures.len()
+        );
     }
-    for f in &failures {
-        eprintln!("  FAIL {f}");
+}
+
+#[test]
+fn onnx_backend_node_suite() {
+    let Some(root) = suite_dir("node") else { return };
+    let mut tally = Tally::default();
+    for dir in &suite_cases(&root) {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        tally.add(&name, run_case(dir), true);
     }
-    for f in &pfor_failures {
-        eprintln!("  PFOR FAIL {f}");
-    }
-    assert!(
-        failures.is_empty() && pfor_failures.is_empty(),
-        "{} node cases fail, {} fail under pfor",
-        failures.len(),
-        pfor_failures.len()
-    );
+    tally.report("node", &root);
 }
