@@ -70,7 +70,7 @@ pub use linalg::{LinalgKind, LinalgOp};
 pub use linear::{LinearKind, LinearOp};
 pub use nn::{NnKind, NnOp};
 pub use random::{RandomKind, RandomOp};
-pub use reduce::{ReduceKind, ReduceOp};
+pub use reduce::{ReduceForm, ReduceKind, ReduceOp};
 pub use shape::{ShapeKind, ShapeOp};
 pub use slicing::{SlicingKind, SlicingOp};
 pub use state::{StateKind, StateOp};
