@@ -63,7 +63,7 @@ use crate::tensor::{Tensor, TensorType};
 pub use binary::BinaryKind;
 pub use control::{ControlKind, ControlOp, IterationCap, OnLimit};
 pub use conv::{Conv2dParams, ConvKind, ConvOp, Padding};
-pub use ctx::{CancelToken, EvalCtx};
+pub use ctx::{CancelToken, EvalCtx, FunctionRunner};
 pub use elementwise::{ElementwiseKind, ElementwiseOp};
 pub use indexing::{IndexKind, IndexOp};
 pub use linalg::{LinalgKind, LinalgOp};
