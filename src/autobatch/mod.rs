@@ -77,6 +77,7 @@ pub use program::{
 use crate::error::{Error, Result};
 use crate::exec::CancelToken;
 use crate::exec::limits::{Interrupt, StackGuard};
+use crate::ops::FunctionRunner;
 use crate::tensor::Tensor;
 
 /// Which primop execution mode the interpreters use for partially active blocks.
@@ -119,6 +120,12 @@ pub struct ExecConfig {
     pub deadline: Option<Instant>,
     /// Stop with `Error::Cancelled` once this token is cancelled (checked likewise).
     pub cancel: Option<CancelToken>,
+    /// How graph-function primops ([`PrimKind::Function`]) run: with the options of the
+    /// session or interpreter that runs the program. `None`: [`crate::exec::run_function`]
+    /// (the built-in options). Outside a session, `Some(options.function_runner())`
+    /// ([`ExecOptions::function_runner`](crate::ExecOptions::function_runner)); pfor's
+    /// hand-off sets the session's (`EvalCtx::function_runner`).
+    pub functions: Option<FunctionRunner>,
 }
 
 impl Default for ExecConfig {
@@ -130,6 +137,7 @@ impl Default for ExecConfig {
             max_iterations: None,
             deadline: None,
             cancel: None,
+            functions: None,
         }
     }
 }

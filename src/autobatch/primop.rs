@@ -23,6 +23,7 @@ use super::rows;
 use super::{ExecConfig, ExecMode};
 use crate::error::{Error, Result};
 use crate::ir::Function;
+use crate::ops::FunctionRunner;
 use crate::tensor::Tensor;
 
 /// A batched computation over tensors whose axis 0 is the thread axis.
@@ -33,8 +34,9 @@ pub type PrimFn = Arc<dyn Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync>;
 pub enum PrimKind {
     /// A Rust closure over batched tensors (the primary form).
     Closure(PrimFn),
-    /// A graph function run with [`crate::exec::run_function`] on batched inputs; its
-    /// parameters and results carry the batch dimension first.
+    /// A graph function run on batched inputs with the running program's options
+    /// ([`ExecConfig::functions`]); its parameters and results carry the batch dimension
+    /// first.
     Function(Arc<Function>),
     /// A per-thread constant (the tensor is one thread's value; it is broadcast).
     Const(Tensor),
@@ -141,7 +143,7 @@ impl PrimOp {
                 }
                 let probes: Vec<Tensor> = in_types.iter().map(|t| rows::zeros(t, 0)).collect::<Result<_>>()?;
                 let outs = self
-                    .call(probes)
+                    .call(probes, None)
                     .map_err(|e| self.err(format!("type inference (run on an empty batch) failed: {e}")))?;
                 let mut types = Vec::with_capacity(outs.len());
                 for (i, o) in outs.iter().enumerate() {
@@ -166,21 +168,30 @@ impl PrimOp {
         Ok(types)
     }
 
-    fn call(&self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    fn call(&self, inputs: Vec<Tensor>, functions: Option<&FunctionRunner>) -> Result<Vec<Tensor>> {
         match &self.kind {
             PrimKind::Closure(f) => f(&inputs),
-            PrimKind::Function(f) => crate::exec::run_function(f, inputs),
+            PrimKind::Function(f) => match functions {
+                Some(r) => r.run(f, inputs),
+                None => crate::exec::run_function(f, inputs),
+            },
             PrimKind::Copy => Ok(inputs),
             PrimKind::Const(v) => Ok(vec![v.clone()]),
         }
     }
 
     /// Run on `width` thread rows and check every output against `expect` (the output
-    /// variables' types).
-    pub fn run(&self, inputs: Vec<Tensor>, width: usize, expect: &[VarType]) -> Result<Vec<Tensor>> {
+    /// variables' types); a graph function runs with `config`'s [`ExecConfig::functions`].
+    pub fn run(
+        &self,
+        inputs: Vec<Tensor>,
+        width: usize,
+        expect: &[VarType],
+        config: &ExecConfig,
+    ) -> Result<Vec<Tensor>> {
         let outs = match &self.kind {
             PrimKind::Const(v) => vec![rows::broadcast(v, width)?],
-            _ => self.call(inputs)?,
+            _ => self.call(inputs, config.functions.as_ref())?,
         };
         if outs.len() != self.outputs.len() {
             return Err(self.err(format!("returned {} outputs, expected {}", outs.len(), self.outputs.len())));
@@ -271,6 +282,7 @@ pub(crate) struct Locals {
 /// One execution of a block's straight-line code under one mask.
 pub(crate) struct BlockRun<'a> {
     prog: &'a Program,
+    config: &'a ExecConfig,
     layout: Layout,
     mask: &'a Mask,
     idx: Vec<usize>,
@@ -279,14 +291,14 @@ pub(crate) struct BlockRun<'a> {
 
 impl<'a> BlockRun<'a> {
     /// Start a block run over `mask` (threads of a batch of `mask.len()`).
-    pub(crate) fn new(prog: &'a Program, mask: &'a Mask, config: &ExecConfig, locals: &'a mut Locals) -> Self {
+    pub(crate) fn new(prog: &'a Program, mask: &'a Mask, config: &'a ExecConfig, locals: &'a mut Locals) -> Self {
         let nv = prog.var_defs.len();
         if locals.vals.len() != nv {
             locals.vals = vec![None; nv];
             locals.dirty = vec![false; nv];
             locals.touched.clear();
         }
-        BlockRun { prog, layout: choose_layout(mask, config), mask, idx: mask.indices(), locals }
+        BlockRun { prog, config, layout: choose_layout(mask, config), mask, idx: mask.indices(), locals }
     }
 
     /// The layout in use.
@@ -369,7 +381,7 @@ impl<'a> BlockRun<'a> {
             ins.push(self.read(regs, *v)?);
         }
         let width = self.width();
-        let outs = op.run(ins, width, out_types)?;
+        let outs = op.run(ins, width, out_types, self.config)?;
         if let Some(c) = stats.prim_counts.get_mut(counter) {
             *c += 1;
         }

@@ -111,7 +111,7 @@ fn interpret(
                 Instruction::Prim(o) => {
                     let ins = o.inputs.iter().map(|v| read(p, env, *v)).collect::<Result<Vec<_>>>()?;
                     let types = o.outputs.iter().map(|v| p.var_type(*v).cloned()).collect::<Result<Vec<_>>>()?;
-                    for (v, t) in o.outputs.iter().zip(o.run(ins, 1, &types)?) {
+                    for (v, t) in o.outputs.iter().zip(o.run(ins, 1, &types, config)?) {
                         env[v.0] = Some(t);
                     }
                 }

@@ -17,7 +17,7 @@ use super::{ExecOptions, Profile, limits};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Library};
 use crate::kernels::KernelOptions;
-use crate::ops::{CancelToken, EvalCtx};
+use crate::ops::{CancelToken, EvalCtx, FunctionRunner};
 use crate::tensor::{DType, Tensor};
 
 /// Runtime context handed to stateful and control-flow kernels.
@@ -126,6 +126,10 @@ impl EvalCtx for ExecCtx<'_> {
 
     fn run_function(&mut self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
         ExecCtx::run_function(self, f, args)
+    }
+
+    fn function_runner(&self) -> FunctionRunner {
+        super::runner(self.options.clone(), self.interrupt.clone())
     }
 
     fn call(&mut self, name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>> {

@@ -47,7 +47,7 @@ use hashbrown::{HashMap, HashSet};
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, Library, NodeId, ValueId};
 use crate::kernels::KernelOptions;
-use crate::ops::Op;
+use crate::ops::{FunctionRunner, Op};
 use crate::tensor::{Tensor, TensorType};
 pub use ctx::ExecCtx;
 pub use fetch::Fetched;
@@ -1095,9 +1095,10 @@ pub(crate) fn eval_detached(op: &Op, inputs: Vec<Tensor>) -> Result<Vec<Tensor>>
 }
 
 /// Run a function on arguments outside any session (no variables), with the built-in
-/// options ([`ExecOptions::builtin`]: no environment read on this path, which the
-/// auto-batching interpreters take for every graph-function primop). Plans come from a
-/// process-wide cache (see `plans`).
+/// options ([`ExecOptions::builtin`]: no environment read on this path). Plans come from a
+/// process-wide cache (see `plans`). Inside a run, functions run with the session's options
+/// ([`EvalCtx::run_function`](crate::ops::EvalCtx::run_function), and the auto-batching
+/// primops through [`FunctionRunner`]s).
 ///
 /// ```
 /// use pfor::prelude::*;
@@ -1132,8 +1133,33 @@ pub fn run_function(f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
 /// # }
 /// ```
 pub fn run_function_with(f: &Function, args: Vec<Tensor>, options: &ExecOptions) -> Result<Vec<Tensor>> {
+    run_detached(f, args, options, None)
+}
+
+/// Run `f` outside any session with `options`, under a run's deadline and cancel token.
+fn run_detached(
+    f: &Function,
+    args: Vec<Tensor>,
+    options: &ExecOptions,
+    interrupt: Option<limits::Interrupt>,
+) -> Result<Vec<Tensor>> {
     let mut vars = HashMap::new();
     let library = f.graph.library().clone();
     let mut ctx = ExecCtx::detached(&mut vars, &library, options);
+    ctx.interrupt = interrupt;
     ctx.run_function(f, args)
+}
+
+/// A [`FunctionRunner`] with `options` and a run's deadline and cancel token.
+fn runner(options: ExecOptions, interrupt: Option<limits::Interrupt>) -> FunctionRunner {
+    FunctionRunner::new(move |f, args| run_detached(f, args, &options, interrupt.clone()))
+}
+
+impl ExecOptions {
+    /// A [`FunctionRunner`] running functions with these options: set it as
+    /// [`ExecConfig::functions`](crate::autobatch::ExecConfig::functions) so an
+    /// auto-batching program's graph-function primops run with them.
+    pub fn function_runner(&self) -> FunctionRunner {
+        runner(self.clone(), None)
+    }
 }

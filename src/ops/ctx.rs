@@ -5,7 +5,8 @@
 //! - every knob an op or kernel reads inside a run comes through the context
 //!   ([`EvalCtx::kernel_options`], [`EvalCtx::max_while_iterations`], ...), i.e. from the
 //!   session's `ExecOptions`; outside a run (`XOp::eval`) kernels take
-//!   [`KernelOptions::default`];
+//!   [`KernelOptions::default`]; function bodies run away from the context (auto-batching
+//!   primops) take the session's options through [`EvalCtx::function_runner`];
 //! - a buffer from `recycled` has stale content: the kernel that takes
 //!   it overwrites every element;
 //! - `check_interrupt` is one branch when the run has neither a
@@ -42,6 +43,34 @@ impl CancelToken {
     }
 }
 
+/// Runs graph functions away from the borrow of the run that made it (on any thread), with
+/// that run's options, deadline and cancel token: how the auto-batching interpreters run
+/// graph-function primops ([`EvalCtx::function_runner`]; outside a run,
+/// `ExecOptions::function_runner`).
+#[derive(Clone)]
+pub struct FunctionRunner(Arc<RunFn>);
+
+/// The function a [`FunctionRunner`] calls.
+type RunFn = dyn Fn(&Function, Vec<Tensor>) -> Result<Vec<Tensor>> + Send + Sync;
+
+impl FunctionRunner {
+    /// A runner calling `f`.
+    pub fn new(f: impl Fn(&Function, Vec<Tensor>) -> Result<Vec<Tensor>> + Send + Sync + 'static) -> FunctionRunner {
+        FunctionRunner(Arc::new(f))
+    }
+
+    /// Run `f` on `args`.
+    pub fn run(&self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        (self.0)(f, args)
+    }
+}
+
+impl std::fmt::Debug for FunctionRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FunctionRunner")
+    }
+}
+
 /// The runtime context of one evaluation inside a run (variables, the function library,
 /// the session's options, the run's limits, its buffer pool).
 pub trait EvalCtx {
@@ -54,6 +83,9 @@ pub trait EvalCtx {
     fn max_while_iterations(&self) -> Option<u64>;
     /// Run a function on arguments, with the session's options (compiled on first use).
     fn run_function(&mut self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>>;
+    /// A [`FunctionRunner`] with the session's options and the run's deadline and cancel
+    /// token, for work that runs functions away from this context (the auto-batching VM).
+    fn function_runner(&self) -> FunctionRunner;
     /// Call a named library function, enforcing the recursion limit, the native stack left
     /// and the run's deadline and cancel token.
     fn call(&mut self, name: &str, args: Vec<Tensor>) -> Result<Vec<Tensor>>;

@@ -378,13 +378,15 @@ impl CustomOp for AutobatchCall {
     }
 
     /// The session's call-depth limit (the VM counts depth as sessions do, but runs self
-    /// tail calls as jumps), deadline and cancel token.
+    /// tail calls as jumps), deadline and cancel token; the graph-function primops run with
+    /// the session's options.
     fn eval_in(&self, inputs: &[Tensor], ctx: &mut dyn EvalCtx) -> Result<Vec<Tensor>> {
         let (deadline, cancel) = ctx.limits();
         let config = ExecConfig {
             max_stack_depth: ctx.max_call_depth(),
             deadline,
             cancel: cancel.cloned(),
+            functions: Some(ctx.function_runner()),
             ..ExecConfig::default()
         };
         Ok(self.vm.run(inputs, &config)?.outputs)

@@ -37,7 +37,7 @@
 
 use crate::error::Result;
 use crate::ir::{Graph, NodeId, ValueId};
-use crate::ops::{BinaryKind, LinearOp, Op, ReduceOp, ShapeOp, UnaryKind};
+use crate::ops::{BinaryKind, LinearOp, Op, ReduceKind, ReduceOp, ShapeOp, UnaryKind};
 use crate::tensor::DType;
 
 use crate::passes::{SimplifyReport, simplify_since};
@@ -138,7 +138,7 @@ fn norm_axes(axes: &[i64], rank: usize) -> Option<Vec<usize>> {
 /// The rewrite of node `n`, if it is one of the module's patterns: the new value.
 fn rewrite(g: &mut Graph, n: NodeId, pass: Pass, report: &mut ProductReport) -> Result<Option<ValueId>> {
     let node = g.node(n)?;
-    let Op::Reduce(ReduceOp::Sum { axes, keep_dims }) = &node.op else { return Ok(None) };
+    let Op::Reduce(ReduceOp::Axes { kind: ReduceKind::Sum, axes, keep_dims }) = &node.op else { return Ok(None) };
     let (x, keep) = (node.inputs[0], *keep_dims);
     let Some((xd, _)) = float_dims(g, x)? else { return Ok(None) };
     let rank = xd.len();

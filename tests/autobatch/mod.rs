@@ -8,5 +8,6 @@ mod equivalence;
 mod errors;
 mod handoff;
 mod lowering;
+mod options;
 pub mod programs;
 mod values;

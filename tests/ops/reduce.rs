@@ -29,17 +29,7 @@ fn grid(shape: &[usize], f: &dyn Fn(&[usize]) -> f64) -> Vec<f64> {
 }
 
 fn red(k: ReduceKind, x: Tensor, axes: &[i64], keep: bool) -> Tensor {
-    apply1(x, |g, x| match k {
-        ReduceKind::Sum => g.reduce_sum(x, Some(axes), keep),
-        ReduceKind::Mean => g.reduce_mean(x, Some(axes), keep),
-        ReduceKind::Prod => g.reduce_prod(x, Some(axes), keep),
-        ReduceKind::Max => g.reduce_max(x, Some(axes), keep),
-        ReduceKind::Min => g.reduce_min(x, Some(axes), keep),
-        ReduceKind::All => g.reduce_all(x, Some(axes), keep),
-        ReduceKind::Any => g.reduce_any(x, Some(axes), keep),
-        ReduceKind::LogSumExp => g.reduce_logsumexp(x, Some(axes), keep),
-        _ => unreachable!(),
-    })
+    apply1(x, |g, x| g.reduce(k, x, Some(axes), keep))
 }
 
 /// Check kind `k` on `x` over `axes`: `kept` is the output shape without keep_dims, `kd` with
@@ -204,7 +194,51 @@ fn logsumexp_values() {
 }
 
 #[test]
-fn empty_axes_is_identity_for_every_axis_kind() {
+fn variance_values() {
+    // Over ar(): x = 12i + 4j + k, so a group's variance is the sum of the variances of the
+    // reduced index terms: var{0,12} = 36, var{0,4,8} = 32/3, var{0,1,2,3} = 5/4.
+    let var: [Form; 5] = [|_| 36.0, |_| 32.0 / 3.0, |_| 36.0 + 1.25, |_| 1.25, |_| 36.0 + 32.0 / 3.0 + 1.25];
+    for dt in [DType::F32, DType::F64] {
+        let x = ar(dt);
+        for (s, (axes, kept, kd)) in SETS.iter().enumerate() {
+            check(ReduceKind::Variance, &x, axes, kept, kd, &var[s]);
+        }
+        // The named builder is the same op.
+        let v = apply1(x.clone(), |g, x| g.reduce_variance(x, None, false));
+        assert_close(&v, &f64t(&[], &[36.0 + 32.0 / 3.0 + 1.25]).cast(dt), 1e-5);
+    }
+    // Two passes: a large offset does not cancel the small spread (one-pass E[x²] - E[x]²
+    // gives 0 or garbage here in f64).
+    let x = f64t(&[4], &[1e9, 1e9 + 1.0, 1e9 + 2.0, 1e9 + 3.0]);
+    assert_eq!(red(ReduceKind::Variance, x, &[0], false).to_f64_vec(), vec![1.25]);
+    // NaN and inf propagate as NaN; zero elements give NaN; a single element gives 0.
+    let inf = f64::INFINITY;
+    let rows = f64t(&[3, 2], &[f64::NAN, 1.0, inf, 1.0, -2.0, -2.0]);
+    let got = red(ReduceKind::Variance, rows, &[1], false).to_f64_vec();
+    assert!(got[0].is_nan() && got[1].is_nan() && got[2] == 0.0, "{got:?}");
+    let empty = Tensor::zeros(DType::F32, &[2, 0]).unwrap();
+    let got = red(ReduceKind::Variance, empty, &[1], true);
+    assert_eq!(got.shape(), &[2, 1]);
+    assert!(got.to_f64_vec().iter().all(|v| v.is_nan()));
+}
+
+#[test]
+fn an_op_whose_form_is_not_its_kinds_is_an_error() {
+    let mut g = Graph::new();
+    let f = g.constant(ar(DType::F32));
+    let e = g.add_op(Op::Reduce(ReduceOp::Axes { kind: ReduceKind::ArgMax, axes: vec![0], keep_dims: false }), &[f]);
+    assert!(matches!(e.unwrap_err().root(), Error::Unsupported { op, .. } if op == "argmax"));
+    let e =
+        g.add_op(Op::Reduce(ReduceOp::Scan { kind: ReduceKind::Sum, axis: 0, exclusive: false, reverse: false }), &[f]);
+    assert!(matches!(e.unwrap_err().root(), Error::Unsupported { op, .. } if op == "reduce_sum"));
+    let e = g.add_op(Op::Reduce(ReduceOp::Arg { kind: ReduceKind::CumSum, axis: 0 }), &[f]);
+    assert!(matches!(e.unwrap_err().root(), Error::Unsupported { op, .. } if op == "cumsum"));
+    let e = g.reduce(ReduceKind::ArgMin, f, None, false).unwrap_err();
+    assert!(matches!(e.root(), Error::Unsupported { op, .. } if op == "argmin"), "{e}");
+}
+
+#[test]
+fn empty_axes_reduce_each_element_alone() {
     let x = ar(DType::F32);
     for k in [ReduceKind::Sum, ReduceKind::Mean, ReduceKind::Prod, ReduceKind::Max, ReduceKind::Min] {
         for keep in [false, true] {
@@ -217,6 +251,11 @@ fn empty_axes_is_identity_for_every_axis_kind() {
     assert_eq!(red(ReduceKind::Any, b.clone(), &[], false), b);
     let s = Tensor::scalar(5i64);
     assert_eq!(red(ReduceKind::Sum, s.clone(), &[], false), s);
+    // Each element is its own group: the variance of one element is 0.
+    for keep in [false, true] {
+        assert_eq!(red(ReduceKind::Variance, x.clone(), &[], keep), Tensor::zeros(DType::F32, &[2, 3, 4]).unwrap());
+    }
+    assert_eq!(red(ReduceKind::Variance, Tensor::scalar(2.5f64), &[], false), Tensor::scalar(0.0f64));
 }
 
 #[test]
@@ -519,7 +558,10 @@ fn dtype_and_arity_errors_name_the_op() {
     dt_err(g.cumsum(b, 0, false, false), "cumsum", DType::Bool);
     dt_err(g.cumprod(b, 0, true, true), "cumprod", DType::Bool);
     dt_err(g.mean_all(i), "reduce_mean", DType::I64);
-    let e = g.add_op(Op::Reduce(ReduceOp::Sum { axes: vec![], keep_dims: false }), &[f, f]).unwrap_err();
+    dt_err(g.reduce_variance(i, Some(&[0]), false), "reduce_variance", DType::I64);
+    dt_err(g.reduce(ReduceKind::Variance, b, None, false), "reduce_variance", DType::Bool);
+    let e = g.add_op(Op::Reduce(ReduceOp::Axes { kind: ReduceKind::Sum, axes: vec![], keep_dims: false }), &[f, f]);
+    let e = e.unwrap_err();
     assert!(matches!(e.root(), Error::Arity { op, got: 2, .. } if op == "reduce_sum"), "{e}");
 }
 
@@ -582,16 +624,17 @@ fn names_and_display() {
             "reduce_all",
             "reduce_any",
             "reduce_logsumexp",
+            "reduce_variance",
             "argmax",
             "argmin",
             "cumsum",
             "cumprod"
         ]
     );
-    let op = Op::Reduce(ReduceOp::Sum { axes: vec![0, -1], keep_dims: true });
+    let op = Op::Reduce(ReduceOp::Axes { kind: ReduceKind::Sum, axes: vec![0, -1], keep_dims: true });
     assert_eq!(op.to_string(), "reduce_sum{axes=[0, -1], keep_dims=true}");
-    assert_eq!(Op::Reduce(ReduceOp::ArgMin { axis: 2 }).to_string(), "argmin{axis=2}");
-    let op = Op::Reduce(ReduceOp::CumProd { axis: -1, exclusive: true, reverse: false });
+    assert_eq!(Op::Reduce(ReduceOp::Arg { kind: ReduceKind::ArgMin, axis: 2 }).to_string(), "argmin{axis=2}");
+    let op = Op::Reduce(ReduceOp::Scan { kind: ReduceKind::CumProd, axis: -1, exclusive: true, reverse: false });
     assert_eq!(op.to_string(), "cumprod{axis=-1, exclusive=true, reverse=false}");
     assert_eq!(op.kind(), OpKind::Reduce(ReduceKind::CumProd));
 }

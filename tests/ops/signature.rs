@@ -5,7 +5,7 @@
 //! every kind through them).
 
 use pfor::autodiff::is_differentiable;
-use pfor::ops::{Batching, Linearity, ReduceKind, ReduceOp, UnaryKind};
+use pfor::ops::{Batching, Linearity, ReduceForm, ReduceKind, ReduceOp, UnaryKind};
 use pfor::prelude::*;
 use pfor::vectorize::{OpKey, Registry};
 
@@ -39,14 +39,10 @@ fn every_linear_kind_is_differentiable() {
 fn reductions_map_every_axis_attribute() {
     let shift = |a: i64| if a >= 0 { a + 1 } else { a };
     for &k in ReduceKind::ALL {
-        let op = match ReduceOp::axes_op(k, vec![0, -1], true) {
-            Some(op) => op,
-            None => match k {
-                ReduceKind::ArgMax => ReduceOp::ArgMax { axis: 0 },
-                ReduceKind::ArgMin => ReduceOp::ArgMin { axis: 0 },
-                ReduceKind::CumSum => ReduceOp::CumSum { axis: 0, exclusive: true, reverse: false },
-                _ => ReduceOp::CumProd { axis: 0, exclusive: true, reverse: false },
-            },
+        let op = match k.form() {
+            ReduceForm::Axes => ReduceOp::Axes { kind: k, axes: vec![0, -1], keep_dims: true },
+            ReduceForm::Arg => ReduceOp::Arg { kind: k, axis: 0 },
+            ReduceForm::Scan => ReduceOp::Scan { kind: k, axis: 0, exclusive: true, reverse: false },
         };
         let mapped = Op::Reduce(op.clone()).map_axes(&shift).expect("reductions have axes");
         let Op::Reduce(m) = mapped else { panic!("{k:?} mapped to another family") };

@@ -4,6 +4,8 @@
 //! divides by the count; `max`/`min` share it equally among the tied maxima (like TF);
 //! `prod` multiplies by the product of the OTHER elements (exclusive cumulative products
 //! from both ends, so zeros are handled exactly); `logsumexp` weights by the softmax;
+//! `variance` by `2 (x - mean) / n`. Every axis reduction's VJP and JVP come from its ONE
+//! [`local_derivative`] arm;
 //! scans run the adjoint scan in the opposite direction. `cumprod` splits each scanned line
 //! at its first zero (`ZeroSplit`) so its derivatives never divide by zero and are exact
 //! with zeros (also those of `prod`, whose rule uses exclusive `cumprod`s). `all`, `any`,
@@ -11,7 +13,7 @@
 
 use crate::autodiff::util::{inverse_perm, norm_axes, reshape_like, unreduce};
 use crate::autodiff::{JvpCtx, VjpCtx};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::{Op, ReduceKind, ReduceOp};
 
@@ -24,30 +26,14 @@ pub fn vjp(op: &ReduceOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
     let dy = cx.dy(0)?;
     let g = &mut *cx.g;
     let d = match op {
-        ReduceOp::Sum { axes, keep_dims } => unreduce(g, dy, x, axes, *keep_dims)?,
-        ReduceOp::Mean { axes, keep_dims } => {
+        ReduceOp::Axes { kind, axes, keep_dims } => {
             let d = unreduce(g, dy, x, axes, *keep_dims)?;
-            let c = count(g, x, y)?;
-            g.div(d, c)?
+            local_derivative(*kind, g, x, y, axes, *keep_dims, d)?
         }
-        ReduceOp::Prod { axes, keep_dims } => {
-            let d = unreduce(g, dy, x, axes, *keep_dims)?;
-            let others = prod_of_others(g, x, y, axes, *keep_dims)?;
-            g.mul(d, others)?
+        &ReduceOp::Scan { kind: ReduceKind::CumSum, axis, exclusive, reverse } => {
+            g.cumsum(dy, axis, exclusive, !reverse)?
         }
-        ReduceOp::Max { axes, keep_dims } | ReduceOp::Min { axes, keep_dims } => {
-            let w = tie_weights(g, x, y, axes, *keep_dims)?;
-            let d = unreduce(g, dy, x, axes, *keep_dims)?;
-            g.mul(d, w)?
-        }
-        ReduceOp::LogSumExp { axes, keep_dims } => {
-            let w = softmax_weights(g, x, y, axes, *keep_dims)?;
-            let d = unreduce(g, dy, x, axes, *keep_dims)?;
-            g.mul(d, w)?
-        }
-        ReduceOp::CumSum { axis, exclusive, reverse } => g.cumsum(dy, *axis, *exclusive, !*reverse)?,
-        ReduceOp::CumProd { axis, exclusive, reverse } => {
-            let (axis, exclusive, reverse) = (*axis, *exclusive, *reverse);
+        &ReduceOp::Scan { kind: ReduceKind::CumProd, axis, exclusive, reverse } => {
             let z = ZeroSplit::new(g, x, axis, exclusive, reverse)?;
             let d = z.vjp_value(g, y, dy, axis, exclusive, reverse)?;
             // j > z: d x_j = x_z · (the same gradient for x with x_z replaced by 1). Zero in
@@ -60,9 +46,8 @@ pub fn vjp(op: &ReduceOp, cx: &mut VjpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
             let after = g.mul(after, xz)?;
             g.add(d, after)?
         }
-        ReduceOp::All { .. } | ReduceOp::Any { .. } | ReduceOp::ArgMax { .. } | ReduceOp::ArgMin { .. } => {
-            return Ok(vec![None]);
-        }
+        ReduceOp::Scan { kind, .. } => return Err(no_rule(*kind)),
+        ReduceOp::Arg { .. } => return Ok(vec![None]),
     };
     Ok(vec![Some(d)])
 }
@@ -81,47 +66,83 @@ pub fn jvp(op: &ReduceOp, cx: &mut JvpCtx<'_>) -> Result<Vec<Option<ValueId>>> {
     let (x, y) = (cx.x(0), cx.y(0));
     let g = &mut *cx.g;
     let out = match op {
-        ReduceOp::Prod { axes, keep_dims } => {
-            let others = prod_of_others(g, x, y, axes, *keep_dims)?;
-            let p = g.mul(t, others)?;
+        ReduceOp::Axes { kind, axes, keep_dims } => {
+            // Σ over the group of t · ∂y/∂x.
+            let p = local_derivative(*kind, g, x, y, axes, *keep_dims, t)?;
             g.reduce_sum(p, Some(axes), *keep_dims)?
         }
-        ReduceOp::Max { axes, keep_dims } | ReduceOp::Min { axes, keep_dims } => {
-            let w = tie_weights(g, x, y, axes, *keep_dims)?;
-            let p = g.mul(t, w)?;
-            g.reduce_sum(p, Some(axes), *keep_dims)?
-        }
-        ReduceOp::LogSumExp { axes, keep_dims } => {
-            let w = softmax_weights(g, x, y, axes, *keep_dims)?;
-            let p = g.mul(t, w)?;
-            g.reduce_sum(p, Some(axes), *keep_dims)?
-        }
-        ReduceOp::CumProd { axis, exclusive, reverse } => {
-            let z = ZeroSplit::new(g, x, *axis, *exclusive, *reverse)?;
+        &ReduceOp::Scan { kind: ReduceKind::CumProd, axis, exclusive, reverse } => {
+            let z = ZeroSplit::new(g, x, axis, exclusive, reverse)?;
             // Before the first zero (tm): y Σ t_k / x_k; after it: t_z y'.
             let r = g.div(t, z.x_safe)?;
             let r = g.mul(r, z.bm)?;
-            let s = g.cumsum(r, *axis, *exclusive, *reverse)?;
+            let s = g.cumsum(r, axis, exclusive, reverse)?;
             let s = g.mul(s, z.tm)?;
             let tz = g.mul(t, z.first)?;
-            let tz = g.reduce_sum(tz, Some(&[*axis]), true)?;
+            let tz = g.reduce_sum(tz, Some(&[axis]), true)?;
             let one = g.scalar_like(z.tm, 1.0)?;
             let after = g.sub(one, z.tm)?;
             let tz = g.mul(tz, after)?;
             let s = g.add(s, tz)?;
             g.mul(z.y1, s)?
         }
-        ReduceOp::Sum { .. }
-        | ReduceOp::Mean { .. }
-        | ReduceOp::CumSum { .. }
-        | ReduceOp::All { .. }
-        | ReduceOp::Any { .. }
-        | ReduceOp::ArgMax { .. }
-        | ReduceOp::ArgMin { .. } => {
-            return Ok(vec![None]);
-        }
+        ReduceOp::Scan { kind, .. } => return Err(no_rule(*kind)),
+        ReduceOp::Arg { .. } => return Ok(vec![None]),
     };
     Ok(vec![Some(out)])
+}
+
+/// The local derivative of an axis reduction `y = kind(x)` applied to `d`, an `x`-shaped
+/// cotangent (already broadcast over the reduced axes) or tangent: `d · ∂y/∂x`, built from
+/// differentiable graph ops so second derivatives work. The VJP is this of the broadcast
+/// `dy`, the JVP (of a non-linear kind) its sum over the reduced axes. A new differentiable
+/// axis reduction is one arm here; the match is exhaustive, and a kind without a derivative
+/// is listed in [`differentiable`].
+fn local_derivative(
+    kind: ReduceKind,
+    g: &mut Graph,
+    x: ValueId,
+    y: ValueId,
+    axes: &[i64],
+    keep_dims: bool,
+    d: ValueId,
+) -> Result<ValueId> {
+    use ReduceKind::*;
+    match kind {
+        Sum => Ok(d),
+        Mean => {
+            let c = count(g, x, y)?;
+            g.div(d, c)
+        }
+        Prod => {
+            let others = prod_of_others(g, x, y, axes, keep_dims)?;
+            g.mul(d, others)
+        }
+        Max | Min => {
+            let w = tie_weights(g, x, y, axes, keep_dims)?;
+            g.mul(d, w)
+        }
+        LogSumExp => {
+            let w = softmax_weights(g, x, y, axes, keep_dims)?;
+            g.mul(d, w)
+        }
+        Variance => {
+            // 2 (x - mean) / n
+            let m = g.reduce_mean(x, Some(axes), true)?;
+            let c = count(g, x, y)?;
+            let dev = g.sub(x, m)?;
+            let w = g.div(dev, c)?;
+            let w = g.mul_scalar(w, 2.0)?;
+            g.mul(d, w)
+        }
+        All | Any | ArgMax | ArgMin | CumSum | CumProd => Err(no_rule(kind)),
+    }
+}
+
+/// The error of a kind reaching a rule that does not handle it (an op whose form is not
+/// its kind's is rejected at build time, so this is an internal error).
+fn no_rule(kind: ReduceKind) -> Error {
+    Error::unsupported(kind.name(), "internal: no derivative rule for this kind in this form")
 }
 
 /// Whether derivatives flow through this kind.
