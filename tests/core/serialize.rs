@@ -363,7 +363,7 @@ fn apply(bytes: &mut Vec<u8>, m: &Mutation) {
 /// these operands are left out; at least 10 must be in.
 fn attribute_graph() -> (Graph, Vec<ValueId>) {
     use pfor::ops::slicing::PadMode;
-    use pfor::ops::{ConvOp, IndexOp, NnOp, ReduceOp, ShapeOp, SlicingOp};
+    use pfor::ops::{ConvOp, IndexOp, NnOp, ReduceKind, ReduceOp, ShapeOp, SlicingOp};
     let mut g = Graph::new();
     let x = g.constant(Tensor::randn(&[2, 3, 4, 5], 3).unwrap());
     let w = g.constant(Tensor::randn(&[2, 2, 5, 4], 4).unwrap());
@@ -396,8 +396,8 @@ fn attribute_graph() -> (Graph, Vec<ValueId>) {
         (Op::Conv(ConvOp::Conv2D { params }), vec![x, w]),
         (Op::Conv(ConvOp::MaxPool { ksize: [2, 2], strides: [1, 1], padding: Padding::Valid }), vec![x]),
         (Op::Conv(ConvOp::ExtractPatches { ksize: [2, 2], params }), vec![x]),
-        (Op::Reduce(ReduceOp::CumSum { axis: 1, exclusive: true, reverse: false }), vec![x]),
-        (Op::Reduce(ReduceOp::Max { axes: vec![1, -1], keep_dims: true }), vec![x]),
+        (Op::Reduce(ReduceOp::Scan { kind: ReduceKind::CumSum, axis: 1, exclusive: true, reverse: false }), vec![x]),
+        (Op::Reduce(ReduceOp::Axes { kind: ReduceKind::Max, axes: vec![1, -1], keep_dims: true }), vec![x]),
         (Op::Index(IndexOp::Gather { axis: 1, batch_dims: 0 }), vec![x, idx]),
         (Op::Index(IndexOp::TopK { k: 2, sorted: true }), vec![x]),
         (Op::Nn(NnOp::Softmax { axis: -1 }), vec![x]),

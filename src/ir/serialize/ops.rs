@@ -10,8 +10,8 @@
 use super::wire::{Reader, Wire, Writer};
 use crate::error::{Error, Result};
 use crate::ops::{
-    BinaryKind, ControlOp, ConvOp, ElementwiseOp, IndexOp, LinalgOp, LinearOp, NnOp, Op, RandomOp, ReduceOp, ShapeOp,
-    SlicingOp, StateOp, UnaryKind,
+    BinaryKind, ControlOp, ConvOp, ElementwiseOp, IndexOp, LinalgOp, LinearOp, NnOp, Op, RandomOp, ReduceForm,
+    ReduceKind, ReduceOp, ShapeOp, SlicingOp, StateOp, UnaryKind,
 };
 
 /// `impl Wire` for a family's op enum from the list of its variants and their fields.
@@ -43,20 +43,41 @@ macro_rules! wire_enum {
 
 wire_enum!(ElementwiseOp { Select {}, Cast { to }, Clip {} });
 
-wire_enum!(ReduceOp {
-    Sum { axes, keep_dims },
-    Mean { axes, keep_dims },
-    Prod { axes, keep_dims },
-    Max { axes, keep_dims },
-    Min { axes, keep_dims },
-    All { axes, keep_dims },
-    Any { axes, keep_dims },
-    LogSumExp { axes, keep_dims },
-    ArgMax { axis },
-    ArgMin { axis },
-    CumSum { axis, exclusive, reverse },
-    CumProd { axis, exclusive, reverse },
-});
+/// A reduction is written as its kind's Rust identifier (`"Sum"`, `"ArgMax"`, `"CumSum"`)
+/// and the fields of the kind's form in declaration order (`axes, keep_dims` / `axis` /
+/// `axis, exclusive, reverse`): the layout of format version 1, when each kind was its own
+/// variant.
+impl Wire for ReduceOp {
+    fn put(&self, w: &mut Writer) -> Result<()> {
+        w.str(&format!("{:?}", self.kind()))?;
+        match self {
+            ReduceOp::Axes { axes, keep_dims, .. } => {
+                axes.put(w)?;
+                keep_dims.put(w)
+            }
+            ReduceOp::Arg { axis, .. } => axis.put(w),
+            ReduceOp::Scan { axis, exclusive, reverse, .. } => {
+                axis.put(w)?;
+                exclusive.put(w)?;
+                reverse.put(w)
+            }
+        }
+    }
+    fn get(r: &mut Reader) -> Result<Self> {
+        let at = r.pos;
+        let tag = r.string()?;
+        let Some(&kind) = ReduceKind::ALL.iter().find(|k| format!("{k:?}") == tag) else {
+            return Err(Error::Format { at, msg: format!("unknown ReduceOp variant '{tag}'") });
+        };
+        Ok(match kind.form() {
+            ReduceForm::Axes => ReduceOp::Axes { kind, axes: Wire::get(r)?, keep_dims: Wire::get(r)? },
+            ReduceForm::Arg => ReduceOp::Arg { kind, axis: Wire::get(r)? },
+            ReduceForm::Scan => {
+                ReduceOp::Scan { kind, axis: Wire::get(r)?, exclusive: Wire::get(r)?, reverse: Wire::get(r)? }
+            }
+        })
+    }
+}
 
 wire_enum!(ShapeOp {
     Reshape { shape },
