@@ -70,16 +70,18 @@ impl FastStep {
             _ => return None,
         };
         let shape = f32_fixed(&step.out_types[0])?;
-        let len: usize = shape.iter().product();
+        // `None` when the element count overflows (a malformed graph: the generic path errs)
+        let len = step.out_types[0].shape.num_elements()?;
         if len == 0 || len >= PAR_THRESHOLD {
             return None;
         }
         let mut in_shapes = Vec::with_capacity(ins.len());
         let mut scalar = [false; 2];
         for (i, ty) in ins.iter().enumerate() {
-            let s = f32_fixed((*ty)?)?;
+            let ty = (*ty)?;
+            let s = f32_fixed(ty)?;
             scalar[i] = s != shape;
-            if scalar[i] && (matches!(kernel, Kernel::Unary(_)) || s.iter().product::<usize>() != 1) {
+            if scalar[i] && (matches!(kernel, Kernel::Unary(_)) || ty.shape.num_elements() != Some(1)) {
                 return None;
             }
             in_shapes.push(s.into_boxed_slice());
