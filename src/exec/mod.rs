@@ -9,7 +9,10 @@
 //!   write in place (constants and fetched values are never handed over);
 //! - every kernel output is checked against its inferred static type (dtype, rank, fixed
 //!   dims), so a kernel bug or a dynamic-dim mismatch is an error naming the node, never a
-//!   silently wrong answer;
+//!   silently wrong answer; small f32 unary / binary steps of fixed types run on the slots
+//!   directly, their operands checked and their result typed by construction (see `fast`:
+//!   no per-step vectors, type check or reference-count traffic, the result written into a
+//!   dead operand), bit-identical to the generic kernels;
 //! - a run with a deadline or a cancel token ([`RunOptions`]) checks them before every
 //!   step, at every loop iteration and every call (see `limits`); a `call` also checks the
 //!   native stack left, so deep recursion is an error, never a stack overflow;
@@ -29,6 +32,7 @@
 
 mod checks;
 mod ctx;
+mod fast;
 mod fetch;
 mod fuse;
 pub mod limits;
@@ -267,6 +271,8 @@ pub struct Plan {
     out_sizes: Vec<checks::OutSize>,
     /// Parallel kernels a run may issue (0, 1, or 2 = several; see `exec::workers`).
     parallel_kernels: usize,
+    /// Per step: its fast form, if it has one (see `fast`).
+    fast: Vec<Option<fast::FastStep>>,
 }
 
 impl Plan {
@@ -406,7 +412,16 @@ impl Plan {
             }
         }
         let parallel_kernels = estimate_parallel(&steps, n_slots, g.library());
+        let slot_ty = slot_types(&steps, n_slots);
+        let fast = steps
+            .iter()
+            .map(|st| {
+                let ins: Vec<Option<&TensorType>> = st.inputs.iter().map(|&(s, _)| slot_ty[s]).collect();
+                fast::FastStep::of(st, &ins)
+            })
+            .collect();
         Ok(Plan {
+            fast,
             out_sizes: steps.iter().map(|st| checks::OutSize::of(&st.out_types)).collect(),
             steps,
             n_slots,
@@ -520,6 +535,7 @@ impl Plan {
     fn run(&self, slots_init: Vec<(usize, Tensor)>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
         let limit = ctx.options.max_tensor_bytes;
         let _budget = crate::kernels::alloc::budget_scope(limit);
+        let fast_ok = ctx.profile.is_none();
         let mut slots: Vec<Option<Tensor>> = vec![None; self.n_slots];
         for (s, t) in slots_init {
             slots[s] = Some(t);
@@ -529,6 +545,15 @@ impl Plan {
                 continue; // fed
             }
             limits::check(ctx.interrupt.as_ref(), || format!("before node {} ({})", step.node, step.op))?;
+            if fast_ok
+                && let Some(f) = &self.fast[si]
+                && f.fits(limit)
+                && f.run(&step.inputs, step.outputs[0], &mut slots)
+                    .map_err(|e| e.at_node(step.node, step.op.to_string()))?
+            {
+                release(step, &mut slots, ctx);
+                continue;
+            }
             let mut ins = Vec::with_capacity(step.inputs.len());
             for &(s, take) in &step.inputs {
                 let t = if take { slots[s].take() } else { slots[s].clone() };
@@ -575,11 +600,7 @@ impl Plan {
                 }
                 slots[s] = Some(t);
             }
-            for &s in &step.release {
-                if let (Some(t), Some(pool)) = (slots[s].take(), ctx.pool.as_deref_mut()) {
-                    pool.donate(t);
-                }
-            }
+            release(step, &mut slots, ctx);
         }
         self.fetch_slots
             .iter()
@@ -588,15 +609,33 @@ impl Plan {
     }
 }
 
-/// [`workers::op_estimate`] summed over the plan's steps (a fused step counts once).
-fn estimate_parallel(steps: &[Step], n_slots: usize, lib: &Library) -> usize {
+/// Release the slots `step` is the last reader of (offering their buffers to the pool).
+#[inline]
+fn release(step: &Step, slots: &mut [Option<Tensor>], ctx: &mut ExecCtx<'_>) {
+    for &s in &step.release {
+        if let (Some(t), Some(pool)) = (slots[s].take(), ctx.pool.as_deref_mut()) {
+            pool.donate(t);
+        }
+    }
+}
+
+/// The static type of each slot of `steps` (`None`: written by no step).
+fn slot_types(steps: &[Step], n_slots: usize) -> Vec<Option<&TensorType>> {
     let mut slot_ty: Vec<Option<&TensorType>> = vec![None; n_slots];
-    let mut seen = HashSet::new();
-    let mut total = 0;
     for st in steps {
         for (&s, t) in st.outputs.iter().zip(&st.out_types) {
             slot_ty[s] = Some(t);
         }
+    }
+    slot_ty
+}
+
+/// [`workers::op_estimate`] summed over the plan's steps (a fused step counts once).
+fn estimate_parallel(steps: &[Step], n_slots: usize, lib: &Library) -> usize {
+    let slot_ty = slot_types(steps, n_slots);
+    let mut seen = HashSet::new();
+    let mut total = 0;
+    for st in steps {
         let ins: Vec<&TensorType> = st.inputs.iter().filter_map(|&(s, _)| slot_ty[s]).collect();
         total += workers::op_estimate(&st.op, &ins, &st.out_types, lib, &mut seen);
     }

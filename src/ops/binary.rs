@@ -481,6 +481,8 @@ pub(crate) enum F32Arg<'a> {
     Slice(&'a [f32]),
     /// The same value for every element.
     Scalar(f32),
+    /// The destination's own values (the operation runs in place).
+    Dst,
 }
 
 /// Whether [`f32_apply`] computes `k` (f32 operands, f32 result).
@@ -490,8 +492,9 @@ pub(crate) fn f32_fusable(k: BinaryKind) -> bool {
 }
 
 /// `dst[i] = k(a[i], b[i])`, element for element exactly what [`eval`] computes on f32
-/// tensors (exec's elementwise fusion runs it on cache-resident pieces); slices are as
-/// long as `dst`. `false`, with `dst` untouched, for kinds outside [`f32_fusable`].
+/// tensors (exec's elementwise fusion runs it on cache-resident pieces, exec's fast steps on
+/// whole small tensors); slices are as long as `dst`, [`F32Arg::Dst`] reads `dst[i]` itself.
+/// `false`, with `dst` untouched, for kinds outside [`f32_fusable`].
 pub(crate) fn f32_apply(k: BinaryKind, dst: &mut [f32], a: F32Arg<'_>, b: F32Arg<'_>) -> bool {
     use BinaryKind::*;
     #[inline(always)]
@@ -501,6 +504,11 @@ pub(crate) fn f32_apply(k: BinaryKind, dst: &mut [f32], a: F32Arg<'_>, b: F32Arg
             (F32Arg::Slice(x), F32Arg::Scalar(y)) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, y)),
             (F32Arg::Scalar(x), F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(x, y)),
             (F32Arg::Scalar(x), F32Arg::Scalar(y)) => dst.fill(f(x, y)),
+            (F32Arg::Dst, F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(*d, y)),
+            (F32Arg::Dst, F32Arg::Scalar(y)) => dst.iter_mut().for_each(|d| *d = f(*d, y)),
+            (F32Arg::Slice(x), F32Arg::Dst) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, *d)),
+            (F32Arg::Scalar(x), F32Arg::Dst) => dst.iter_mut().for_each(|d| *d = f(x, *d)),
+            (F32Arg::Dst, F32Arg::Dst) => dst.iter_mut().for_each(|d| *d = f(*d, *d)),
         })
     }
     match k {

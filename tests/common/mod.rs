@@ -3,6 +3,7 @@
 
 use pfor::prelude::*;
 
+pub mod alloc_count;
 pub mod coverage;
 pub use coverage::{run_recorded, session};
 

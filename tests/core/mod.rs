@@ -1,6 +1,7 @@
 //! Core tests: tensors, graph IR, executor, reference loop, errors.
 
 mod boundaries;
+mod dispatch;
 mod exec;
 mod fuse;
 mod fuse_elementwise;

@@ -398,6 +398,16 @@ impl Src<'_> {
     }
 }
 
+/// Whether operands of shapes `a` and `b` broadcast (numpy rules) to exactly `d`.
+fn broadcasts_to(a: &[usize], b: &[usize], d: &[usize]) -> bool {
+    let dim = |s: &[usize], i: usize| if i < s.len() { s[s.len() - 1 - i] } else { 1 };
+    a.len().max(b.len()) == d.len()
+        && (0..d.len()).all(|i| {
+            let (x, y, want) = (dim(a, i), dim(b, i), d[d.len() - 1 - i]);
+            (x == want || x == 1) && (y == want || y == 1) && (x == want || y == want)
+        })
+}
+
 /// `v` (of shape `d`, `len` = last dim of `d`) as `[rows, len]` strided rows, when its
 /// leading axes merge into one and its last axis is contiguous.
 fn strided_rows<'a>(v: &ArrayViewD<'a, f32>, len: usize) -> Option<ArrayView2<'a, f32>> {
@@ -503,29 +513,31 @@ impl EwGroup {
                 _ => None,
             })
             .collect::<Option<_>>()?;
-        // concrete shapes: every member must produce the same D
-        let mut shapes: Vec<Vec<usize>> = Vec::with_capacity(self.members.len());
-        let shape_of = |a: &Arg, shapes: &[Vec<usize>]| match *a {
-            Arg::Ext(i) => views[i].shape().to_vec(),
-            Arg::Int(j) => shapes[j].clone(),
+        // concrete shapes: every member must produce the same D, the first member's result
+        // (its operands all come from outside the group); so a member's operands from
+        // inside the group have shape D
+        let first = self.members.first()?;
+        let ext = |a: Arg| match a {
+            Arg::Ext(i) => Some(views[i].shape()),
+            Arg::Int(_) => None,
+        };
+        let d = match first.kind {
+            Kind::Binary(_) => broadcast_shapes("fused", ext(first.args[0])?, ext(first.args[1])?).ok()?,
+            _ => ext(first.args[0])?.to_vec(),
         };
         for m in &self.members {
-            let s = match m.kind {
-                Kind::Unary(_) => shape_of(&m.args[0], &shapes),
-                Kind::Binary(_) => {
-                    broadcast_shapes("fused", &shape_of(&m.args[0], &shapes), &shape_of(&m.args[1], &shapes)).ok()?
-                }
+            let shape = |a: Arg| ext(a).unwrap_or(&d);
+            let ok = match m.kind {
+                Kind::Unary(_) => shape(m.args[0]) == d.as_slice(),
+                Kind::Binary(_) => broadcasts_to(shape(m.args[0]), shape(m.args[1]), &d),
                 Kind::BiasAdd => {
-                    let x = shape_of(&m.args[0], &shapes);
-                    (x.last().is_some() && shape_of(&m.args[1], &shapes) == x[x.len() - 1..]).then_some(x)?
+                    shape(m.args[0]) == d.as_slice() && d.last().is_some() && shape(m.args[1]) == &d[d.len() - 1..]
                 }
             };
-            if shapes.first().is_some_and(|d| *d != s) {
+            if !ok {
                 return None;
             }
-            shapes.push(s);
         }
-        let d = shapes.pop()?;
         let total: usize = d.iter().product();
         if total == 0 {
             return None;
@@ -637,7 +649,8 @@ impl EwGroup {
         let k_rows = if rows > 1 { (PIECE / len).max(1) } else { 1 };
         let piece_len = if k_rows > 1 { k_rows * len } else { PIECE.min(len) };
         let run = |((r0, r1, c_start, c_end), mut outs): Task<'_>| {
-            let mut scratch: Vec<Vec<f32>> = vec![vec![0.0; piece_len]; self.members.len()];
+            // member j's piece is scratch[j * piece_len..][..piece_len]
+            let mut scratch: Vec<f32> = vec![0.0; piece_len * self.members.len()];
             let mut ext_bufs: Vec<Vec<f32>> = srcs.iter().map(|_| Vec::new()).collect();
             let mut r = r0;
             while r < r1 {
@@ -648,19 +661,19 @@ impl EwGroup {
                     for (src, buf) in srcs.iter().zip(ext_bufs.iter_mut()) {
                         src.prepare(r, k, len, buf);
                     }
-                    self.piece(srcs, &ext_bufs, &mut scratch, (r, k, len, c0, n));
+                    self.piece(srcs, &ext_bufs, &mut scratch, piece_len, (r, k, len, c0, n));
                     for ((o, sink), &w) in outs.iter_mut().zip(&self.sinks).zip(&widths) {
                         // offset of (row r, column c0) in this task's chunk
                         let at = (r - r0) * w + c0 - c_start;
                         match sink {
                             Sink::Member(j) => {
-                                o[at..at + k * n].write_copy_of_slice(&scratch[*j][..k * n]);
+                                o[at..at + k * n].write_copy_of_slice(&scratch[j * piece_len..][..k * n]);
                             }
                             Sink::Concat(js) => {
                                 for i in 0..k {
                                     for (q, &j) in js.iter().enumerate() {
                                         let dst = at + i * w + q * len;
-                                        o[dst..dst + n].write_copy_of_slice(&scratch[j][i * n..(i + 1) * n]);
+                                        o[dst..dst + n].write_copy_of_slice(&scratch[j * piece_len + i * n..][..n]);
                                     }
                                 }
                             }
@@ -695,22 +708,23 @@ impl EwGroup {
     }
 
     /// Evaluate every member on one piece (`(r, k, len, c0, n)`: see [`Src::prepare`])
-    /// into its scratch buffer.
-    fn piece(&self, srcs: &[Src<'_>], ext_bufs: &[Vec<f32>], scratch: &mut [Vec<f32>], at: Piece) {
+    /// into its piece of `scratch` (`piece_len` elements each).
+    fn piece(&self, srcs: &[Src<'_>], ext_bufs: &[Vec<f32>], scratch: &mut [f32], piece_len: usize, at: Piece) {
         let (r, k, len, c0, n) = at;
         let m_len = k * n;
         for (j, m) in self.members.iter().enumerate() {
-            let (done, rest) = scratch.split_at_mut(j);
-            let dst = &mut rest[0][..m_len];
+            let (done, rest) = scratch.split_at_mut(j * piece_len);
+            let dst = &mut rest[..m_len];
             let arg = |a: Arg| match a {
                 Arg::Ext(i) => srcs[i].piece(r, k, len, c0, n, &ext_bufs[i]),
-                Arg::Int(i) => F32Arg::Slice(&done[i][..m_len]),
+                Arg::Int(i) => F32Arg::Slice(&done[i * piece_len..][..m_len]),
             };
             match m.kind {
                 Kind::Unary(u) => {
                     match arg(m.args[0]) {
                         F32Arg::Slice(s) => dst.copy_from_slice(s),
                         F32Arg::Scalar(v) => dst.fill(v),
+                        F32Arg::Dst => {}
                     }
                     unary::f32_in_place(u, dst);
                 }
