@@ -334,7 +334,6 @@ impl Plan {
     /// # }
     /// ```
     pub fn compile_options(g: &Graph, fetches: &[ValueId], keep_effects: bool, options: &ExecOptions) -> Result<Plan> {
-        let fuse = options.fuse;
         let mut roots: Vec<ValueId> = fetches.to_vec();
         if keep_effects {
             for n in g.node_ids() {
@@ -343,7 +342,18 @@ impl Plan {
                 }
             }
         }
-        let needed: HashSet<NodeId> = g.ancestors(&roots)?.into_iter().collect();
+        // Constant folding happens here, on a copy: the user's graph stays differentiable
+        // w.r.t. its constants (see `passes::fold`).
+        match crate::passes::folded_copy(g, &roots)? {
+            Some(folded) => Self::compile_roots(&folded, fetches, &roots, options),
+            None => Self::compile_roots(g, fetches, &roots, options),
+        }
+    }
+
+    /// [`Plan::compile_options`] of the ancestors of `roots` (the fetches and kept effects).
+    fn compile_roots(g: &Graph, fetches: &[ValueId], roots: &[ValueId], options: &ExecOptions) -> Result<Plan> {
+        let fuse = options.fuse;
+        let needed: HashSet<NodeId> = g.ancestors(roots)?.into_iter().collect();
         let order: Vec<NodeId> = g.topo_order()?.into_iter().filter(|n| needed.contains(n)).collect();
 
         let mut slot_of: HashMap<ValueId, usize> = HashMap::new();

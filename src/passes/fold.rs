@@ -1,9 +1,17 @@
-//! Constant folding for the simplification pass: a pure op whose inputs are all constants
-//! is evaluated once, at rewrite time, and becomes a constant.
+//! Constant folding: a pure op whose inputs are all constants is evaluated once and becomes
+//! a constant.
 //!
 //! In pfor output this is what the loop index turns into when it only meets constants: a
 //! jacobian's seed rows `one_hot(range(n))` times a constant weight (W5: the first backward
 //! product `[n, out] x [out, h]`) become one constant instead of a GEMM on every run.
+//!
+//! WHERE it runs matters: a folded node no longer depends on the constants it was computed
+//! from, so a derivative taken LATER w.r.t. one of them (a graph constant is a point to
+//! differentiate at: `hessian` of a function of a constant is the jacobian of a jacobian)
+//! would silently lose that path. So folding is not part of the simplification that `pfor`
+//! runs on the user's graph; a plan folds its own copy of the graph when it compiles
+//! ([`folded_copy`], from `Plan::compile_options`), where no derivative follows, and
+//! [`fold_constants`](super::fold_constants) folds a graph on request.
 //!
 //! Invariants:
 //! - only ops without effects or randomness fold (no `Input`, `Const`, state, random, custom
@@ -14,9 +22,12 @@
 //! - results larger than [`MAX_ELEMENTS`], or larger than all inputs together when above
 //!   [`FREE_ELEMENTS`], are not folded (a folded broadcast must not bloat the graph).
 
+use hashbrown::HashSet;
+
 use super::pattern::const_value;
+use super::{Pass, PassCtx};
 use crate::error::Result;
-use crate::ir::{Graph, NodeId};
+use crate::ir::{Graph, NodeId, ValueId};
 use crate::ops::Op;
 use crate::tensor::Tensor;
 
@@ -50,4 +61,42 @@ pub(super) fn fold(g: &Graph, n: NodeId) -> Result<Option<Tensor>> {
     let Some(t) = outs.pop() else { return Ok(None) };
     let ty = &node.outputs[0];
     Ok((outs.is_empty() && t.dtype() == ty.dtype && ty.shape.matches(t.shape())).then_some(t))
+}
+
+/// The `fold` pass: every region node that folds becomes its constant (producers first).
+pub(super) struct Fold;
+
+impl Pass for Fold {
+    fn name(&self) -> &str {
+        "fold"
+    }
+
+    fn run(&self, g: &mut Graph, cx: &mut PassCtx) -> Result<()> {
+        for n in g.topo_order()? {
+            if cx.in_region(g, n)
+                && let Some(value) = fold(g, n)?
+            {
+                g.rewrite_node(n, Op::Const { value }, &[])?;
+                cx.report.constants_folded += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A copy of `g` in which every ancestor of `roots` that folds is its constant (producers
+/// first, so chains fold whole), or `None` when nothing folds (no copy made). Handles of
+/// `g` are handles of the copy.
+pub(crate) fn folded_copy(g: &Graph, roots: &[ValueId]) -> Result<Option<Graph>> {
+    let needed: HashSet<NodeId> = g.ancestors(roots)?.into_iter().collect();
+    let mut copy: Option<Graph> = None;
+    for n in g.topo_order()? {
+        if !needed.contains(&n) {
+            continue;
+        }
+        if let Some(value) = fold(copy.as_ref().unwrap_or(g), n)? {
+            copy.get_or_insert_with(|| g.clone()).rewrite_node(n, Op::Const { value }, &[])?;
+        }
+    }
+    Ok(copy)
 }

@@ -249,6 +249,30 @@ pub fn simplify(g: &mut Graph, outputs: &[ValueId]) -> Result<SimplifyReport> {
     Pipeline::simplify().run(g, outputs, None)
 }
 
+/// Fold every pure op whose inputs are all constants into the constant it evaluates to, then
+/// drop what nothing reads (passes `fold`, `dead`). Plans do this on their own copy when
+/// they compile; on the user's graph it cuts derivatives taken later w.r.t. the constants
+/// folded through (see the `fold` module), which is why `pfor` and [`simplify`] never fold.
+///
+/// ```
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let c = g.constant(Tensor::vec1(&[1.0f64, 2.0]));
+/// let y = g.exp(c)?;
+/// let rep = pfor::passes::fold_constants(&mut g, &[y])?;
+/// assert_eq!(rep.constants_folded, 1);
+/// assert_eq!(g.node(rep.outputs[0].node)?.op.kind(), OpKind::Const);
+/// # Ok(())
+/// # }
+/// ```
+pub fn fold_constants(g: &mut Graph, outputs: &[ValueId]) -> Result<SimplifyReport> {
+    Pipeline::new().then(fold::Fold).then(dead::Dead).run(g, outputs, None)
+}
+
+pub(crate) use fold::folded_copy;
+
 /// [`simplify`] only the nodes added at or after `mark` (a [`Graph::mark`]): older nodes are
 /// read but never rewritten or removed. This is what `pfor` runs on its conversion.
 ///

@@ -23,8 +23,8 @@
 //! - a `matmul` whose result reaches a last-axis `split` (through reshapes keeping that
 //!   axis) of which one piece is read → a `matmul` of just that piece's columns (see
 //!   `narrow`, its own pass; its invariants hold there);
-//! - a pure op whose inputs are all constants → the constant it evaluates to (see `fold`
-//!   for which ops and sizes; its invariants hold there);
+//! - (not here: constant folding, a pure op of constants → its value, is the separate
+//!   `fold` pass, run by plans on their own copy of the graph; see `fold` for why);
 //! - dead nodes: nodes no output (and no kept node) reads (the `dead` pass).
 //!
 //! Invariants, and why they hold:
@@ -69,7 +69,8 @@ pub struct SimplifyReport {
     /// Matmuls narrowed to the one column range a split of their result reads (see
     /// `narrow`).
     pub narrowed: usize,
-    /// Nodes replaced by the constant they evaluate to (all inputs constant; see `fold`).
+    /// Nodes replaced by the constant they evaluate to (all inputs constant): only by
+    /// [`fold_constants`](super::fold_constants); `simplify` and `pfor` never fold.
     pub constants_folded: usize,
 }
 
@@ -106,11 +107,6 @@ impl Pass for Rewrite {
             if inputs != node.inputs {
                 let op = node.op.clone();
                 g.rewrite_node(n, op, &inputs)?;
-            }
-            if !fixed_op && let Some(value) = super::fold::fold(g, n)? {
-                g.rewrite_node(n, Op::Const { value }, &[])?;
-                report.constants_folded += 1;
-                continue;
             }
             let action = if fixed_op { None } else { decide(g, n)? };
             match action {
