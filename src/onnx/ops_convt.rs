@@ -58,7 +58,7 @@ fn conv_transpose(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         return Err(n.invalid(format!("group {group} does not divide {cin} input channels")));
     }
     // the full output per spatial dim, then (begin, end) crops
-    let full: Vec<usize> =
+    let mut full: Vec<usize> =
         (0..s).map(|i| (xd[2 + i] - 1) * strides[i] + (kernel[i] - 1) * dil[i] + 1 + out_pad[i]).collect();
     let auto_pad = n.attr_choice("auto_pad", &["NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])?;
     let explicit = n.attr_ints("pads");
@@ -69,7 +69,12 @@ fn conv_transpose(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         for i in 0..s {
             let total = full[i] as i64 - os[i];
             if total < 0 {
-                return Err(n.invalid(format!("output_shape {os:?} larger than the full output {full:?}")));
+                // a larger output_shape is an implicit output padding (at most stride - 1)
+                if -total >= strides[i] as i64 {
+                    return Err(n.invalid(format!("output_shape {os:?} for the full output {full:?}")));
+                }
+                full[i] = os[i] as usize;
+                continue;
             }
             let t = total as usize;
             pads[i] = if auto_pad == "SAME_UPPER" { (t / 2, t - t / 2) } else { (t - t / 2, t / 2) };

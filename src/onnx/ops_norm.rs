@@ -134,7 +134,14 @@ fn convert_inner(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
                 }
                 p => return Err(n.unsupported(format!("attribute p = {p} (1 or 2)"))),
             };
-            Ok(vec![g.div(x, norm)?])
+            // a zero norm gives zeros (ONNX's reference), not 0 / 0
+            let z = g.scalar_like(norm, 0.0)?;
+            let zero = g.equal(norm, z)?;
+            let one = g.scalar_like(norm, 1.0)?;
+            let safe = g.select(zero, one, norm)?;
+            let y = g.div(x, safe)?;
+            let zx = g.scalar_like(y, 0.0)?;
+            Ok(vec![g.select(zero, zx, y)?])
         }
         _ => {
             // MeanVarianceNormalization: (x - mean) / sqrt(var), no epsilon

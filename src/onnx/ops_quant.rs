@@ -67,7 +67,9 @@ fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     }
     let scale = n.input(1)?;
     let r = g.shape(x)?.rank();
-    let axis = if r == 0 { 0 } else { norm_axis(n, n.attr_i("axis", 1), r)? };
+    // the axis matters only for a per-axis (1-D) scale
+    let per_axis = g.shape(scale)?.rank() == 1;
+    let axis = if per_axis { norm_axis(n, n.attr_i("axis", 1), r)? } else { 0 };
     let dt = g.dtype(scale)?;
     let d = match n.opt_input(2) {
         Some(z) => {
