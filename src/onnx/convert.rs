@@ -7,7 +7,10 @@
 //! inputs are all constants is evaluated once here and its outputs become constants.
 
 use super::proto::{AttributeProto, NodeProto};
-use super::{legacy, ops_elementwise, ops_nn, ops_shape, tensor};
+use super::{
+    legacy, ops_attention, ops_convt, ops_einsum, ops_elementwise, ops_index, ops_loss, ops_math, ops_nn, ops_norm,
+    ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter, ops_shape, ops_spatial, ops_window, tensor, versions,
+};
 use crate::error::{Error, Result};
 use crate::exec::run_once;
 use crate::ir::{Graph, ValueId};
@@ -39,8 +42,28 @@ impl Env {
 
 /// Every op type the importer converts (default domain), sorted.
 pub fn supported_ops() -> Vec<&'static str> {
-    let mut v: Vec<&'static str> =
-        [ops_elementwise::OPS, ops_shape::OPS, ops_nn::OPS].iter().flat_map(|s| s.iter().copied()).collect();
+    let mut v: Vec<&'static str> = [
+        ops_elementwise::OPS,
+        ops_shape::OPS,
+        ops_nn::OPS,
+        ops_loss::OPS,
+        ops_norm::OPS,
+        ops_index::OPS,
+        ops_math::OPS,
+        ops_resize::OPS,
+        ops_attention::OPS,
+        ops_convt::OPS,
+        ops_rnn::OPS,
+        ops_einsum::OPS,
+        ops_scatter::OPS,
+        ops_window::OPS,
+        ops_quant::OPS,
+        ops_spatial::OPS,
+        ops_rotary::OPS,
+    ]
+    .iter()
+    .flat_map(|s| s.iter().copied())
+    .collect();
     v.sort_unstable();
     v
 }
@@ -57,6 +80,7 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
         if !(node.domain.is_empty() || node.domain == "ai.onnx") {
             return Err(cx.unsupported(format!("domain '{}'", node.domain)));
         }
+        versions::check(&cx)?;
         let outs = convert_node(g, &cx)?;
         if let Some(i) = cx.read.borrow().iter().position(|r| !r) {
             let a = &node.attribute[i];
@@ -79,6 +103,20 @@ fn convert_node(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
         .or_else(|| ops_elementwise::convert(g, n))
         .or_else(|| ops_shape::convert(g, n))
         .or_else(|| ops_nn::convert(g, n))
+        .or_else(|| ops_loss::convert(g, n))
+        .or_else(|| ops_norm::convert(g, n))
+        .or_else(|| ops_index::convert(g, n))
+        .or_else(|| ops_math::convert(g, n))
+        .or_else(|| ops_resize::convert(g, n))
+        .or_else(|| ops_attention::convert(g, n))
+        .or_else(|| ops_convt::convert(g, n))
+        .or_else(|| ops_rnn::convert(g, n))
+        .or_else(|| ops_einsum::convert(g, n))
+        .or_else(|| ops_scatter::convert(g, n))
+        .or_else(|| ops_window::convert(g, n))
+        .or_else(|| ops_quant::convert(g, n))
+        .or_else(|| ops_spatial::convert(g, n))
+        .or_else(|| ops_rotary::convert(g, n))
         .unwrap_or_else(|| Err(n.unsupported("the op type")));
     r.map_err(|e| match e {
         Error::Unsupported { .. } => e,

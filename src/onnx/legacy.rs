@@ -22,6 +22,26 @@ use super::ops_elementwise;
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
 
+/// The ops whose opset-6 versions this module interprets (accepted at opset 6 although
+/// they changed at opset 7; see `versions::check`).
+pub(super) const INTERPRETED: &[&str] = &[
+    "Add",
+    "Sub",
+    "Mul",
+    "Div",
+    "Pow",
+    "And",
+    "Or",
+    "Xor",
+    "Equal",
+    "Less",
+    "Greater",
+    "PRelu",
+    "Gemm",
+    "BatchNormalization",
+    "Dropout",
+];
+
 /// Interprets the opset-6 attributes of node `n`; `Some` when it converted the node, `None`
 /// to let the op families convert it.
 pub(super) fn convert(g: &mut Graph, n: &NodeCx) -> Option<Result<Vec<ValueId>>> {

@@ -30,11 +30,27 @@ pub mod tensor;
 mod convert;
 mod legacy;
 mod lift;
+mod ops_attention;
+mod ops_convt;
+mod ops_einsum;
 mod ops_elementwise;
+mod ops_index;
+mod ops_loss;
+mod ops_math;
 mod ops_nn;
+mod ops_norm;
+mod ops_quant;
+mod ops_resize;
+mod ops_rnn;
+mod ops_rotary;
+mod ops_scatter;
 mod ops_shape;
+mod ops_spatial;
+mod ops_window;
+mod versions;
 
 pub use convert::supported_ops;
+pub use versions::op_version;
 
 use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
@@ -42,9 +58,11 @@ use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 use proto::{DimProto, ModelProto, ValueType};
 use std::path::Path;
 
-/// The opsets this importer was written against (ONNX's default domain).
-/// Opset 6's legacy broadcasting attributes are interpreted by `legacy`.
-pub const OPSET_RANGE: (i64, i64) = (6, 23);
+/// The default-domain opsets a model may import (ONNX 1.23.2's). Each node is converted under
+/// its op's version at that opset; below opset 7 only op versions unchanged up to opset 7 are
+/// accepted (see [`versions`]), and the opset-6 versions whose legacy attributes `legacy`
+/// interprets (binary ops' `broadcast`/`axis`, PRelu, Gemm, BatchNormalization, Dropout).
+pub const OPSET_RANGE: (i64, i64) = (1, 28);
 
 /// A loaded ONNX model: its graph as a function of its inputs.
 #[derive(Clone, Debug)]

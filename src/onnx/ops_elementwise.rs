@@ -205,11 +205,14 @@ fn convert_inner(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         "Clip" => clip(g, n, x),
         "Cast" => {
             n.attr_i_only("saturate", 1)?;
+            // Cast-24 round_mode only affects float8e8m0, an element type we refuse
+            let _ = n.attr("round_mode");
             let to = n.attr_dtype("to")?;
             g.cast(x, to)
         }
         "CastLike" => {
             n.attr_i_only("saturate", 1)?;
+            let _ = n.attr("round_mode");
             let to = g.dtype(n.input(1)?)?;
             g.cast(x, to)
         }

@@ -145,7 +145,7 @@ fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
 }
 
 /// numpy `matmul`: 1-D operands get a unit dim that is removed again.
-fn matmul(g: &mut Graph, _n: &NodeCx, a: ValueId, b: ValueId) -> Result<ValueId> {
+pub(super) fn matmul(g: &mut Graph, _n: &NodeCx, a: ValueId, b: ValueId) -> Result<ValueId> {
     let (ra, rb) = (g.shape(a)?.rank(), g.shape(b)?.rank());
     let a2 = if ra == 1 { g.expand_dims(a, 0)? } else { a };
     let b2 = if rb == 1 { g.expand_dims(b, 1)? } else { b };
@@ -176,14 +176,14 @@ fn dropout(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
 
 /// Window attributes of a conv or pool over `spatial` dims: kernel, strides, dilations and
 /// (before, after) pads, after `auto_pad`.
-struct Window {
-    kernel: Vec<usize>,
-    strides: Vec<usize>,
-    dilations: Vec<usize>,
-    pads: Vec<(usize, usize)>,
+pub(super) struct Window {
+    pub(super) kernel: Vec<usize>,
+    pub(super) strides: Vec<usize>,
+    pub(super) dilations: Vec<usize>,
+    pub(super) pads: Vec<(usize, usize)>,
 }
 
-fn window(n: &NodeCx, in_dims: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
+pub(super) fn window(n: &NodeCx, in_dims: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
     let s = in_dims.len();
     let ints = |name: &str| -> Result<Vec<usize>> {
         match n.attr_ints(name) {
@@ -198,16 +198,7 @@ fn window(n: &NodeCx, in_dims: &[usize], kernel: Vec<usize>, ceil_mode: bool) ->
     let explicit = n.attr_ints("pads");
     let mut pads = vec![(0usize, 0usize); s];
     match auto_pad.as_str() {
-        "NOTSET" => {
-            if let Some(p) = explicit {
-                if p.len() != 2 * s || p.iter().any(|&v| v < 0) {
-                    return Err(n.invalid(format!("attribute pads = {p:?} for {s} spatial dims")));
-                }
-                for i in 0..s {
-                    pads[i] = (p[i] as usize, p[i + s] as usize);
-                }
-            }
-        }
+        "NOTSET" => pads = explicit_pads(n, explicit, s)?,
         "VALID" => {}
         same => {
             for i in 0..s {
@@ -238,8 +229,20 @@ fn window(n: &NodeCx, in_dims: &[usize], kernel: Vec<usize>, ceil_mode: bool) ->
     Ok(Window { kernel, strides, dilations, pads })
 }
 
+/// The explicit `pads` attribute `[b1, ..., e1, ...]` as (begin, end) per spatial dim
+/// (zeros when absent); negative pads or a wrong length are invalid.
+pub(super) fn explicit_pads(n: &NodeCx, explicit: Option<Vec<i64>>, s: usize) -> Result<Vec<(usize, usize)>> {
+    let Some(p) = explicit else {
+        return Ok(vec![(0, 0); s]);
+    };
+    if p.len() != 2 * s || p.iter().any(|&v| v < 0) {
+        return Err(n.invalid(format!("attribute pads = {p:?} for {s} spatial dims")));
+    }
+    Ok((0..s).map(|i| (p[i] as usize, p[i + s] as usize)).collect())
+}
+
 /// NC[L] or NC[HW] → NHWC with a unit H for 1-D; returns the spatial rank.
-fn to_nhwc(g: &mut Graph, n: &NodeCx, x: ValueId) -> Result<(ValueId, usize)> {
+pub(super) fn to_nhwc(g: &mut Graph, n: &NodeCx, x: ValueId) -> Result<(ValueId, usize)> {
     let dims = fixed_shape(g, n, x, n.op())?;
     match dims.len() {
         3 => {
@@ -253,13 +256,13 @@ fn to_nhwc(g: &mut Graph, n: &NodeCx, x: ValueId) -> Result<(ValueId, usize)> {
     }
 }
 
-fn from_nhwc(g: &mut Graph, y: ValueId, spatial: usize) -> Result<ValueId> {
+pub(super) fn from_nhwc(g: &mut Graph, y: ValueId, spatial: usize) -> Result<ValueId> {
     let y = g.transpose(y, &[0, 3, 1, 2])?;
     if spatial == 1 { g.squeeze(y, Some(&[2])) } else { Ok(y) }
 }
 
 /// The 2-D form of 1-D window attributes (a unit leading dim).
-fn as_2d(v: &[usize], unit: usize) -> [usize; 2] {
+pub(super) fn as_2d(v: &[usize], unit: usize) -> [usize; 2] {
     if v.len() == 1 { [unit, v[0]] } else { [v[0], v[1]] }
 }
 

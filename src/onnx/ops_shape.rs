@@ -185,6 +185,16 @@ fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         }
         "Range" => {
             let (s, l, d) = (n.input(0)?, n.input(1)?, n.input(2)?);
+            // the output's length is its bounds' function: run-time bounds would make it data
+            // dependent (ragged under pfor), so they must be constants
+            for k in 0..3 {
+                n.const_input(g, k)?;
+            }
+            // Range-27: float16 / bfloat16 (held as f32) are computed in f32, which is
+            // stash_type = 1; 0 (accumulate in the narrow type) is not modelled
+            if n.attr_i("stash_type", 1) != 1 && g.dtype(s)? == DType::F32 {
+                return Err(n.unsupported("attribute stash_type = 0 on a float (possibly float16) input"));
+            }
             g.range(s, l, d)
         }
         "Slice" => slice(g, n),

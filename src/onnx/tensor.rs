@@ -2,8 +2,10 @@
 //!
 //! Invariants: f32, f64, i64 and bool are held as themselves; the narrower integer types
 //! (int8–int32, uint8–uint32) are held as i64 and float16 / bfloat16 as f32 (every value is
-//! exact in the wider type; results are compared after the same widening); uint64, strings,
-//! complex and the 8/4-bit float types are refused with an error naming the type. A tensor's
+//! exact in the wider type; results are compared after the same widening); uint64 is held as
+//! i64 too, and a uint64 tensor holding a value above `i64::MAX` (not exact in i64) is refused
+//! naming the tensor and the value; strings, complex and the 8/6/4/2-bit types are refused
+//! with an error naming the type. A tensor's
 //! element count is checked against its data before anything is built.
 
 use crate::error::{Error, Result};
@@ -42,7 +44,7 @@ pub fn dtype_of(t: i64) -> Result<DType> {
     match t {
         1 | 10 | 16 => Ok(DType::F32),
         11 => Ok(DType::F64),
-        2..=7 | 12 => Ok(DType::I64),
+        2..=7 | 12 | 13 => Ok(DType::I64),
         9 => Ok(DType::Bool),
         _ => Err(Error::unsupported("onnx", format!("element type {} ({t})", onnx_type_name(t)))),
     }
@@ -94,7 +96,7 @@ pub fn to_tensor(t: &TensorProto) -> Result<Tensor> {
         1 | 6 | 12 => 4,
         2 | 3 | 9 => 1,
         4 | 5 | 10 | 16 => 2,
-        7 | 11 => 8,
+        7 | 11 | 13 => 8,
         _ => 0,
     };
     let len_err = |got: usize| {
@@ -123,6 +125,10 @@ pub fn to_tensor(t: &TensorProto) -> Result<Tensor> {
                     5 => words(2).map(|c| i64::from(i16::from_le_bytes([c[0], c[1]]))).collect(),
                     6 => words(4).map(|c| i64::from(i32::from_le_bytes(c.try_into().expect("4")))).collect(),
                     12 => words(4).map(|c| i64::from(u32::from_le_bytes(c.try_into().expect("4")))).collect(),
+                    13 => {
+                        let u: Vec<u64> = words(8).map(|c| u64::from_le_bytes(c.try_into().expect("8"))).collect();
+                        return uint64_tensor(&t.name, &shape, u);
+                    }
                     _ => words(8).map(|c| i64::from_le_bytes(c.try_into().expect("8"))).collect(),
                 };
                 Tensor::from_vec(&shape, ints)
@@ -146,6 +152,10 @@ pub fn to_tensor(t: &TensorProto) -> Result<Tensor> {
         12 => {
             check(t.uint64_data.len())?;
             Tensor::from_vec(&shape, t.uint64_data.iter().map(|&x| x & 0xffff_ffff).collect())
+        }
+        13 => {
+            check(t.uint64_data.len())?;
+            uint64_tensor(&t.name, &shape, t.uint64_data.iter().map(|&x| x as u64).collect())
         }
         9 => {
             check(t.int32_data.len())?;
@@ -172,4 +182,19 @@ pub fn to_tensor(t: &TensorProto) -> Result<Tensor> {
             Tensor::from_vec(&shape, ints.collect())
         }
     }
+}
+
+/// A uint64 tensor held as i64: every value must fit (see the module doc).
+fn uint64_tensor(name: &str, shape: &[usize], v: Vec<u64>) -> Result<Tensor> {
+    let mut out = Vec::with_capacity(v.len());
+    for x in v {
+        let y = i64::try_from(x).map_err(|_| {
+            Error::unsupported(
+                "onnx",
+                format!("tensor '{name}': element type uint64 value {x} (above i64::MAX, not exact in i64)"),
+            )
+        })?;
+        out.push(y);
+    }
+    Tensor::from_vec(shape, out)
 }

@@ -3,6 +3,7 @@
 //! (`suites`: pytorch-converted, pytorch-operator, simple) and its `light` real architectures
 //! (`light`: import, weights lifted to parameters, per-example gradients under pfor).
 
+mod coverage;
 mod encode;
 mod import;
 mod lift_legacy;
