@@ -28,7 +28,8 @@ fn count(ran: &[(String, Vec<usize>)], kind: &str, shape: &[usize]) -> usize {
     ran.iter().filter(|(k, s)| k == kind && s == shape).count()
 }
 
-/// `[a·Wᵀ, exp(a)·Wᵀ, extra(W)]` for `W` `[4, 3]` a constant or an input.
+/// `[a·Wᵀ, exp(a)·Wᵀ, extra(W)]` for `W` `[4, 3]` a constant or an input; `extra` reads
+/// `W` as it is, with a fed value (`sum(W · sum(a))`: not folded at compile time).
 fn two_readers(w_const: bool, extra: bool) -> (Graph, Vec<ValueId>, Vec<(ValueId, Tensor)>) {
     let wv = Tensor::randn_f64(&[4, 3], 1).unwrap();
     let av = Tensor::randn_f64(&[2, 3], 2).unwrap();
@@ -40,7 +41,9 @@ fn two_readers(w_const: bool, extra: bool) -> (Graph, Vec<ValueId>, Vec<(ValueId
     let y2 = g.matmul_t(ea, w, false, true).unwrap();
     let mut fetches = vec![y1, y2];
     if extra {
-        fetches.push(g.sum_all(w).unwrap());
+        let s = g.sum_all(a).unwrap();
+        let ws = g.mul(w, s).unwrap();
+        fetches.push(g.sum_all(ws).unwrap());
     }
     let mut feeds = vec![(a, av)];
     if !w_const {
