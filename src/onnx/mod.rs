@@ -22,7 +22,7 @@
 //!   our ops take.
 //! - Element types: see [`tensor`] (narrow integers computed in i64, float16 / bfloat16 in f32).
 //! - [`Model::lift_constants`] turns computed weights (nodes that depend on no input) into
-//!   parameters; a lifted model computes what the original does (see [`lift`]).
+//!   parameters; a lifted model computes what the original does (see the `lift` module).
 
 pub mod proto;
 pub mod tensor;
@@ -60,7 +60,7 @@ use std::path::Path;
 
 /// The default-domain opsets a model may import (ONNX 1.23.2's). Each node is converted under
 /// its op's version at that opset; below opset 7 only op versions unchanged up to opset 7 are
-/// accepted (see [`versions`]), and the opset-6 versions whose legacy attributes `legacy`
+/// accepted (see the `versions` module), and the opset-6 versions whose legacy attributes `legacy`
 /// interprets (binary ops' `broadcast`/`axis`, PRelu, Gemm, BatchNormalization, Dropout).
 pub const OPSET_RANGE: (i64, i64) = (1, 28);
 

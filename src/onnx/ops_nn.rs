@@ -320,12 +320,8 @@ fn conv(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     from_nhwc(g, y, spatial)
 }
 
-fn pool(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
-    let x = n.input(0)?;
-    if n.proto.output.iter().skip(1).any(|o| !o.is_empty()) {
-        return Err(n.unsupported("the Indices output of MaxPool"));
-    }
-    let xd = fixed_shape(g, n, x, n.op())?;
+/// A pooling node's `kernel_shape` (required; one entry per spatial dim of `xd`, NCHW).
+pub(super) fn kernel_shape(n: &NodeCx, xd: &[usize]) -> Result<Vec<usize>> {
     let kernel: Vec<usize> = n
         .attr_ints("kernel_shape")
         .ok_or_else(|| n.invalid("attribute kernel_shape is missing"))?
@@ -335,6 +331,16 @@ fn pool(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     if kernel.len() + 2 != xd.len() {
         return Err(n.invalid(format!("kernel_shape {kernel:?} for input {xd:?}")));
     }
+    Ok(kernel)
+}
+
+fn pool(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
+    let x = n.input(0)?;
+    if n.proto.output.iter().skip(1).any(|o| !o.is_empty()) {
+        return Err(n.unsupported("the Indices output of MaxPool"));
+    }
+    let xd = fixed_shape(g, n, x, n.op())?;
+    let kernel = kernel_shape(n, &xd)?;
     let ceil_mode = n.attr_i("ceil_mode", 0) != 0;
     let win = window(n, &xd[2..], kernel, ceil_mode)?;
     if win.dilations.iter().any(|&d| d != 1) {

@@ -117,15 +117,7 @@ fn lp_pool(g: &mut Graph, n: &NodeCx, x: ValueId) -> Result<ValueId> {
     if p < 1 {
         return Err(n.invalid(format!("p = {p}")));
     }
-    let kernel: Vec<usize> = n
-        .attr_ints("kernel_shape")
-        .ok_or_else(|| n.invalid("attribute kernel_shape is missing"))?
-        .iter()
-        .map(|&v| v.max(1) as usize)
-        .collect();
-    if kernel.len() + 2 != d.len() {
-        return Err(n.invalid(format!("kernel_shape {kernel:?} for input {d:?}")));
-    }
+    let kernel = super::ops_nn::kernel_shape(n, &d)?;
     let w = window(n, &d[2..], kernel, n.attr_i("ceil_mode", 0) != 0)?;
     if w.pads.iter().any(|&q| q != (0, 0)) {
         return Err(n.unsupported(format!("padded windows (pads {:?})", w.pads)));

@@ -21,13 +21,13 @@ pub fn counter_bits(key: u64, c: u64) -> u64 {
     stream_bits(stream_base(key), c)
 }
 
-/// The per-stream part of [`counter_bits`], computed once per key by loops that draw many
+/// The per-stream part of `counter_bits`, computed once per key by loops that draw many
 /// counters of one stream: `counter_bits(key, c) == stream_bits(stream_base(key), c)`.
 pub fn stream_base(key: u64) -> u64 {
     mix(key)
 }
 
-/// [`counter_bits`] from a [`stream_base`].
+/// `counter_bits` from a [`stream_base`].
 pub fn stream_bits(base: u64, c: u64) -> u64 {
     mix(base.wrapping_add(c.wrapping_mul(0x9E37_79B9_7F4A_7C15)) ^ 0x5851_F42D_4C95_7F2D)
 }

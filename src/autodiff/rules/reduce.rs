@@ -5,7 +5,7 @@
 //! `prod` multiplies by the product of the OTHER elements (exclusive cumulative products
 //! from both ends, so zeros are handled exactly); `logsumexp` weights by the softmax;
 //! `variance` by `2 (x - mean) / n`. Every axis reduction's VJP and JVP come from its ONE
-//! [`local_derivative`] arm;
+//! `local_derivative` arm;
 //! scans run the adjoint scan in the opposite direction. `cumprod` splits each scanned line
 //! at its first zero (`ZeroSplit`) so its derivatives never divide by zero and are exact
 //! with zeros (also those of `prod`, whose rule uses exclusive `cumprod`s). `all`, `any`,
