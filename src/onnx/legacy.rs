@@ -40,6 +40,9 @@ pub(super) const INTERPRETED: &[&str] = &[
     "Gemm",
     "BatchNormalization",
     "Dropout",
+    // AveragePool-1 is AveragePool-7 without `count_include_pad` (so with its default, 0):
+    // nothing to interpret, the family converts it.
+    "AveragePool",
 ];
 
 /// Interprets the opset-6 attributes of node `n`; `Some` when it converted the node, `None`

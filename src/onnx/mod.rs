@@ -61,7 +61,8 @@ use std::path::Path;
 /// The default-domain opsets a model may import (ONNX 1.23.2's). Each node is converted under
 /// its op's version at that opset; below opset 7 only op versions unchanged up to opset 7 are
 /// accepted (see the `versions` module), and the opset-6 versions whose legacy attributes `legacy`
-/// interprets (binary ops' `broadcast`/`axis`, PRelu, Gemm, BatchNormalization, Dropout).
+/// interprets (binary ops' `broadcast`/`axis`, PRelu, Gemm, BatchNormalization, Dropout;
+/// AveragePool-1 needs nothing).
 pub const OPSET_RANGE: (i64, i64) = (1, 28);
 
 /// A loaded ONNX model: its graph as a function of its inputs.
