@@ -344,7 +344,7 @@ impl Plan {
         }
         // Constant folding happens here, on a copy: the user's graph stays differentiable
         // w.r.t. its constants (see `passes::fold`).
-        match crate::passes::folded_copy(g, &roots)? {
+        match crate::passes::folded_copy(g, &roots, options.max_tensor_bytes)? {
             Some(folded) => Self::compile_roots(&folded, fetches, &roots, options),
             None => Self::compile_roots(g, fetches, &roots, options),
         }

@@ -86,13 +86,21 @@ impl Pass for Fold {
 
 /// A copy of `g` in which every ancestor of `roots` that folds is its constant (producers
 /// first, so chains fold whole), or `None` when nothing folds (no copy made). Handles of
-/// `g` are handles of the copy.
-pub(crate) fn folded_copy(g: &Graph, roots: &[ValueId]) -> Result<Option<Graph>> {
+/// `g` are handles of the copy. A node whose result is larger than `max_bytes` (the
+/// session's budget) is left to the run, which reports it as `OutOfMemory` at that node.
+pub(crate) fn folded_copy(g: &Graph, roots: &[ValueId], max_bytes: Option<usize>) -> Result<Option<Graph>> {
     let needed: HashSet<NodeId> = g.ancestors(roots)?.into_iter().collect();
     let mut copy: Option<Graph> = None;
     for n in g.topo_order()? {
         if !needed.contains(&n) {
             continue;
+        }
+        if let Some(limit) = max_bytes {
+            let ty = &g.node(n)?.outputs;
+            let bytes = ty.iter().map(|t| t.shape.num_elements().map(|e| e.saturating_mul(t.dtype.size())));
+            if bytes.into_iter().any(|b| b.is_none_or(|b| b > limit)) {
+                continue;
+            }
         }
         if let Some(value) = fold(copy.as_ref().unwrap_or(g), n)? {
             copy.get_or_insert_with(|| g.clone()).rewrite_node(n, Op::Const { value }, &[])?;

@@ -338,3 +338,22 @@ fn random_runtime_errors() {
     let e = run_recorded(&g, &[d], &[(k, i64t(&[2], &[1, 2])), (x, f64t(&[3], &[0.0; 3]))]).unwrap_err();
     assert!(matches!(e.root(), Error::Shape { op, .. } if op == "dropout"), "{e}");
 }
+
+/// The per-stream helpers give the per-counter functions' values (the base mixed once), and
+/// `stream_normal` is a pure function of (key, counter).
+#[test]
+fn stream_helpers_equal_the_counter_functions() {
+    use pfor::tensor::{stream_base, stream_normal, stream_uniform};
+    for k in [0u64, 1, 7, u64::MAX] {
+        let b = stream_base(k);
+        for c in [0u64, 1, 2, 1000, u64::MAX] {
+            assert_eq!(stream_uniform(b, c), counter_uniform(k, c));
+            assert_eq!(stream_normal(b, c), stream_normal(stream_base(k), c));
+            assert!(stream_normal(b, c).is_finite());
+        }
+    }
+    // the op draws exactly stream_normal for its key and counters
+    let v = normal(key(9), &[5], DType::F64, 0.0, 1.0).to_f64_vec();
+    let want: Vec<f64> = (0..5).map(|c| stream_normal(stream_base(9), c)).collect();
+    assert_eq!(v, want);
+}

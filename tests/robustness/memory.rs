@@ -131,3 +131,18 @@ fn run_with_feeds(
 ) -> Result<Vec<Tensor>> {
     Session::with_options(g, fetches, opts)?.run(feeds)
 }
+
+#[test]
+fn a_budget_also_bounds_what_a_session_folds_when_it_compiles() {
+    // one_hot of a constant: folding it at compile time would allocate 256 KiB past the
+    // budget there; it is left to the run, which refuses it at the one_hot node.
+    let mut g = Graph::new();
+    let rows = g.constant(Tensor::from_vec(&[256], (0..256i64).collect()).unwrap());
+    let y = g.one_hot(rows, 256, -1, 1.0, 0.0, DType::F32).unwrap();
+    let mut s = Session::with_options(&g, &[y], budget(64 * 1024)).unwrap();
+    assert_eq!(oom(&s.run(&[]).unwrap_err()), ("one_hot", 256 * 256 * 4, Some(64 * 1024)));
+    // within the budget, the folded result is the value
+    let mut s = Session::with_options(&g, &[y], budget(MIB)).unwrap();
+    let eye = s.run(&[]).unwrap().remove(0).to_f64_vec();
+    assert!(eye.iter().enumerate().all(|(k, &v)| v == if k / 256 == k % 256 { 1.0 } else { 0.0 }));
+}
