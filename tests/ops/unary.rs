@@ -158,3 +158,51 @@ fn allocator_tuning_applies_and_keeps_results() -> pfor::Result<()> {
     assert_eq!(before[0].to_vec::<f32>()?, after[0].to_vec::<f32>()?);
     Ok(())
 }
+
+/// Set when this binary is re-executed by `allocator_tuning_puts_new_threads_on_the_main_heap`.
+const ALLOC_CHILD: &str = "PFOR_ALLOC_CHILD";
+
+/// After the tuning, a new thread allocates from glibc's main heap (below the program
+/// break), not from an arena of its own (mmap'd heaps that glibc unmaps whenever one is
+/// free, so a run on a pool thread page-faulted its buffers in again at every step). Checked
+/// in a fresh process (this binary re-executed on `allocator_tuning_child`): in this one,
+/// other tests' threads have made arenas that a new thread may be given.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn allocator_tuning_puts_new_threads_on_the_main_heap() {
+    let exe = std::env::current_exe().expect("current_exe");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "ops::unary::allocator_tuning_child", "--nocapture", "--test-threads=1"])
+        .env(ALLOC_CHILD, "1")
+        .output()
+        .expect("re-execute the test binary");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the child failed ({}):\n{text}", out.status);
+    assert!(text.contains("child: main heap"), "the child did not run:\n{text}");
+}
+
+/// Runs only when re-executed by the test above.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn allocator_tuning_child() {
+    if std::env::var_os(ALLOC_CHILD).is_none() {
+        return;
+    }
+    unsafe extern "C" {
+        fn sbrk(increment: isize) -> *mut std::ffi::c_void;
+    }
+    assert_eq!(pfor::tune_system_allocator().ok(), Some(true));
+    let addr = std::thread::spawn(|| {
+        let block = vec![1u8; 200 << 10];
+        std::hint::black_box(&block).as_ptr() as usize
+    })
+    .join()
+    .expect("the allocating thread");
+    // SAFETY: sbrk(0) only reads the current program break.
+    let brk = unsafe { sbrk(0) } as usize;
+    assert!(
+        addr < brk,
+        "a new thread's 200 KiB block at {addr:#x} lies above the program break {brk:#x}: a thread arena"
+    );
+    println!("child: main heap");
+}
