@@ -117,7 +117,13 @@ fn build(g: &mut Graph, cache: &LayoutCache, x: ValueId, depth: usize) -> Result
 /// 1/[`SMALL`] of the output's elements. Never evaluated here: the permuted operand keeps its
 /// dependence on the values it comes from (derivatives w.r.t. weights given as constants
 /// stay exact); plans fold it when it is constant.
-fn operand_form(g: &mut Graph, cache: &LayoutCache, v: ValueId, out_len: usize, depth: usize) -> Result<Option<ValueId>> {
+fn operand_form(
+    g: &mut Graph,
+    cache: &LayoutCache,
+    v: ValueId,
+    out_len: usize,
+    depth: usize,
+) -> Result<Option<ValueId>> {
     let Some(dims) = g.shape(v)?.as_fixed() else { return Ok(None) };
     if dims.len() == 4
         && let Some(f) = form(g, cache, v, depth + 1)?

@@ -31,7 +31,13 @@ fn residual_net(anchored: bool) -> Vec<u8> {
         node("Add", "add", &["c2", "r"], &["s"], &[]),
         node("Mul", "mul", &["s", "scale"], &["m"], &[]),
         node("Concat", "cat", &["m", "r"], &["cat"], &[Attr::Int("axis", 1)]),
-        node("MaxPool", "pool", &["cat"], &["y"], &[Attr::Ints("kernel_shape", &[2, 2]), Attr::Ints("strides", &[2, 2])]),
+        node(
+            "MaxPool",
+            "pool",
+            &["cat"],
+            &["y"],
+            &[Attr::Ints("kernel_shape", &[2, 2]), Attr::Ints("strides", &[2, 2])],
+        ),
     ];
     if anchored {
         nodes.insert(1, node("Reshape", "anchor1", &["c1raw", "shape"], &["c1"], &[]));
@@ -121,7 +127,13 @@ fn conv_bn(bias: bool, anchored: bool) -> Vec<u8> {
     let conv_in: &[&str] = if bias { &["x", "w", "b"] } else { &["x", "w"] };
     let mut nodes = vec![
         node("Conv", "conv", conv_in, &[conv_out], &[]),
-        node("BatchNormalization", "bn", &["c", "scale", "shift", "mean", "var"], &["n"], &[Attr::Float("epsilon", 1e-3)]),
+        node(
+            "BatchNormalization",
+            "bn",
+            &["c", "scale", "shift", "mean", "var"],
+            &["n"],
+            &[Attr::Float("epsilon", 1e-3)],
+        ),
         node("Relu", "relu", &["n"], &["y"], &[]),
     ];
     if anchored {
