@@ -6,7 +6,9 @@
 #
 # Usage: benches/peers/run.sh [peer ...]
 #   peers: tf jax torch tfp_autobatch (the default set: W1-W6)
-#          w8_tf w8_jax w8_torch w8_opacus (W8); w8 = all four; all = the default set and w8
+#          w8_tf w8_jax w8_torch w8_opacus (W8); w8 = all four;
+#          ort (ONNX Runtime: batched inference of ONNX models, peer_ort.py);
+#          all = the default set, w8 and ort
 # Environment (all optional):
 #   PEERS_OUT     output directory (default: <repository>/target/peers)
 #   PEERS_VENV    the venv (default: ${XDG_CACHE_HOME:-$HOME/.cache}/pfor-peers-venv)
@@ -28,6 +30,7 @@ script_of() { # peer -> script [argument]
     tf | jax | torch | tfp_autobatch) echo "peer_$1.py" ;;
     w8_tf | w8_jax | w8_torch) echo "peer_${1#w8_}.py w8" ;;
     w8_opacus) echo "peer_opacus.py" ;;
+    ort) echo "peer_ort.py" ;;
     *) return 1 ;;
   esac
 }
@@ -38,6 +41,7 @@ packages_of() { # peer -> the packages it imports (numpy comes with every peer)
     torch | w8_torch) echo torch ;;
     w8_opacus) echo torch opacus ;;
     tfp_autobatch) echo tensorflow-cpu tensorflow-probability ;;
+    ort) echo onnxruntime onnx torch ;; # torch and onnx: export_models.py
   esac
 }
 
@@ -46,7 +50,7 @@ for arg in "${@:-default}"; do
   case $arg in
     default) peers+=(tf jax torch tfp_autobatch) ;;
     w8) peers+=(w8_tf w8_jax w8_torch w8_opacus) ;;
-    all) peers+=(tf jax torch tfp_autobatch w8_tf w8_jax w8_torch w8_opacus) ;;
+    all) peers+=(tf jax torch tfp_autobatch w8_tf w8_jax w8_torch w8_opacus ort) ;;
     *) script_of "$arg" >/dev/null || { echo "run.sh: unknown peer '$arg' (usage: see the top of $0)" >&2; exit 2; }
        peers+=("$arg") ;;
   esac

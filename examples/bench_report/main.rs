@@ -1,7 +1,8 @@
 //! Runs the benchmark workloads W1–W8 (`benches/workloads/`) in pfor / loop / hand modes in ONE
 //! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
 //! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
-//! auto-batching) read from the CSVs `benches/peers/run.sh` writes.
+//! auto-batching, ONNX Runtime) read from the CSVs `benches/peers/run.sh` writes. `ONNX`:
+//! models imported from ONNX files against ONNX Runtime ([`onnx_models`]).
 //!
 //! ```text
 //! cargo run --release --example bench_report [-- --quick] [--only W1,W6] [--peers DIR]
@@ -26,6 +27,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 #[path = "../../benches/autobatch/mod.rs"]
 mod autobatch_workloads;
 mod mem;
+mod onnx_models;
 mod peers;
 #[path = "../../benches/workloads/mod.rs"]
 mod workloads;
@@ -80,8 +82,8 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
 }
 
 /// The tables and their row counts (for the progress bar).
-const TABLES: [(&str, u64); 8] =
-    [("W1", 5), ("W2", 4), ("W3", 4), ("W4", 4), ("W5", 4), ("W6", 4), ("W7", 4), ("OVERHEAD", 1)];
+const TABLES: [(&str, u64); 9] =
+    [("W1", 5), ("W2", 4), ("W3", 4), ("W4", 4), ("W5", 4), ("W6", 4), ("W7", 4), ("ONNX", 9), ("OVERHEAD", 1)];
 
 struct Args {
     budget: Duration,
@@ -196,6 +198,9 @@ fn main() -> pfor::Result<()> {
     }
     if a.wants("W8") {
         w8_table(&a)?;
+    }
+    if a.wants("ONNX") {
+        onnx_models::onnx_table(&a)?;
     }
     if a.wants("OVERHEAD") {
         overhead_table(&a)?;

@@ -6,6 +6,7 @@
 //! (naming them); a converter never sees an omitted optional input as a value; a node whose
 //! inputs are all constants is evaluated once here and its outputs become constants.
 
+use super::layout::LayoutCache;
 use super::proto::{AttributeProto, NodeProto};
 use super::{
     legacy, ops_attention, ops_convt, ops_einsum, ops_elementwise, ops_index, ops_loss, ops_math, ops_nn, ops_norm,
@@ -23,11 +24,13 @@ use std::collections::HashMap;
 pub(super) struct Env {
     values: HashMap<String, ValueId>,
     opset: i64,
+    /// NHWC forms of the NCHW values found so far (see `layout`).
+    layout: LayoutCache,
 }
 
 impl Env {
     pub(super) fn new(opset: i64) -> Env {
-        Env { values: HashMap::new(), opset }
+        Env { values: HashMap::new(), opset, layout: LayoutCache::default() }
     }
     pub(super) fn bind(&mut self, name: &str, v: ValueId) {
         self.values.insert(name.to_string(), v);
@@ -75,8 +78,13 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
         for name in &node.input {
             inputs.push(if name.is_empty() { None } else { Some(env.get(g, name)?) });
         }
-        let cx =
-            NodeCx { proto: node, opset: env.opset, inputs, read: RefCell::new(vec![false; node.attribute.len()]) };
+        let cx = NodeCx {
+            proto: node,
+            opset: env.opset,
+            inputs,
+            read: RefCell::new(vec![false; node.attribute.len()]),
+            layout: env.layout.clone(),
+        };
         if !(node.domain.is_empty() || node.domain == "ai.onnx") {
             return Err(cx.unsupported(format!("domain '{}'", node.domain)));
         }
@@ -149,6 +157,8 @@ pub(super) struct NodeCx<'a> {
     pub(super) opset: i64,
     inputs: Vec<Option<ValueId>>,
     read: RefCell<Vec<bool>>,
+    /// The import's NHWC forms (`layout::nhwc_of`).
+    pub(super) layout: LayoutCache,
 }
 
 impl<'a> NodeCx<'a> {
@@ -164,6 +174,7 @@ impl<'a> NodeCx<'a> {
             opset: self.opset,
             inputs,
             read: RefCell::new(vec![true; self.proto.attribute.len()]),
+            layout: self.layout.clone(),
         }
     }
 }

@@ -21,6 +21,9 @@
 //!   shape arithmetic (`Shape` → `Gather` → `Concat` → `Reshape`) yields the static operands
 //!   our ops take.
 //! - Element types: see [`tensor`] (narrow integers computed in i64, float16 / bfloat16 in f32).
+//! - Convs and pools run in our NHWC layout; activations between them stay NHWC where only
+//!   layout-free ops (Relu, batch norm, residual adds, channel concat) separate them, instead
+//!   of being transposed to NCHW and back at every layer (see the `layout` module).
 //! - [`Model::lift_constants`] turns computed weights (nodes that depend on no input) into
 //!   parameters; a lifted model computes what the original does (see the `lift` module).
 
@@ -28,6 +31,7 @@ pub mod proto;
 pub mod tensor;
 
 mod convert;
+mod layout;
 mod legacy;
 mod lift;
 mod ops_attention;

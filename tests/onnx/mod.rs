@@ -6,6 +6,7 @@
 mod coverage;
 mod encode;
 mod import;
+mod layout;
 mod lift_legacy;
 mod light;
 mod node_suite;
