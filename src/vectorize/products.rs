@@ -250,7 +250,12 @@ fn scaled_value(g: &Graph, x: ValueId) -> Result<Option<(ValueId, ValueId)>> {
     let Some((xd, dt)) = float_dims(g, x)? else { return Ok(None) };
     for (s, v) in [(a, b), (b, a)] {
         let (Some((sd, sdt)), Some((vd, vdt))) = (float_dims(g, s)?, float_dims(g, v)?) else { continue };
-        if sdt == dt && vdt == dt && vd == xd && sd.len() == xd.len() && sd[0] == xd[0] && sd[1..].iter().all(|&d| d == 1)
+        if sdt == dt
+            && vdt == dt
+            && vd == xd
+            && sd.len() == xd.len()
+            && sd[0] == xd[0]
+            && sd[1..].iter().all(|&d| d == 1)
         {
             return Ok(Some((s, v)));
         }
