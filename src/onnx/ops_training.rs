@@ -37,7 +37,7 @@ fn required_f(n: &NodeCx, name: &str) -> Result<f64> {
 fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
     let groups = if n.op() == "Adam" { 4 } else { 3 };
     let ins = n.all_inputs();
-    if ins.len() < 2 + groups || (ins.len() - 2) % groups != 0 {
+    if ins.len() < 2 + groups || !(ins.len() - 2).is_multiple_of(groups) {
         return Err(n.invalid(format!(
             "{} inputs given; it takes R, T and {groups} groups of equal length (X, G and the state)",
             ins.len()

@@ -92,7 +92,7 @@ fn bind_needed_inputs_binds_only_what_an_operand_needs_and_the_model_runs_under_
     assert_eq!(r[0].shape(), &[5, 3, 4]);
     pfor::tensor::assert_close(&r[0], &r[1], 0.0, 0.0).unwrap();
     // the wrong number of values, and an error that binding cannot fix, are returned
-    let e = reshape_model().bind_needed_inputs(&[x.clone()]).unwrap_err().to_string();
+    let e = reshape_model().bind_needed_inputs(std::slice::from_ref(&x)).unwrap_err().to_string();
     assert!(e.contains("1 values given"), "{e}");
     let bad = model(
         13,
