@@ -82,45 +82,35 @@ fn affine_grid_of_the_identity_is_the_normalized_pixel_grid() {
     }
 }
 
+/// GridSample(x, AffineGrid(theta, [1, 2, 3, 4])) with `mode` and `padding`, x [1, 2, 3, 4].
+fn sample_affine(theta: &[f32], mode: &str, padding: &str, x: &[f32]) -> Vec<f64> {
+    let attrs = [Attr::Str("mode", mode), Attr::Str("padding_mode", padding)];
+    let nodes = [
+        node("AffineGrid", "grid", &["theta", "size"], &["g"], &[]),
+        node("GridSample", "sample", &["x", "g"], &["y"], &attrs),
+    ];
+    let inits = [tensor_f32("theta", &[1, 2, 3], theta), tensor_i64("size", &[4], &[1, 2, 3, 4])];
+    let y = run(20, &nodes, &[1, 2, 3, 4], x.to_vec(), &inits);
+    assert_eq!(y.shape(), &[1, 2, 3, 4]);
+    y.to_f64_vec()
+}
+
 #[test]
 fn grid_sample_at_the_identity_grid_gives_the_image_back_in_every_mode() {
-    // y = GridSample(x, AffineGrid(identity, [1, 2, 3, 4])): every point at a pixel centre
+    // at the identity every point is a pixel centre
     let x: Vec<f32> = (0..24).map(|i| (i as f32 * 0.37).sin()).collect();
-    let theta = tensor_f32("theta", &[1, 2, 3], &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0]);
+    let identity = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
     for mode in ["linear", "nearest", "cubic"] {
         for padding in ["zeros", "border", "reflection"] {
-            let nodes = [
-                node("AffineGrid", "grid", &["theta", "size"], &["g"], &[]),
-                node(
-                    "GridSample",
-                    "sample",
-                    &["x", "g"],
-                    &["y"],
-                    &[Attr::Str("mode", mode), Attr::Str("padding_mode", padding)],
-                ),
-            ];
-            let inits = [theta.clone(), tensor_i64("size", &[4], &[1, 2, 3, 4])];
-            let y = run(20, &nodes, &[1, 2, 3, 4], x.clone(), &inits);
-            assert_eq!(y.shape(), &[1, 2, 3, 4]);
-            close(&y.to_f64_vec(), &x.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), 1e-5);
+            let y = sample_affine(&identity, mode, padding, &x);
+            close(&y, &x.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), 1e-5);
         }
     }
-    // a point past the right edge: zeros reads 0 there, border the edge pixel
-    let shift = tensor_f32("theta", &[1, 2, 3], &[1.0, 0.0, 2.0, 0.0, 1.0, 0.0]); // x + 2
+    // shifted by x + 2, row 0 of channel 0 lands right of the image: zeros reads 0 there,
+    // border the edge pixel
+    let shift = [1.0, 0.0, 2.0, 0.0, 1.0, 0.0];
     for (padding, want_edge) in [("zeros", false), ("border", true)] {
-        let nodes = [
-            node("AffineGrid", "grid", &["theta", "size"], &["g"], &[]),
-            node(
-                "GridSample",
-                "sample",
-                &["x", "g"],
-                &["y"],
-                &[Attr::Str("mode", "nearest"), Attr::Str("padding_mode", padding)],
-            ),
-        ];
-        let inits = [shift.clone(), tensor_i64("size", &[4], &[1, 2, 3, 4])];
-        let y = run(20, &nodes, &[1, 2, 3, 4], x.clone(), &inits).to_f64_vec();
-        // row 0 of channel 0: every point lands right of the image
+        let y = sample_affine(&shift, "nearest", padding, &x);
         let edge = f64::from(x[3]);
         assert!(y[..4].iter().all(|&v| if want_edge { (v - edge).abs() < 1e-6 } else { v == 0.0 }), "{padding}: {y:?}");
     }
