@@ -91,7 +91,8 @@ pub fn cnn_params() -> Result<Vec<Tensor>> {
     CNN_SHAPES
         .iter()
         .map(|s| {
-            let scale = if s.len() > 1 { (2.0 / s[..s.len() - 1].iter().product::<usize>() as f64).sqrt() } else { 0.01 };
+            let scale =
+                if s.len() > 1 { (2.0 / s[..s.len() - 1].iter().product::<usize>() as f64).sqrt() } else { 0.01 };
             let n: usize = s.iter().product();
             Tensor::from_vec(s, (0..n).map(|_| (r.standard_normal() * scale) as f32).collect())
         })

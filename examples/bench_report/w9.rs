@@ -151,17 +151,19 @@ mod with_parquet {
     }
 
     pub(crate) fn w9_table(a: &crate::Args) -> Result<()> {
-        let rows = std::env::var("W9_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(if a.quick {
-            4096
-        } else {
-            16384
-        });
+        let rows =
+            std::env::var("W9_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(if a.quick { 4096 } else { 16384 });
         let rounds = if a.quick { 3 } else { 5 };
         let params = peerlib::cnn_params()?;
         let images = peerlib::mnist_images(rows, SEED)?;
         let path = dataset(rows, &images)?;
-        println!("\n### W9 batch pipeline over Parquet, MNIST CNN (rows/s over {rows} rows; cores busy = CPU s / wall s)\n");
-        println!("file: {}; median of {rounds} interleaved passes per mode after one warm-up pass each\n", path.display());
+        println!(
+            "\n### W9 batch pipeline over Parquet, MNIST CNN (rows/s over {rows} rows; cores busy = CPU s / wall s)\n"
+        );
+        println!(
+            "file: {}; median of {rounds} interleaved passes per mode after one warm-up pass each\n",
+            path.display()
+        );
         println!(
             "| batch | pfor pipeline | loop pipeline | model alone | pipeline/model | pfor/loop | TF map→batch | \
              TF batch→vectorized_map | pfor/best TF | cores busy: pipeline, model | peak in flight / budget MB | peak MB |"

@@ -44,7 +44,10 @@ fn peerlib_generators_draw_in_peerlibs_order() {
     assert_eq!(p[1].to_vec::<f32>().unwrap()[..2], C1B);
     let x = mnist_images(2, 900).unwrap();
     assert_eq!(x.shape(), &[2, 28, 28, 1]);
-    assert_eq!(x.to_vec::<f32>().unwrap()[..3], [0.4332015284267342f64 as f32, 0.30732792685059374 as f32, 0.5444184525223866 as f32]);
+    assert_eq!(
+        x.to_vec::<f32>().unwrap()[..3],
+        [0.4332015284267342f64 as f32, 0.30732792685059374 as f32, 0.5444184525223866 as f32]
+    );
 }
 
 /// `peerlib.cnn_params()["c1b"][:2]`.

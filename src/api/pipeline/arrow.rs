@@ -228,7 +228,9 @@ impl<I: Iterator<Item = Result<RecordBatch>>> ArrowRows<I> {
 fn first_null_row(a: &dyn Array) -> Option<usize> {
     let (mut level, mut per_row, mut first) = (a, 1usize, None::<usize>);
     loop {
-        if let Some(i) = level.nulls().filter(|n| n.null_count() > 0).and_then(|n| (0..level.len()).find(|&i| n.is_null(i))) {
+        if let Some(i) =
+            level.nulls().filter(|n| n.null_count() > 0).and_then(|n| (0..level.len()).find(|&i| n.is_null(i)))
+        {
             first = Some(first.map_or(i / per_row, |f| f.min(i / per_row)));
         }
         match level.data_type() {
