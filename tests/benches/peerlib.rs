@@ -4,9 +4,9 @@
 // also compiled as `workloads::peerlib` by `decisions.rs`
 #[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../benches/workloads/peerlib.rs"]
-mod peerlib;
+mod np_peerlib;
 
-use peerlib::{RandomState, cnn_params, mnist_images};
+use np_peerlib::{RandomState, cnn_params, mnist_images};
 
 #[test]
 fn the_stream_is_numpys_random_state() {
@@ -20,7 +20,7 @@ fn the_stream_is_numpys_random_state() {
     }
     // np.random.RandomState(900).uniform(0, 1, 3)
     let mut r = RandomState::new(900);
-    for w in [0.4332015284267342, 0.30732792685059374, 0.5444184525223866] {
+    for w in UNIFORM_900 {
         assert_eq!(r.random_sample(), w);
     }
     // past the first 624 words (the state's first regeneration): RandomState(900)'s 1000th
@@ -30,6 +30,9 @@ fn the_stream_is_numpys_random_state() {
     assert_eq!(last, LAST_OF_1000);
 }
 
+/// `np.random.RandomState(900).uniform(0, 1, 3)`.
+const UNIFORM_900: [f64; 3] = [0.4332015284267342, 0.30732792685059374, 0.5444184525223866];
+
 /// `np.random.RandomState(900).uniform(0, 1, 1000)[-1]`.
 const LAST_OF_1000: f64 = 0.8642280194563701;
 
@@ -37,18 +40,17 @@ const LAST_OF_1000: f64 = 0.8642280194563701;
 fn peerlib_generators_draw_in_peerlibs_order() {
     let p = cnn_params().unwrap();
     let shapes: Vec<&[usize]> = p.iter().map(|t| t.shape()).collect();
-    assert_eq!(shapes, peerlib::CNN_SHAPES);
+    assert_eq!(shapes, np_peerlib::CNN_SHAPES);
     // c1w[0, 0, 0, 0] = 1.6243453636632417 * sqrt(2 / 25), rounded to f32
     assert_eq!(p[0].to_vec::<f32>().unwrap()[0], (1.6243453636632417f64 * (2.0f64 / 25.0).sqrt()) as f32);
     // c1b, drawn after c1w's 800 normals: peerlib.cnn_params()["c1b"][:2]
-    assert_eq!(p[1].to_vec::<f32>().unwrap()[..2], C1B);
+    let c1b: Vec<f64> = p[1].to_vec::<f32>().unwrap()[..2].iter().map(|&v| f64::from(v)).collect();
+    assert_eq!(c1b, C1B);
     let x = mnist_images(2, 900).unwrap();
     assert_eq!(x.shape(), &[2, 28, 28, 1]);
-    assert_eq!(
-        x.to_vec::<f32>().unwrap()[..3],
-        [0.4332015284267342f64 as f32, 0.30732792685059374 as f32, 0.5444184525223866 as f32]
-    );
+    let want = UNIFORM_900.map(|v| v as f32);
+    assert_eq!(x.to_vec::<f32>().unwrap()[..3], want);
 }
 
 /// `peerlib.cnn_params()["c1b"][:2]`.
-const C1B: [f32; 2] = [0.008143431507050991, 0.007804699242115021];
+const C1B: [f64; 2] = [0.008143431507050991, 0.007804699242115021];
