@@ -84,8 +84,18 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
 }
 
 /// The tables and their row counts (for the progress bar).
-const TABLES: [(&str, u64); 9] =
-    [("W1", 5), ("W2", 4), ("W3", 4), ("W4", 4), ("W5", 4), ("W6", 4), ("W7", 4), ("ONNX", 9), ("W9", 2), ("OVERHEAD", 1)];
+const TABLES: [(&str, u64); 9] = [
+    ("W1", 5),
+    ("W2", 4),
+    ("W3", 4),
+    ("W4", 4),
+    ("W5", 4),
+    ("W6", 4),
+    ("W7", 4),
+    ("ONNX", 9),
+    ("W9", 2),
+    ("OVERHEAD", 1),
+];
 
 struct Args {
     budget: Duration,
