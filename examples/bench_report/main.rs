@@ -84,7 +84,7 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
 }
 
 /// The tables and their row counts (for the progress bar).
-const TABLES: [(&str, u64); 9] = [
+const TABLES: [(&str, u64); 10] = [
     ("W1", 5),
     ("W2", 4),
     ("W3", 4),
