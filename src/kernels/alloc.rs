@@ -29,23 +29,10 @@
 //! [`tune_system_allocator`] is an explicit, opt-in call (the examples, benches and
 //! `bench_report` make it at start-up, for every mode alike, loop baselines included).
 //!
-//! The trim threshold only holds for glibc's main heap. A thread's first allocation gets
-//! it an arena of its own, whose memory lives in 64 MiB mmap'd heaps that glibc unmaps as
-//! soon as one is entirely free, whatever the thresholds: a run handed to a pool thread
-//! (`exec::workers`) then page-faults its buffers in again at every step, or not, depending
-//! on which arena the thread drew. Measured on W8 at n = 128 (one DP-SGD step, run on a pool
-//! thread): ~1,950 examples/s with 121k page faults in the processes that drew a thread
-//! arena, ~3,000-3,300 with 48-69k in those that did not, from run to run of the same
-//! binary. The call therefore also limits glibc to [`ARENAS`] arena (`M_ARENA_MAX`): every
-//! thread allocates from the main heap, whose freed memory the trim threshold keeps. Tensor
-//! buffers are allocated once per kernel, not per element, so the shared arena's lock is
-//! not a bottleneck; it applies to threads whose first allocation comes after the call
-//! (hence: call it at start-up).
-//!
-//! Invariants: the call only changes where memory is allocated and when freed memory goes
-//! back to the OS (it keeps up to [`TRIM_THRESHOLD`] bytes of freed heap, serves blocks
-//! below [`MMAP_THRESHOLD`] from the heap, and uses [`ARENAS`] arena); it never changes
-//! results. It is a no-op (returning `Ok(false)`) on platforms other than Linux with glibc.
+//! Invariants: the call only changes when freed memory goes back to the OS (it keeps up to
+//! [`TRIM_THRESHOLD`] bytes of freed heap and serves blocks below [`MMAP_THRESHOLD`] from
+//! the heap); it never changes results. It is a no-op (returning `Ok(false)`) on platforms
+//! other than Linux with glibc.
 
 use std::cell::Cell;
 
@@ -188,8 +175,6 @@ pub(crate) fn probe(op: &str, bytes: usize) -> Result<()> {
 pub const MMAP_THRESHOLD: usize = 32 << 20;
 /// Freed memory kept in the heap before glibc trims it back to the OS.
 pub const TRIM_THRESHOLD: usize = 512 << 20;
-/// glibc arenas after the tuning: one, the main heap, for every thread (see the module docs).
-pub const ARENAS: usize = 1;
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod glibc {
@@ -198,7 +183,6 @@ mod glibc {
     // Parameter numbers from glibc's <malloc.h>.
     pub const M_TRIM_THRESHOLD: c_int = -1;
     pub const M_MMAP_THRESHOLD: c_int = -3;
-    pub const M_ARENA_MAX: c_int = -8;
 
     unsafe extern "C" {
         pub fn mallopt(param: c_int, value: c_int) -> c_int;
@@ -214,7 +198,7 @@ mod glibc {
 }
 
 /// Keep freed tensor buffers in the process heap instead of returning them to the OS after
-/// every kernel, for every thread (one glibc arena; see the module docs). Returns `Ok(true)` when applied, `Ok(false)` on
+/// every kernel (see the module docs). Returns `Ok(true)` when applied, `Ok(false)` on
 /// platforms without glibc; an `Err` if glibc rejected a parameter.
 ///
 /// ```
@@ -233,9 +217,6 @@ pub fn tune_system_allocator() -> Result<bool> {
         }
         if !glibc::set(glibc::M_TRIM_THRESHOLD, TRIM_THRESHOLD) {
             return Err(Error::InvalidArgument(format!("mallopt(M_TRIM_THRESHOLD, {TRIM_THRESHOLD}) was rejected")));
-        }
-        if !glibc::set(glibc::M_ARENA_MAX, ARENAS) {
-            return Err(Error::InvalidArgument(format!("mallopt(M_ARENA_MAX, {ARENAS}) was rejected")));
         }
         Ok(true)
     }
