@@ -46,6 +46,19 @@ struct Spec {
     sizes: &'static [usize],
 }
 
+/// A light model of ONNX's test data (224x224 images, written by `tools/onnx_testdata.sh`).
+fn light(key: &'static str, workload: &'static str, title: &'static str) -> Spec {
+    Spec {
+        key,
+        workload,
+        title,
+        path: cache("PFOR_ONNX_TESTDATA", "onnx-testdata").join("light").join(format!("light_{key}.onnx")),
+        how: "run `bash tools/onnx_testdata.sh`",
+        example: [1, 3, 224, 224],
+        sizes: &[1, 8, 32],
+    }
+}
+
 fn cache(var: &str, default: &str) -> PathBuf {
     std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/pfor").join(default)
@@ -54,9 +67,7 @@ fn cache(var: &str, default: &str) -> PathBuf {
 
 fn specs() -> Vec<Spec> {
     let models = cache("PFOR_MODELS", "models");
-    let light = cache("PFOR_ONNX_TESTDATA", "onnx-testdata").join("light");
     let export = "run `benches/peers/run.sh ort` (or export_models.py with the peers' venv)";
-    let testdata = "run `bash tools/onnx_testdata.sh`";
     vec![
         Spec {
             key: "w2",
@@ -67,24 +78,8 @@ fn specs() -> Vec<Spec> {
             example: [1, 1, 28, 28],
             sizes: &[1, 16, 64],
         },
-        Spec {
-            key: "squeezenet",
-            workload: "squeezenet_light",
-            title: "SqueezeNet (ONNX light, 224x224)",
-            path: light.join("light_squeezenet.onnx"),
-            how: testdata,
-            example: [1, 3, 224, 224],
-            sizes: &[1, 8, 32],
-        },
-        Spec {
-            key: "resnet50",
-            workload: "resnet50_light",
-            title: "ResNet-50 (ONNX light, 224x224)",
-            path: light.join("light_resnet50.onnx"),
-            how: testdata,
-            example: [1, 3, 224, 224],
-            sizes: &[1, 8, 32],
-        },
+        light("squeezenet", "squeezenet_light", "SqueezeNet (ONNX light, 224x224)"),
+        light("resnet50", "resnet50_light", "ResNet-50 (ONNX light, 224x224)"),
     ]
 }
 
