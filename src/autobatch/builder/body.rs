@@ -424,17 +424,20 @@ impl FunctionBuilder<'_> {
     ) -> Result<()> {
         self.check_vars(&[cond])?;
         let head = self.current()?;
-        let t = self.new_block("then");
-        self.cur = Some(t);
-        then(self)?;
-        let t_end = self.cur;
-        let e = self.new_block("else");
-        self.cur = Some(e);
-        otherwise(self)?;
-        let e_end = self.cur;
+        let (t, t_end) = self.arm("then", then)?;
+        let (e, e_end) = self.arm("else", otherwise)?;
         self.blocks[head].term = Some(Terminator::Branch { cond, if_true: BlockId(t), if_false: BlockId(e) });
         self.join(&[t_end, e_end]);
         Ok(())
+    }
+
+    /// A new block named `name` with `body` built into it: (the block, the block the body
+    /// ended in — `None` when it returned).
+    fn arm(&mut self, name: &str, body: impl FnOnce(&mut Self) -> Result<()>) -> Result<(usize, Option<usize>)> {
+        let b = self.new_block(name);
+        self.cur = Some(b);
+        body(self)?;
+        Ok((b, self.cur))
     }
 
     /// Per thread: run `then` where `cond` holds.
@@ -460,10 +463,7 @@ impl FunctionBuilder<'_> {
     pub fn if_then(&mut self, cond: Var, then: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
         self.check_vars(&[cond])?;
         let head = self.current()?;
-        let t = self.new_block("then");
-        self.cur = Some(t);
-        then(self)?;
-        let t_end = self.cur;
+        let (t, t_end) = self.arm("then", then)?;
         let j = self.new_block("join");
         self.blocks[head].term = Some(Terminator::Branch { cond, if_true: BlockId(t), if_false: BlockId(j) });
         if let Some(te) = t_end {
