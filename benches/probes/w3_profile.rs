@@ -7,37 +7,28 @@
 //! include it as a module): compare settings interleaved under `/usr/bin/time` (CPU time,
 //! minor page faults). With `PFOR_PROFILE=K` it also prints the K most expensive nodes.
 
-use std::time::Instant;
+#[path = "../workloads/mod.rs"]
+mod workloads;
+use workloads::{W3Mode, w3};
 
 /// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
 #[global_allocator]
 static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
 
-#[path = "../workloads/mod.rs"]
-mod workloads;
-use workloads::{W3Mode, w3};
-
 fn main() -> pfor::Result<()> {
     pfor::tune_system_allocator()?;
-    let args: Vec<String> = std::env::args().collect();
-    let mode = match args.get(1).map(String::as_str) {
+    let arg = |i: usize| std::env::args().nth(i);
+    let mode = match arg(1).as_deref() {
         Some("mask") => W3Mode::PforMask,
         Some("loop") => W3Mode::Loop,
         Some("padded") => W3Mode::Padded,
         _ => W3Mode::PforSubset,
     };
-    let n: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1);
-    let reps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(100).max(1);
+    let n: usize = arg(2).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let reps: usize = arg(3).and_then(|s| s.parse().ok()).unwrap_or(100).max(1);
     let mut w = w3(n, mode)?;
-    w.run();
-    w.session.clear_profile();
-    let (mut best, start) = (f64::INFINITY, Instant::now());
-    for _ in 0..reps {
-        let t = Instant::now();
-        w.run();
-        best = best.min(t.elapsed().as_secs_f64());
-    }
-    let mean = start.elapsed().as_secs_f64() / reps as f64;
+    let times = w.sorted_times(reps);
+    let (best, mean) = (times[0], times.iter().sum::<f64>() / reps as f64);
     let s = pfor::TensorAllocator::stats();
     println!(
         "W3 {} n={n}: best {:.0} tok/s, mean {:.0} tok/s ({reps} runs); cache hits {} misses {} cached {} KiB",

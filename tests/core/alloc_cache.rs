@@ -99,7 +99,7 @@ fn alloc_zeroed_zeroes_a_reused_block_and_realloc_keeps_the_contents() {
         let big = layout(size + 16, 4);
         // SAFETY: `r` came from `c` with `big`.
         let m = unsafe { c.realloc(r, big, 4 * size) };
-        assert!(!m.is_null() && m as usize % BUFFER_ALIGN == 0);
+        assert!(!m.is_null() && (m as usize).is_multiple_of(BUFFER_ALIGN));
         // SAFETY: the first `size + 16` bytes were copied.
         assert!(unsafe { std::slice::from_raw_parts(m, size + 16) }.iter().all(|&b| b == 5));
         give(&c, m, layout(4 * size, 4));
