@@ -2,6 +2,10 @@
 //! faer's own GEMM on the same shape as the roofline reference.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "workloads/mod.rs"]
 mod workloads;
 use workloads::{Mode, w1};

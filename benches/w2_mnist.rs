@@ -1,6 +1,10 @@
 //! W2: MNIST CNN inference, pfor vs loop vs hand-batched.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "workloads/mod.rs"]
 mod workloads;
 use workloads::{Mode, w2};

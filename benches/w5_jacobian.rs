@@ -1,6 +1,10 @@
 //! W5: jacobian of a 10-step LSTM with a dense projection, pfor vs loop of gradients.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "workloads/mod.rs"]
 mod workloads;
 use workloads::{Mode, w5};

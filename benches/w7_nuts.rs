@@ -6,6 +6,10 @@ use std::time::Duration;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "autobatch/mod.rs"]
 mod workloads;
 use workloads::{NUTS_DIM, nuts_inputs, nuts_program};

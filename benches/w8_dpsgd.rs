@@ -2,6 +2,10 @@
 //! per-example gradients materialized, and the loop.
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "workloads/mod.rs"]
 mod workloads;
 use workloads::{W8Mode, w8};

@@ -24,6 +24,10 @@ use pfor::prelude::*;
 use pfor::tensor::Verdict;
 use pfor::vectorize::PforOptions;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 const SHAPES: [&[usize]; 8] =
     [&[5, 5, 1, 32], &[32], &[5, 5, 32, 64], &[64], &[3136, 1024], &[1024], &[1024, 10], &[10]];
 

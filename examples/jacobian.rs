@@ -14,6 +14,10 @@ use pfor::prelude::*;
 use pfor::tensor::Verdict;
 use pfor::vectorize::PforOptions;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 const STEPS: usize = 10;
 const IN: usize = 128;
 const HIDDEN: usize = 256;

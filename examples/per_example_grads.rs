@@ -13,6 +13,10 @@ use pfor::prelude::*;
 use pfor::tensor::Verdict;
 use pfor::vectorize::PforOptions;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 fn logits(g: &mut Graph, p: &[ValueId], x: ValueId) -> Result<ValueId> {
     let same = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
     let mut h = x;

@@ -26,7 +26,7 @@ pub mod converters;
 pub use error::{Error, Result};
 pub use exec::{CancelToken, ExecOptions, RunOptions, Session, Workers, run_function, run_once};
 pub use ir::{Function, Graph, NodeId, ValueId};
-pub use kernels::alloc::tune_system_allocator;
+pub use kernels::alloc::{TensorAllocator, tune_system_allocator};
 pub use ops::{Op, OpKind};
 pub use tensor::{DType, Dim, Shape, Tensor, TensorType};
 

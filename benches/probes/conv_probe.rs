@@ -5,6 +5,10 @@ use std::time::Instant;
 
 use pfor::prelude::*;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 fn main() -> Result<()> {
     pfor::tune_system_allocator()?;
     let a: Vec<String> = std::env::args().skip(1).collect();

@@ -8,6 +8,10 @@ use std::time::Instant;
 
 use pfor::prelude::*;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 /// A graph, its fetches and its feeds.
 type Case = (Graph, Vec<ValueId>, Vec<(ValueId, Tensor)>);
 

@@ -3,6 +3,10 @@
 //! store `A` / `B` transposed (`[K,M]` / `[N,K]`).
 use std::time::Instant;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 fn main() -> pfor::Result<()> {
     pfor::tune_system_allocator()?;
     let ta = std::env::args().any(|a| a == "--ta");

@@ -4,6 +4,10 @@
 use faer::{Accum, MatMut, MatRef, Par};
 use std::time::Instant;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 /// How the product is computed.
 #[derive(Clone, Copy)]
 enum How {

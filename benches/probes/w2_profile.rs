@@ -11,6 +11,10 @@ use std::time::Instant;
 use pfor::ops::conv::Conv2dParams;
 use pfor::prelude::*;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "../workloads/mod.rs"]
 mod workloads;
 use workloads::{Mode, Workload, mnist_params, w2};

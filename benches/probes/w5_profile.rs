@@ -5,7 +5,9 @@
 //! a warm-up; for `perf record`. With `PFOR_PROFILE=K` set it also prints the K most
 //! expensive nodes and per-op totals of the timed runs (see `pfor::exec::Profile`).
 
-use std::time::Instant;
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
 
 #[path = "../workloads/mod.rs"]
 mod workloads;
@@ -18,16 +20,7 @@ fn main() -> pfor::Result<()> {
     let out: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(128);
     let reps: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(50).max(1);
     let mut w = w5(out, mode)?;
-    w.run();
-    w.session.clear_profile();
-    let mut times: Vec<f64> = (0..reps)
-        .map(|_| {
-            let t = Instant::now();
-            w.run();
-            t.elapsed().as_secs_f64()
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
+    let times = w.sorted_times(reps);
     let (best, median, mean) = (times[0], times[reps / 2], times.iter().sum::<f64>() / reps as f64);
     println!(
         "W5 {} out={out}: {:.0} rows/s best, {:.0} median, {:.0} mean ({:.3} / {:.3} / {:.3} ms, {reps} runs)",

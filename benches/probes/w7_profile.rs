@@ -9,6 +9,10 @@ use std::time::Instant;
 use pfor::autobatch::{ExecConfig, reference, stackless, vm};
 use pfor::prelude::*;
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "../autobatch/mod.rs"]
 mod workloads;
 use workloads::{NUTS_DIM, nuts_inputs, nuts_program};

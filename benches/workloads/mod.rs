@@ -57,6 +57,21 @@ impl Workload {
     pub fn run(&mut self) -> Vec<Tensor> {
         self.session.run(&self.feeds).expect("workload runs")
     }
+    /// Run once to warm up (its profile discarded), then `reps` times: the wall times in
+    /// seconds, sorted (the probes' timing loop).
+    pub fn sorted_times(&mut self, reps: usize) -> Vec<f64> {
+        self.run();
+        self.session.clear_profile();
+        let mut times: Vec<f64> = (0..reps)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                self.run();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        times
+    }
 }
 
 fn per_example<F>(g: &mut Graph, n: usize, mode: Mode, body: F) -> Result<Vec<ValueId>>

@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 
+/// pfor's caching, 64-byte-aligned allocator for tensor buffers (`PFOR_NO_BUFFER_CACHE`: glibc's).
+#[global_allocator]
+static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
+
 #[path = "../../benches/autobatch/mod.rs"]
 mod autobatch_workloads;
 mod mem;

@@ -21,9 +21,10 @@ fn high_water() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Hand freed heap memory back to the OS (glibc's `malloc_trim`; a no-op elsewhere), so the
-/// next row starts from what is really live.
+/// Hand freed heap memory back to the OS (pfor's buffer cache, then glibc's `malloc_trim`;
+/// the latter a no-op elsewhere), so the next row starts from what is really live.
 pub fn release() {
+    pfor::TensorAllocator::trim();
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         unsafe extern "C" {

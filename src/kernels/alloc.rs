@@ -33,6 +33,22 @@
 //! [`TRIM_THRESHOLD`] bytes of freed heap and serves blocks below [`MMAP_THRESHOLD`] from
 //! the heap); it never changes results. It is a no-op (returning `Ok(false)`) on platforms
 //! other than Linux with glibc.
+//!
+//! # The caching allocator
+//!
+//! A binary that installs [`TensorAllocator`] as its `#[global_allocator]` (the examples,
+//! benches and the test binary do) gets pfor's own cache for blocks of 1 KiB to 1 GiB: size
+//! classes shared by all threads, 64-byte aligned, independent of glibc's arenas once warm
+//! (see [`BufferCache`]). The budget and the fallible `try_*` contract above are
+//! unchanged (the cache returns null when the system refuses, after trimming itself and
+//! retrying). `tune_system_allocator` still governs what the cache forwards to glibc (blocks
+//! outside its classes, the misses, everything under `PFOR_NO_BUFFER_CACHE` or without it).
+
+mod cache;
+
+pub use cache::{
+    BUFFER_ALIGN, BufferCache, CacheStats, DEFAULT_LIMIT, MAP_BLOCK, MAX_BLOCK, MIN_BLOCK, TensorAllocator,
+};
 
 use std::cell::Cell;
 

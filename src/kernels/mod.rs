@@ -1,6 +1,7 @@
 //! The numeric kernels: GEMM, the AVX-512 register-blocked micro-kernel of Winograd and
 //! per-example filter gradients, vectorized f32 math, and the opt-in allocator tuning for
-//! large-tensor workloads ([`alloc::tune_system_allocator`]).
+//! large-tensor workloads ([`alloc::tune_system_allocator`], and the caching global allocator
+//! [`alloc::TensorAllocator`], the one process-wide switch here: it never changes results).
 //!
 //! Invariants: kernels read CPU features only through [`cpu::caps`] (probed once), and the
 //! optional kernels a caller may take only through a [`KernelOptions`] value handed to them

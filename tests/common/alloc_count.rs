@@ -1,9 +1,11 @@
 //! A counting global allocator for the test binary: [`allocations`] reports how many
 //! allocations the current thread made while running a closure (other threads' are not
-//! counted, so parallel tests do not disturb it). Memory comes from the system allocator as
-//! without it.
+//! counted, so parallel tests do not disturb it). Memory comes from pfor's caching allocator
+//! (`pfor::TensorAllocator`, as in the examples and benches), so every test runs on it.
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
+
+use pfor::TensorAllocator as Inner;
 use std::cell::Cell;
 
 thread_local! {
@@ -16,26 +18,26 @@ fn count() {
     let _ = COUNT.try_with(|c| c.set(c.get() + 1));
 }
 
-// SAFETY: every call is forwarded to the system allocator unchanged.
+// SAFETY: every call is forwarded to `TensorAllocator` unchanged.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
+        unsafe { Inner.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         count();
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe { Inner.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { Inner.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { Inner.dealloc(ptr, layout) }
     }
 }
 

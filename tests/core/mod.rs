@@ -1,5 +1,6 @@
 //! Core tests: tensors, graph IR, executor, reference loop, errors.
 
+mod alloc_cache;
 mod boundaries;
 mod dispatch;
 mod examples;
