@@ -71,7 +71,7 @@ pub(super) fn fold(g: &Graph, n: NodeId) -> Result<Option<Tensor>> {
         return Ok(None);
     }
     let standard = crate::dispatch!(&t, a => a.is_standard_layout());
-    Ok(Some(if standard { t } else { t.reshape(&t.shape().to_vec())? }))
+    Ok(Some(if standard { t } else { t.reshape(t.shape())? }))
 }
 
 /// The `fold` pass: every region node that folds becomes its constant (producers first).

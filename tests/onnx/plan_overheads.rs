@@ -6,7 +6,7 @@
 //! graph or plan AND on the values: equal to the same model with the rewrite blocked (a
 //! same-shape Reshape after the conv, or explicit `Pad` nodes).
 
-use super::encode::{Attr, FLOAT, model, node, tensor_f32, tensor_i64, value_info};
+use super::encode::{Attr, FLOAT, Msg, model, node, tensor_f32, tensor_i64, value_info};
 use pfor::onnx;
 use pfor::ops::{ShapeOp, SlicingOp};
 use pfor::prelude::*;
@@ -20,6 +20,12 @@ fn graph(bytes: &[u8]) -> (Graph, ValueId, Vec<ValueId>) {
     let m = onnx::load_bytes(bytes).unwrap();
     let (g, ins, outs) = m.to_graph().unwrap();
     (g, ins[0], outs)
+}
+
+/// An opset-13 model of `nodes` from the image `x` (`dims`) to `y`.
+fn image_model(nodes: &[Msg], dims: [i64; 4], initializers: &[Msg]) -> Vec<u8> {
+    let x = value_info("x", FLOAT, &dims.map(Ok));
+    model(13, nodes, &[x], &[value_info("y", FLOAT, &[])], initializers)
 }
 
 fn run(bytes: &[u8], x: &Tensor) -> Tensor {
@@ -41,11 +47,9 @@ fn wide_conv_bn(anchored: bool) -> Vec<u8> {
         nodes.insert(1, node("Reshape", "anchor", &["craw", "shape"], &["c"], &[]));
     }
     let chan = |k: f32| values(O, k).iter().map(|v| v * 0.5 + 1.0).collect::<Vec<f32>>();
-    model(
-        13,
+    image_model(
         &nodes,
-        &[value_info("x", FLOAT, &[Ok(1), Ok(C as i64), Ok(2), Ok(2)])],
-        &[value_info("y", FLOAT, &[])],
+        [1, C as i64, 2, 2],
         &[
             tensor_f32("w", &[O as i64, C as i64, 1, 1], &values(O * C, 0.0137)),
             tensor_f32("scale", &[O as i64], &chan(0.3)),
@@ -98,11 +102,9 @@ fn conv_then_pool(pool: &str, anchored: bool) -> Vec<u8> {
     if anchored {
         nodes.insert(1, node("Reshape", "anchor", &["craw", "shape"], &["c"], &[]));
     }
-    model(
-        13,
+    image_model(
         &nodes,
-        &[value_info("x", FLOAT, &[Ok(1), Ok(2), Ok(5), Ok(5)])],
-        &[value_info("y", FLOAT, &[])],
+        [1, 2, 5, 5],
         &[
             tensor_f32("w", &[6, 2, 3, 3], &values(108, 0.41)),
             tensor_f32("b", &[6], &[0.1, -0.2, 0.3, 0.0, 0.2, -0.1]),
@@ -167,11 +169,9 @@ fn padded_windows(explicit: bool) -> Vec<u8> {
             node("AveragePool", "avg", &["m"], &["y"], &avg),
         ]
     };
-    model(
-        13,
+    image_model(
         &nodes,
-        &[value_info("x", FLOAT, &[Ok(1), Ok(2), Ok(9), Ok(9)])],
-        &[value_info("y", FLOAT, &[])],
+        [1, 2, 9, 9],
         &[
             tensor_f32("w", &[3, 2, 5, 5], &values(150, 0.23)),
             tensor_f32("b", &[3], &[0.1, -0.2, 0.3]),
