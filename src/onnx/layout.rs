@@ -19,6 +19,11 @@
 //!   permutation commutes with elementwise ops and with broadcasting between rank-4
 //!   operands); `concat` along axis 1 has the form `concat` of the forms along axis 3.
 //! - Otherwise `None`, and the caller transposes as before. Only fully static rank-4 types.
+//! - A reduction of an NCHW value that has an NHWC form ([`reduce_nchw`]: global pooling,
+//!   `ReduceMean` over H and W) reduces the form over the same axes in NHWC numbering (a
+//!   contiguous-channel reduction instead of a strided one); its result is permuted back to
+//!   NCHW only when that permutation is a free view (it moves no axis longer than 1), so the
+//!   value equals the NCHW reduction element for element.
 //! - A batch norm of a conv's result that nothing else has read ([`conv_result`]) is folded
 //!   into the conv's filter and bias ([`fold_batch_norm`]), built as graph ops on the weights;
 //!   the old conv is left unread.
@@ -29,7 +34,7 @@
 
 use crate::error::Result;
 use crate::ir::{Graph, NodeId, ValueId};
-use crate::ops::{Conv2dParams, ConvOp, NnOp, Op, ShapeOp, SlicingOp};
+use crate::ops::{Conv2dParams, ConvOp, NnOp, Op, ReduceKind, ShapeOp, SlicingOp};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -195,4 +200,35 @@ pub(super) fn fold_batch_norm(g: &mut Graph, c: &ConvResult, s: ValueId, t: Valu
     let y = g.conv2d(c.xh, filter, c.params)?;
     let y = g.bias_add(y, bias)?;
     g.transpose(y, &TO_NCHW)
+}
+
+/// `reduce(kind, x, axes, keep)` of the NCHW value `x` (`axes` normalized, in `0..4`) computed
+/// on `x`'s NHWC form, or `None` when `x` has no form or the result would need a copy to come
+/// back to NCHW order (see the module doc).
+pub(super) fn reduce_nchw(
+    g: &mut Graph,
+    cache: &LayoutCache,
+    kind: ReduceKind,
+    x: ValueId,
+    axes: &[i64],
+    keep: bool,
+) -> Result<Option<ValueId>> {
+    let Some(dims) = rank4(g, x)? else { return Ok(None) };
+    // NCHW axis a is NHWC axis TO_NCHW[a]
+    let nhwc_axes: Vec<i64> = axes.iter().map(|&a| TO_NCHW[a as usize] as i64).collect();
+    let reduced = |a: usize| axes.contains(&(a as i64));
+    // the kept axes longer than 1 (NCHW numbering) in NHWC order: in NCHW order, the
+    // permutation back is a free view
+    let order: Vec<usize> = TO_NHWC.iter().copied().filter(|&a| !reduced(a) && dims[a] > 1).collect();
+    if !order.is_sorted() {
+        return Ok(None);
+    }
+    let Some(y) = nhwc_of(g, cache, x)? else { return Ok(None) };
+    let r = g.reduce(kind, y, Some(&nhwc_axes), true)?;
+    let r = g.transpose(r, &TO_NCHW)?;
+    if keep {
+        return Ok(Some(r));
+    }
+    let kept: Vec<i64> = (0..4).filter(|&a| !reduced(a)).map(|a| dims[a] as i64).collect();
+    Ok(Some(g.reshape(r, &kept)?))
 }

@@ -5,9 +5,11 @@
 //!
 //! Invariants: ONNX's NCHW layout is transposed to our NHWC around each conv / pool and back
 //! (the simplifier folds adjacent transposes; an operand computed from an earlier layer's
-//! NHWC result through layout-free ops is rebuilt in NHWC instead, see `layout`); explicit pads become a `pad` (zeros for conv,
-//! -inf for max pooling) followed by a VALID window, and average pooling that does not count
-//! padding divides by the pooled count of ones, so no padding mode is approximated.
+//! NHWC result through layout-free ops is rebuilt in NHWC instead, see `layout`); explicit
+//! pads are the window's own [`Padding::Explicit`] (the kernels skip padded taps: zeros for
+//! conv, ignored by max pooling, not counted by average pooling, exactly ONNX's
+//! `count_include_pad = 0`), never a padded copy; only average pooling that counts padding
+//! pools a zero-padded copy, so no padding mode is approximated.
 
 use super::convert::NodeCx;
 use super::layout;
@@ -15,7 +17,7 @@ use super::ops_shape::{fixed_shape, norm_axis};
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
 use crate::ops::slicing::PadMode;
-use crate::ops::{Conv2dParams, Padding};
+use crate::ops::{Conv2dParams, Padding, ReduceKind};
 use crate::tensor::DType;
 
 /// The op types this family converts.
@@ -98,11 +100,8 @@ fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         "GlobalAveragePool" | "GlobalMaxPool" => {
             let r = g.shape(x)?.rank();
             let axes: Vec<i64> = (2..r as i64).collect();
-            if n.op() == "GlobalAveragePool" {
-                g.reduce_mean(x, Some(&axes), true)
-            } else {
-                g.reduce_max(x, Some(&axes), true)
-            }
+            let kind = if n.op() == "GlobalAveragePool" { ReduceKind::Mean } else { ReduceKind::Max };
+            reduce_layout(g, n, kind, x, &axes, true)
         }
         "BatchNormalization" => {
             n.attr_i_only("training_mode", 0)?;
@@ -287,12 +286,16 @@ pub(super) fn as_2d(v: &[usize], unit: usize) -> [usize; 2] {
     if v.len() == 1 { [unit, v[0]] } else { [v[0], v[1]] }
 }
 
-fn pad_nhwc(g: &mut Graph, x: ValueId, w: &Window, value: f64) -> Result<ValueId> {
-    if w.pads.iter().all(|&p| p == (0, 0)) {
-        return Ok(x);
-    }
-    let sp = if w.pads.len() == 1 { [(0, 0), w.pads[0]] } else { [w.pads[0], w.pads[1]] };
-    g.pad(x, &[(0, 0), sp[0], sp[1], (0, 0)], PadMode::Constant(value))
+/// The window's pads as our padding: `Valid` when there are none, else `Explicit` (the
+/// kernels skip padded taps: zeros for convs, ignored by max pooling, not counted by average
+/// pooling), so no padded copy of the input is made.
+fn explicit_padding(w: &Window) -> Padding {
+    if w.pads.iter().all(|&p| p == (0, 0)) { Padding::Valid } else { Padding::Explicit(padding_pairs(w)) }
+}
+
+/// The (before, after) pads of H and W (a unit H for 1-D windows).
+fn padding_pairs(w: &Window) -> [(usize, usize); 2] {
+    if w.pads.len() == 1 { [(0, 0), w.pads[0]] } else { [w.pads[0], w.pads[1]] }
 }
 
 fn conv(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
@@ -312,7 +315,7 @@ fn conv(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     // pads that SAME would choose need no padded copy: the kernels pad as they read
     let same = (0..win.pads.len())
         .all(|i| win.pads[i] == same_pads(xd[2 + i], win.kernel[i], win.strides[i], win.dilations[i], true));
-    let (xh, padding) = if same { (xh, Padding::Same) } else { (pad_nhwc(g, xh, &win, 0.0)?, Padding::Valid) };
+    let padding = if same { Padding::Same } else { explicit_padding(&win) };
     // filter [M, C/g, k...] → [KH, KW, C/g, M]
     let w4 = if spatial == 1 { g.reshape(w, &[wd[0] as i64, wd[1] as i64, 1, wd[2] as i64])? } else { w };
     let params = Conv2dParams { strides: as_2d(&win.strides, 1), padding, dilations: as_2d(&win.dilations, 1) };
@@ -375,30 +378,34 @@ fn pool(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     let include_pad = n.attr_i("count_include_pad", 0) != 0;
     let (xh, spatial) = to_nhwc(g, n, x)?;
     let (k, s) = (as_2d(&win.kernel, 1), as_2d(&win.strides, 1));
+    let padding = explicit_padding(&win);
     let y = if n.op() == "MaxPool" {
         // integers (held as i64, narrow types widened) pool exactly in f64
         let int = g.dtype(xh)? == DType::I64;
         let xf = if int { g.cast(xh, DType::F64)? } else { xh };
-        let xp = pad_nhwc(g, xf, &win, f64::NEG_INFINITY)?;
-        let y = g.max_pool(xp, k, s, Padding::Valid)?;
+        let y = g.max_pool(xf, k, s, padding)?;
         if int { g.cast(y, DType::I64)? } else { y }
+    } else if !include_pad || padding == Padding::Valid {
+        // our average pool counts the real elements of each window (ceil-mode overhang too)
+        g.avg_pool(xh, k, s, padding)?
+    } else if ceil_mode {
+        return Err(n.unsupported("count_include_pad = 1 with ceil_mode = 1"));
     } else {
-        let xp = pad_nhwc(g, xh, &win, 0.0)?;
-        let sum_avg = g.avg_pool(xp, k, s, Padding::Valid)?;
-        let padded = win.pads.iter().any(|&p| p != (0, 0));
-        if !padded || include_pad && !ceil_mode {
-            sum_avg
-        } else if include_pad {
-            return Err(n.unsupported("count_include_pad = 1 with ceil_mode = 1"));
-        } else {
-            // divide by the share of real elements in each window
-            let ones = g.ones_like(xh)?;
-            let ones = pad_nhwc(g, ones, &win, 0.0)?;
-            let share = g.avg_pool(ones, k, s, Padding::Valid)?;
-            g.div(sum_avg, share)?
-        }
+        // padded zeros counted: the mean over a zero-padded copy
+        let sp = padding_pairs(&win);
+        let xp = g.pad(xh, &[(0, 0), sp[0], sp[1], (0, 0)], PadMode::Constant(0.0))?;
+        g.avg_pool(xp, k, s, Padding::Valid)?
     };
     from_nhwc(g, y, spatial)
+}
+
+/// `reduce(kind, x, axes, keep)` (`axes` normalized), on the NHWC form of a rank-4 `x` where
+/// the previous layer left one (global pooling after a conv: see `layout::reduce_nchw`).
+fn reduce_layout(g: &mut Graph, n: &NodeCx, kind: ReduceKind, x: ValueId, axes: &[i64], keep: bool) -> Result<ValueId> {
+    match layout::reduce_nchw(g, &n.layout, kind, x, axes, keep)? {
+        Some(y) => Ok(y),
+        None => g.reduce(kind, x, Some(axes), keep),
+    }
 }
 
 fn reduce(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
@@ -422,12 +429,12 @@ fn reduce(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         };
     }
     match n.op() {
-        "ReduceSum" => g.reduce_sum(x, Some(&axes), keep),
-        "ReduceMean" => g.reduce_mean(x, Some(&axes), keep),
-        "ReduceMax" => g.reduce_max(x, Some(&axes), keep),
-        "ReduceMin" => g.reduce_min(x, Some(&axes), keep),
-        "ReduceProd" => g.reduce_prod(x, Some(&axes), keep),
-        "ReduceLogSumExp" => g.reduce_logsumexp(x, Some(&axes), keep),
+        "ReduceSum" => reduce_layout(g, n, ReduceKind::Sum, x, &axes, keep),
+        "ReduceMean" => reduce_layout(g, n, ReduceKind::Mean, x, &axes, keep),
+        "ReduceMax" => reduce_layout(g, n, ReduceKind::Max, x, &axes, keep),
+        "ReduceMin" => reduce_layout(g, n, ReduceKind::Min, x, &axes, keep),
+        "ReduceProd" => reduce_layout(g, n, ReduceKind::Prod, x, &axes, keep),
+        "ReduceLogSumExp" => reduce_layout(g, n, ReduceKind::LogSumExp, x, &axes, keep),
         "ReduceL1" => {
             let a = g.abs(x)?;
             g.reduce_sum(a, Some(&axes), keep)

@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::ir::{Graph, ValueId};
 use crate::ops::unary::PAR_THRESHOLD;
 use crate::ops::{Batching, Op, Raises, broadcast_shapes, broadcast_static, expect_arity};
+use crate::tensor::layout::standard_vec;
 use crate::tensor::{DType, Element, Tensor, TensorType};
 
 macro_rules! binary_kinds {
@@ -370,22 +371,22 @@ fn same<T: Element>(
         periodic(ys, xs, par, |y, x| *y = f(x, *y));
         return Ok(T::wrap(b));
     }
-    // shared operands: copy the full-shape one, then the same in-place pass
+    // shared or strided operands: copy the full-shape one into row-major order (a `memcpy`,
+    // or a tiled copy of a transposed view: a filter permuted to our layout), then the same
+    // in-place pass
     if a.shape() == shape.as_slice()
-        && a.is_standard_layout()
         && repeats_along(&shape, &b)
-        && let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice())
+        && let Some(ys) = b.as_slice()
     {
-        let mut out = xs.to_vec();
+        let mut out = standard_vec(&a.view());
         periodic(&mut out, ys, par, |x, y| *x = f(*x, y));
         return from_vec(op, &shape, out);
     }
     if b.shape() == shape.as_slice()
-        && b.is_standard_layout()
         && repeats_along(&shape, &a)
-        && let (Some(xs), Some(ys)) = (a.as_slice(), b.as_slice())
+        && let Some(xs) = a.as_slice()
     {
-        let mut out = ys.to_vec();
+        let mut out = standard_vec(&b.view());
         periodic(&mut out, xs, par, |y, x| *y = f(x, *y));
         return from_vec(op, &shape, out);
     }

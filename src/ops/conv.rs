@@ -7,8 +7,12 @@
 //! effective window `ke = (k-1)*d + 1`), TensorFlow semantics:
 //! - [`Padding::Valid`]: output `(i - ke)/s + 1`; an `Err` when `ke > i`;
 //! - [`Padding::Same`]: output `ceil(i/s)`, total padding `max((out-1)*s + ke - i, 0)`, split
-//!   with the extra element on the bottom/right. Padded positions contribute zero to convs,
-//!   are skipped by max pooling, and are not counted by average pooling.
+//!   with the extra element on the bottom/right;
+//! - [`Padding::Explicit`]: `(before, after)` pads per axis (ONNX's `pads`), output
+//!   `(i + before + after - ke)/s + 1`; an `Err` when `ke > i + before + after`.
+//!
+//! Padded positions contribute zero to convs, are skipped by max pooling, and are not counted
+//! by average pooling.
 //!
 //! Gradients: `*_backprop_input` / `*_backprop_filter` are the exact adjoints of the forward
 //! op in its input / filter argument. `max_pool_grad` routes each output gradient to the
@@ -48,6 +52,7 @@ use crate::kernels::KernelOptions as Kernels;
 use crate::kernels::conv::{Float, Geom, OutBuf, direct, im2col};
 use crate::ops::EvalCtx;
 use crate::ops::{Raises, expect_arity, expect_float};
+use crate::tensor::layout::standard_cow;
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 use geom::{num_taps, out_dim, positive, rank4, unify, window};
 
@@ -58,14 +63,17 @@ pub enum Padding {
     Valid,
     /// Output spatial size = ceil(input / stride).
     Same,
+    /// `[(top, bottom), (left, right)]` pads (`padding=explicit` in the printed form).
+    Explicit([(usize, usize); 2]),
 }
 
 impl fmt::Display for Padding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Padding::Valid => "VALID",
-            Padding::Same => "SAME",
-        })
+        match self {
+            Padding::Valid => f.write_str("VALID"),
+            Padding::Same => f.write_str("SAME"),
+            Padding::Explicit(p) => write!(f, "EXPLICIT{p:?}"),
+        }
     }
 }
 
@@ -335,10 +343,7 @@ impl ConvOp {
         };
         // Output [N, OH, OW] of a window over input dims `x` with window dims `k`.
         let spatial = |x: &[Dim], k: [&Dim; 2]| -> Result<[Dim; 2]> {
-            Ok([
-                out_dim(op, &ctx, "height", &x[1], k[0], s[0], d[0], p)?,
-                out_dim(op, &ctx, "width", &x[2], k[1], s[1], d[1], p)?,
-            ])
+            Ok([out_dim(op, &ctx, 0, &x[1], k[0], s[0], d[0], p)?, out_dim(op, &ctx, 1, &x[2], k[1], s[1], d[1], p)?])
         };
         // Check out_backprop's spatial dims against the forward geometry.
         let check_dy = |dy: &[Dim], want: [Dim; 2]| -> Result<()> {
@@ -515,7 +520,7 @@ impl ConvOp {
     ) -> Result<Tensor> {
         let op = self.kind().name();
         let views: Vec<CowArray<'_, T, IxDyn>> =
-            inputs.iter().map(|t| Ok(t.array::<T>()?.as_standard_layout())).collect::<Result<_>>()?;
+            inputs.iter().map(|t| Ok(standard_cow(t.array::<T>()?.view()))).collect::<Result<_>>()?;
         let data: Vec<&[T]> = views
             .iter()
             .map(|v| v.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous buffer")))

@@ -19,8 +19,14 @@
 //!   result has exactly that type — so a value keeps its type and its elements (the same
 //!   kernel computes it, once instead of per run);
 //! - a kernel error leaves the node as it is (the run then raises it, at this node);
-//! - results larger than [`MAX_ELEMENTS`], or larger than all inputs together when above
-//!   [`FREE_ELEMENTS`], are not folded (a folded broadcast must not bloat the graph).
+//! - a result larger than its largest input is not folded above [`MAX_ELEMENTS`], nor above
+//!   [`FREE_ELEMENTS`] when larger than all inputs together (a folded broadcast must not bloat
+//!   the graph); a result no larger than its largest input folds whatever its size (weight
+//!   preprocessing: an imported conv's filter transposed to our layout and scaled by a batch
+//!   norm is computed once, not per run — the graph holds at most one more tensor of that
+//!   size, and plans bound each result by the session's memory budget, see [`folded_copy`]);
+//! - a folded constant is stored in standard layout (a transpose kernel returns a strided
+//!   view, which every reader would otherwise copy again on every run).
 
 use hashbrown::HashSet;
 
@@ -54,13 +60,18 @@ pub(super) fn fold(g: &Graph, n: NodeId) -> Result<Option<Tensor>> {
         ins.push(value.clone());
     }
     let in_len: usize = ins.iter().map(Tensor::len).sum();
-    if out_len > MAX_ELEMENTS || (out_len > FREE_ELEMENTS && out_len > in_len) {
+    let in_max = ins.iter().map(Tensor::len).max().unwrap_or(0);
+    if out_len > in_max && (out_len > MAX_ELEMENTS || (out_len > FREE_ELEMENTS && out_len > in_len)) {
         return Ok(None);
     }
     let Ok(mut outs) = crate::exec::eval_detached(&node.op, ins) else { return Ok(None) };
     let Some(t) = outs.pop() else { return Ok(None) };
     let ty = &node.outputs[0];
-    Ok((outs.is_empty() && t.dtype() == ty.dtype && ty.shape.matches(t.shape())).then_some(t))
+    if !(outs.is_empty() && t.dtype() == ty.dtype && ty.shape.matches(t.shape())) {
+        return Ok(None);
+    }
+    let standard = crate::dispatch!(&t, a => a.is_standard_layout());
+    Ok(Some(if standard { t } else { t.reshape(t.shape())? }))
 }
 
 /// The `fold` pass: every region node that folds becomes its constant (producers first).

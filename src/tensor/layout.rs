@@ -5,12 +5,15 @@
 //! backward passes that made reshapes and slices the most expensive ops of a graph. Here the
 //! view is first simplified — unit axes dropped, adjacent axes merged wherever the memory
 //! walk allows — and then copied one innermost lane at a time (a `memcpy` when the lane is
-//! contiguous).
+//! contiguous). A transposed view (its innermost lane strided, another axis contiguous: an
+//! NCHW value read as NHWC, a filter permuted to our layout) is copied in square tiles of
+//! those two axes instead, so that both the reads and the writes stay within a few cache
+//! lines (a lane-wise copy reads one element per cache line).
 //!
 //! Invariant: the result holds the elements of the view in row-major order of the view's own
 //! shape (squeezing and merging never reorder elements).
 
-use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn};
 
 /// The elements of `v` in row-major order.
 ///
@@ -79,6 +82,9 @@ pub fn extend_standard<T: Copy>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
         out.extend(w.iter().copied());
         return;
     }
+    if transposed_copy(&w, out) {
+        return;
+    }
     for lane in w.rows() {
         match lane.as_slice() {
             Some(s) => out.extend_from_slice(s),
@@ -87,6 +93,63 @@ pub fn extend_standard<T: Copy>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
             None => out.extend(lane.iter().copied()),
         }
     }
+}
+
+/// Side of the square tiles of [`transposed_copy`].
+const TILE: usize = 32;
+
+/// Appends the simplified view `w` (merged, no unit axes, rank ≥ 1) to `out` in row-major
+/// order when it is transposed: its last axis strided and an earlier axis `k` of stride 1.
+/// Copies, for each index of the other axes, the `[k, last]` plane tile by tile. `false`
+/// (nothing appended) when `w` is not such a view.
+fn transposed_copy<T: Copy>(w: &ArrayViewD<'_, T>, out: &mut Vec<T>) -> bool {
+    let r = w.ndim();
+    let strides = w.strides();
+    let (shape, last) = (w.shape(), r.wrapping_sub(1));
+    if r < 2 || strides[last] == 1 || shape[last] < 2 {
+        return false;
+    }
+    let Some(k) = (0..last).rfind(|&i| strides[i] == 1 && shape[i] > 1) else { return false };
+    // row-major strides of the output
+    let mut dst_strides = vec![1usize; r];
+    for i in (0..last).rev() {
+        dst_strides[i] = dst_strides[i + 1] * shape[i + 1];
+    }
+    let rest: Vec<usize> = (0..r).filter(|&i| i != k && i != last).collect();
+    let rest_shape: Vec<usize> = rest.iter().map(|&i| shape[i]).collect();
+    let (nk, nj, sj, dk) = (shape[k], shape[last], strides[last], dst_strides[k]);
+    let total = w.len();
+    out.reserve(total);
+    let start = out.len();
+    let spare = &mut out.spare_capacity_mut()[..total];
+    let base = w.as_ptr();
+    for idx in ndarray::indices(IxDyn(&rest_shape)) {
+        let (mut src_off, mut dst_off) = (0isize, 0usize);
+        for (p, &ax) in rest.iter().enumerate() {
+            src_off += idx[p] as isize * strides[ax];
+            dst_off += idx[p] * dst_strides[ax];
+        }
+        for k0 in (0..nk).step_by(TILE) {
+            let k1 = (k0 + TILE).min(nk);
+            for j0 in (0..nj).step_by(TILE) {
+                let j1 = (j0 + TILE).min(nj);
+                for j in j0..j1 {
+                    let row = src_off + j as isize * sj;
+                    for kk in k0..k1 {
+                        // SAFETY: `(rest idx, kk, j)` is an index inside `w`'s shape, so its
+                        // offset from `w.as_ptr()` (the sum of index times stride) lies in the
+                        // view's buffer.
+                        let v = unsafe { *base.offset(row + kk as isize) };
+                        spare[dst_off + kk * dk + j].write(v);
+                    }
+                }
+            }
+        }
+    }
+    // SAFETY: every output position `dst_off + kk * dk + j` over the whole index space was
+    // written above (the row-major offsets of `w`'s shape cover `0..total` exactly once).
+    unsafe { out.set_len(start + total) };
+    true
 }
 
 /// `v` copied into a standard-layout array of the same shape.
@@ -108,6 +171,22 @@ pub fn standard_array<T: Copy>(v: &ArrayViewD<'_, T>) -> ArrayD<T> {
     let data = standard_vec(v);
     // The element count matches the shape by construction.
     ArrayD::from_shape_vec(IxDyn(v.shape()), data).unwrap_or_else(|_| v.to_owned())
+}
+
+/// `v` itself when it is in standard layout, else its elements copied into a standard-layout
+/// array ([`standard_array`]: the fast form of ndarray's `as_standard_layout`).
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use pfor::tensor::layout::standard_cow;
+///
+/// let a = ArrayD::from_shape_vec(IxDyn(&[2, 3]), (0..6).collect()).expect("6 elements");
+/// assert!(standard_cow(a.view()).is_view()); // already row-major: borrowed
+/// let t = standard_cow(a.t());
+/// assert_eq!(t.as_slice(), Some(&[0, 3, 1, 4, 2, 5][..]));
+/// ```
+pub fn standard_cow<T: Copy>(v: ArrayViewD<'_, T>) -> CowArray<'_, T, IxDyn> {
+    if v.is_standard_layout() { CowArray::from(v) } else { CowArray::from(standard_array(&v)) }
 }
 
 /// Elements from which [`concat_standard`] copies on the rayon pool.

@@ -57,6 +57,7 @@ fn reference(c: Case, [oh, ow]: [usize; 2], x: &[f64], dy: &[f64]) -> (Vec<f64>,
             };
             (span(oh, c.s[0], c.k[0], c.d[0], h), span(ow, c.s[1], c.k[1], c.d[1], w))
         }
+        Padding::Explicit([(t, _), (l, _)]) => (t, l),
     };
     let (mut want, mut mag) = (vec![0.0; c.b * kc * c.o], vec![0.0; c.b * kc * c.o]);
     for b in 0..c.b {

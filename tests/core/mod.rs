@@ -9,6 +9,7 @@ mod fuse;
 mod fuse_elementwise;
 mod fuse_patch_product;
 mod ir;
+mod layout_copy;
 mod options;
 mod passes;
 mod pretranspose;

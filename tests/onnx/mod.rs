@@ -14,5 +14,6 @@ mod layout;
 mod lift_legacy;
 mod light;
 mod node_suite;
+mod plan_overheads;
 mod suites;
 mod training;

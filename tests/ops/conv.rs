@@ -204,6 +204,7 @@ fn axis(i: usize, k: usize, s: usize, d: usize, pad: Padding) -> (usize, usize) 
             let total = ((out - 1) * s + ke).saturating_sub(i);
             (out, total / 2)
         }
+        Padding::Explicit(_) => unreachable!("explicit pads: see conv_explicit_padding"),
     }
 }
 

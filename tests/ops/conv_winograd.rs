@@ -37,6 +37,7 @@ fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usiz
     let (oh, ow, pt, pl) = match pad {
         Padding::Valid => (h - 4, wd - 4, 0, 0),
         Padding::Same => (h, wd, 2, 2),
+        Padding::Explicit(_) => unreachable!("the cases are VALID or SAME"),
     };
     let (mut y, mut mag) = (vec![0.0; n * oh * ow * o], vec![0.0; n * oh * ow * o]);
     for b in 0..n {
@@ -169,6 +170,7 @@ fn winograd_backprop_input_matches_f64_reference() {
         let (oh, ow, pt, pl) = match pad {
             Padding::Valid => (h - 4, wd - 4, 0, 0),
             Padding::Same => (h, wd, 2, 2),
+            Padding::Explicit(_) => unreachable!("the cases are VALID or SAME"),
         };
         let (dy, w) = (
             Tensor::randn(&[n, oh, ow, o], 30 + i as u64).unwrap(),

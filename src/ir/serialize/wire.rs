@@ -382,14 +382,28 @@ impl Wire for FunctionSignature {
 
 impl Wire for Padding {
     fn put(&self, w: &mut Writer) -> Result<()> {
-        w.u8(match self {
-            Padding::Valid => 0,
-            Padding::Same => 1,
-        });
+        match self {
+            Padding::Valid => w.u8(0),
+            Padding::Same => w.u8(1),
+            Padding::Explicit([(t, b), (l, r)]) => {
+                w.u8(2);
+                for v in [t, b, l, r] {
+                    v.put(w)?;
+                }
+            }
+        }
         Ok(())
     }
     fn get(r: &mut Reader) -> Result<Self> {
-        Ok(if r.tag(2, "padding")? == 0 { Padding::Valid } else { Padding::Same })
+        Ok(match r.tag(3, "padding")? {
+            0 => Padding::Valid,
+            1 => Padding::Same,
+            _ => {
+                let [t, b] = <[usize; 2]>::get(r)?;
+                let [l, rt] = <[usize; 2]>::get(r)?;
+                Padding::Explicit([(t, b), (l, rt)])
+            }
+        })
     }
 }
 

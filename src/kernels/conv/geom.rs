@@ -26,9 +26,10 @@ pub(crate) struct Geom {
 }
 
 impl Geom {
-    /// A 1x1 stride-1 window (no padding): the conv is a plain GEMM on the input.
+    /// A 1x1 stride-1 window without padding (explicit pads can pad even a 1x1 window): the
+    /// conv is a plain GEMM on the input.
     pub(crate) fn pointwise(&self) -> bool {
-        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1
+        self.kh == 1 && self.kw == 1 && self.sh == 1 && self.sw == 1 && self.oh == self.h && self.ow == self.w
     }
     /// `(ky, iy)` for the in-bounds taps of output row `oy`.
     pub(crate) fn taps_y(&self, oy: usize) -> impl Iterator<Item = (usize, usize)> + use<> {

@@ -11,19 +11,23 @@ use crate::error::{Error, Result};
 use crate::kernels::conv::Geom;
 use crate::tensor::{Dim, TensorType};
 
-/// Output size and leading padding of one spatial axis (input `i`, window `k`, stride `s`,
-/// dilation `d`); `ctx` names the shapes for the error message.
+/// The names of the spatial axes `0` and `1` in error messages.
+const AXES: [&str; 2] = ["height", "width"];
+
+/// Output size and leading padding of spatial axis `ax` (0: height, 1: width; input `i`,
+/// window `k`, stride `s`, dilation `d`); `ctx` names the shapes for the error message.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn window(
     op: &str,
     ctx: &dyn Fn() -> String,
-    axis: &str,
+    ax: usize,
     i: usize,
     k: usize,
     s: usize,
     d: usize,
     p: Padding,
 ) -> Result<(usize, usize)> {
+    let axis = AXES[ax.min(1)];
     let too_big = || Error::shape(op, format!("{}: window sizes overflow along {axis}", ctx()));
     if k == 0 {
         return Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx())));
@@ -45,6 +49,17 @@ pub(super) fn window(
             let span = out.saturating_sub(1).checked_mul(s).and_then(|v| v.checked_add(ke)).ok_or_else(too_big)?;
             Ok((out, span.saturating_sub(i) / 2))
         }
+        Padding::Explicit(pads) => {
+            let (before, after) = pads[ax.min(1)];
+            let padded = i.checked_add(before).and_then(|v| v.checked_add(after)).ok_or_else(too_big)?;
+            if ke > padded {
+                return Err(Error::shape(
+                    op,
+                    format!("{}: window {k} larger than the input {axis} {i} padded by {before} + {after}", ctx()),
+                ));
+            }
+            Ok(((padded - ke) / s + 1, before))
+        }
     }
 }
 
@@ -53,7 +68,7 @@ pub(super) fn window(
 pub(super) fn out_dim(
     op: &str,
     ctx: &dyn Fn() -> String,
-    axis: &str,
+    ax: usize,
     i: &Dim,
     k: &Dim,
     s: usize,
@@ -61,8 +76,10 @@ pub(super) fn out_dim(
     p: Padding,
 ) -> Result<Dim> {
     match (i.value(), k.value()) {
-        (Some(i), Some(k)) => Ok(Dim::Fixed(window(op, ctx, axis, i, k, s, d, p)?.0)),
-        (_, Some(0)) => Err(Error::shape(op, format!("{}: window/filter {axis} must be ≥ 1, got 0", ctx()))),
+        (Some(i), Some(k)) => Ok(Dim::Fixed(window(op, ctx, ax, i, k, s, d, p)?.0)),
+        (_, Some(0)) => {
+            Err(Error::shape(op, format!("{}: window/filter {} must be ≥ 1, got 0", ctx(), AXES[ax.min(1)])))
+        }
         (Some(i), None) if p == Padding::Same => Ok(Dim::Fixed(i.div_ceil(s))),
         _ => Ok(Dim::unknown()),
     }
@@ -107,8 +124,8 @@ impl Geom {
         p: Padding,
     ) -> Result<Geom> {
         let ctx = || format!("input {nhwc:?}, window {k:?}");
-        let (oh, pt) = window(op, &ctx, "height", nhwc[1], k[0], s[0], d[0], p)?;
-        let (ow, pl) = window(op, &ctx, "width", nhwc[2], k[1], s[1], d[1], p)?;
+        let (oh, pt) = window(op, &ctx, 0, nhwc[1], k[0], s[0], d[0], p)?;
+        let (ow, pl) = window(op, &ctx, 1, nhwc[2], k[1], s[1], d[1], p)?;
         let [n, h, w, c] = nhwc;
         Ok(Geom { n, h, w, c, kh: k[0], kw: k[1], o, oh, ow, sh: s[0], sw: s[1], dh: d[0], dw: d[1], pt, pl })
     }

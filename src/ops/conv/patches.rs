@@ -81,7 +81,7 @@ impl WindowGeom {
         let mut before = [0; 2];
         let mut after = [0; 2];
         for a in 0..2 {
-            let (o, pb) = window(op, &ctx, ["height", "width"][a], hw[a], k[a], s[a], d[a], p)?;
+            let (o, pb) = window(op, &ctx, a, hw[a], k[a], s[a], d[a], p)?;
             let span = o.saturating_sub(1) * s[a] + (k[a] - 1) * d[a] + 1;
             out[a] = o;
             before[a] = pb;

@@ -17,6 +17,7 @@ use super::ReduceKind;
 use crate::error::{Error, Result};
 use crate::ops::norm_axis;
 use crate::ops::unary::{DtypeRule, PAR_THRESHOLD};
+use crate::tensor::layout::{standard_array, standard_cow};
 use crate::tensor::{Element, Tensor};
 
 /// Which axes of a rank-`rank` tensor `axes` reduces; errors on out-of-range or repeated axes.
@@ -314,18 +315,18 @@ fn blocked<'a, T: Element>(a: &'a ArcArray<T, IxDyn>, mask: &[bool]) -> (CowArra
     let shape = a.shape();
     let (Some(first), Some(last)) = (mask.iter().position(|&m| m), mask.iter().rposition(|&m| m)) else {
         // Nothing reduced: every element is its own group.
-        return (a.as_standard_layout(), Block { outer: a.len(), r: 1, inner: 1 });
+        return (standard_cow(a.view()), Block { outer: a.len(), r: 1, inner: 1 });
     };
     let r: usize = shape.iter().zip(mask).filter(|(_, m)| **m).map(|(d, _)| *d).product();
     if (first..=last).all(|i| mask[i] || shape[i] == 1) {
         let outer = shape[..first].iter().product();
         let inner = shape[last + 1..].iter().product();
-        return (a.as_standard_layout(), Block { outer, r, inner });
+        return (standard_cow(a.view()), Block { outer, r, inner });
     }
     let mut perm: Vec<usize> = (0..shape.len()).filter(|&i| !mask[i]).collect();
     perm.extend((0..shape.len()).filter(|&i| mask[i]));
     let outer = perm.iter().take_while(|&&i| !mask[i]).map(|&i| shape[i]).product();
-    let v = a.view().permuted_axes(IxDyn(&perm)).as_standard_layout().into_owned();
+    let v = standard_array(&a.view().permuted_axes(IxDyn(&perm)));
     (CowArray::from(v), Block { outer, r, inner: 1 })
 }
 
@@ -403,7 +404,7 @@ pub(super) fn eval_arg(k: ReduceKind, axis: i64, x: &Tensor) -> Result<Tensor> {
     let b = split_at_axis(shape, ax);
     let is_max = k == ReduceKind::ArgMax;
     crate::dispatch_numeric!(x.dtype(), T => {
-        let c = x.array::<T>()?.as_standard_layout();
+        let c = standard_cow(x.array::<T>()?.view());
         let s = contiguous(op, &c)?;
         // NaN beats everything (first NaN wins); otherwise strictly better replaces.
         let v = if is_max {
@@ -423,7 +424,7 @@ pub(super) fn eval_scan(k: ReduceKind, axis: i64, exclusive: bool, reverse: bool
     crate::dispatch_numeric!(dt, T => {
         let mut a = x.into_array::<T>()?;
         if !a.is_standard_layout() {
-            a = a.as_standard_layout().into_owned().into_shared();
+            a = standard_array(&a.view()).into_shared();
         }
         // Copy-on-write: in place when this is the only reference to the buffer.
         let s = a.as_slice_mut().ok_or_else(|| Error::shape(op, "internal: buffer is not contiguous"))?;
