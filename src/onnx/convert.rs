@@ -13,9 +13,9 @@
 use super::layout::LayoutCache;
 use super::proto::{AttributeProto, GraphProto, NodeProto, ValueType};
 use super::{
-    legacy, ops_attention, ops_control, ops_convt, ops_dft, ops_einsum, ops_elementwise, ops_grid, ops_index, ops_loss,
-    ops_math, ops_nn, ops_norm, ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter, ops_shape, ops_spatial,
-    ops_training, ops_window, tensor, versions,
+    legacy, ops_attention, ops_bitwise, ops_control, ops_convt, ops_dft, ops_einsum, ops_elementwise, ops_grid,
+    ops_index, ops_loss, ops_math, ops_nn, ops_norm, ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter,
+    ops_shape, ops_spatial, ops_training, ops_window, tensor, versions,
 };
 use crate::error::{Error, Result};
 use crate::exec::run_once;
@@ -152,6 +152,7 @@ pub fn supported_ops() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = [
         ops_elementwise::OPS,
         ops_control::OPS,
+        ops_bitwise::OPS,
         ops_shape::OPS,
         ops_nn::OPS,
         ops_loss::OPS,
@@ -220,6 +221,7 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
 fn convert_node(g: &mut Graph, n: &NodeCx, env: &Env) -> Result<Vec<ValueId>> {
     let r = legacy::convert(g, n)
         .or_else(|| ops_control::convert(g, n, env))
+        .or_else(|| ops_bitwise::convert(g, n))
         .or_else(|| ops_elementwise::convert(g, n))
         .or_else(|| ops_shape::convert(g, n))
         .or_else(|| ops_nn::convert(g, n))

@@ -41,6 +41,7 @@ mod layout;
 mod legacy;
 mod lift;
 mod ops_attention;
+mod ops_bitwise;
 mod ops_control;
 mod ops_convt;
 mod ops_dft;
