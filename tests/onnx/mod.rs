@@ -6,6 +6,7 @@
 //! lifted to parameters, per-example gradients under pfor).
 
 mod bind;
+mod bitwise;
 mod control;
 mod coverage;
 mod dft_grid_quant;
