@@ -53,6 +53,7 @@ mod ops_loss;
 mod ops_math;
 mod ops_nn;
 mod ops_norm;
+mod ops_pad;
 mod ops_quant;
 mod ops_resize;
 mod ops_rnn;

@@ -178,13 +178,13 @@ fn if_(g: &mut Graph, n: &NodeCx, env: &Env) -> Result<Vec<ValueId>> {
     }
     let c = scalar(g, n, c, "the condition")?;
     let built = g.cond(c, &[], |g, _| inline_graph(g, n, env, then, &[]), |g, _| inline_graph(g, n, env, else_, &[]));
-    built.or_else(|e| match n.const_input(g, 0) {
+    built.map_err(|e| match n.const_input(g, 0) {
         // branches that cannot be one `cond` (results of different ranks): with the model
         // inputs the condition is computed from bound, the taken branch is inlined
         Err(needs) if !matches!(e, Error::Unsupported { .. }) => {
-            Err(n.unsupported(format!("the branches cannot form one cond ({e}), and {needs}")))
+            n.unsupported(format!("the branches cannot form one cond ({e}), and {needs}"))
         }
-        _ => Err(e),
+        _ => e,
     })
 }
 
@@ -365,6 +365,17 @@ fn scan(g: &mut Graph, n: &NodeCx, env: &Env) -> Result<Vec<ValueId>> {
     Ok(results)
 }
 
+/// `x[.., at, ..]` (index `at` of `axis`, which goes away).
+fn index_along(g: &mut Graph, x: ValueId, axis: usize, at: usize) -> Result<ValueId> {
+    let r = g.shape(x)?.rank();
+    let mut begin = vec![0i64; r];
+    let mut size = vec![-1i64; r];
+    begin[axis] = at as i64;
+    size[axis] = 1;
+    let s = g.slice(x, &begin, &size)?;
+    g.squeeze(s, Some(&[axis as i64]))
+}
+
 /// Runs the body over the scan inputs `xs` (trip `t` reads index `t` of axis `axes[j]`, or the
 /// mirrored index where `dirs[j]` is 1): the final states and, per scan output, one value per
 /// trip (never empty).
@@ -381,18 +392,14 @@ fn scan_trips(
     scan_outs: usize,
 ) -> Result<(Vec<ValueId>, Vec<Vec<ValueId>>)> {
     let mut trips = None;
-    let mut dims_of = Vec::with_capacity(xs.len());
     for (&x, &a) in xs.iter().zip(axes) {
         let s = g.shape(x)?;
-        let Some(d) = s.as_fixed() else {
-            return Err(n.unsupported(format!("a scan input of shape {s} (the scan axis must have a static size)")));
+        let Some(d) = s.dims().get(a).and_then(|d| d.value()) else {
+            return Err(n.unsupported(format!("a scan input of shape {s} (the scan axis {a} must have a static size)")));
         };
-        if *trips.get_or_insert(d[a]) != d[a] {
-            return Err(
-                n.invalid(format!("scan inputs differ in length along their scan axes ({trips:?} and {})", d[a]))
-            );
+        if *trips.get_or_insert(d) != d {
+            return Err(n.invalid(format!("scan inputs differ in length along their scan axes ({trips:?} and {d})")));
         }
-        dims_of.push(d.to_vec());
     }
     let trips = trips.unwrap_or(0);
     if trips == 0 {
@@ -406,14 +413,8 @@ fn scan_trips(
     for t in 0..trips {
         let mut params = cur.clone();
         for (j, &x) in xs.iter().enumerate() {
-            let (a, dims) = (axes[j], &dims_of[j]);
             let at = if dirs.get(j).copied().unwrap_or(0) != 0 { trips - 1 - t } else { t };
-            let mut begin = vec![0i64; dims.len()];
-            let mut size: Vec<i64> = vec![-1; dims.len()];
-            begin[a] = at as i64;
-            size[a] = 1;
-            let s = g.slice(x, &begin, &size)?;
-            params.push(g.squeeze(s, Some(&[a as i64]))?);
+            params.push(index_along(g, x, axes[j], at)?);
         }
         let outs = inline_graph(g, n, env, body, &params)?;
         cur = outs[..states.len()].to_vec();
@@ -459,15 +460,7 @@ fn scan_batched(
             return Err(n.unsupported(format!("sequence_lens {lens:?} shorter than the sequence length {full}")));
         }
     }
-    let row = |g: &mut Graph, v: ValueId, b: usize| -> Result<ValueId> {
-        let r = g.shape(v)?.rank();
-        let mut begin = vec![0i64; r];
-        let mut size = vec![-1i64; r];
-        begin[0] = b as i64;
-        size[0] = 1;
-        let s = g.slice(v, &begin, &size)?;
-        g.squeeze(s, Some(&[0]))
-    };
+    let row = |g: &mut Graph, v: ValueId, b: usize| index_along(g, v, 0, b);
     let mut finals: Vec<Vec<ValueId>> = vec![Vec::new(); states.len()];
     let mut outs: Vec<Vec<ValueId>> = vec![Vec::new(); scan_outs];
     for b in 0..batch {

@@ -316,7 +316,7 @@ fn pad(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     let mode = match mode.as_str() {
         "constant" => PadMode::Constant(value),
         "reflect" => PadMode::Reflect,
-        m => return Err(n.unsupported(format!("attribute mode = '{m}'"))),
+        m => return super::ops_pad::edge_or_wrap(g, n, x, &p, m),
     };
     g.pad(x, &p, mode)
 }

@@ -304,3 +304,12 @@ fn a_loop_of_constant_inputs_whose_body_reads_a_model_input_is_not_folded() {
         pfor::tensor::assert_close(&r[0], &f64s(&[2], &hand[0]), 1e-12, 1e-12).unwrap();
     }
 }
+
+#[test]
+fn control_flow_and_bitwise_ops_are_listed_as_supported() {
+    let ops = onnx::supported_ops();
+    for op in ["If", "Loop", "Scan", "BitShift", "BitwiseAnd", "BitwiseNot", "BitwiseOr", "BitwiseXor", "BitCast"] {
+        assert!(ops.contains(&op), "{op}");
+    }
+    assert_eq!(ops.len(), 167, "the count the README states");
+}

@@ -16,5 +16,6 @@ mod layout;
 mod lift_legacy;
 mod light;
 mod node_suite;
+mod pad;
 mod suites;
 mod training;
