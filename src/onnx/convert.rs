@@ -13,9 +13,9 @@
 use super::layout::LayoutCache;
 use super::proto::{AttributeProto, GraphProto, NodeProto, ValueType};
 use super::{
-    legacy, ops_attention, ops_convt, ops_dft, ops_einsum, ops_elementwise, ops_grid, ops_index, ops_loss, ops_math,
-    ops_nn, ops_norm, ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter, ops_shape, ops_spatial, ops_training,
-    ops_window, tensor, versions,
+    legacy, ops_attention, ops_bitwise, ops_control, ops_convt, ops_dft, ops_einsum, ops_elementwise, ops_grid,
+    ops_index, ops_loss, ops_math, ops_nn, ops_norm, ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter,
+    ops_shape, ops_spatial, ops_training, ops_window, tensor, versions,
 };
 use crate::error::{Error, Result};
 use crate::exec::run_once;
@@ -120,6 +120,24 @@ impl Env {
     pub(super) fn needed(&self) -> Vec<String> {
         self.sources.needed.borrow().clone()
     }
+    /// The value bound to `name`, if any.
+    pub(super) fn lookup(&self, name: &str) -> Option<ValueId> {
+        self.values.get(name).copied()
+    }
+    /// A fresh environment for a subgraph of this one (`If` branches, `Loop` / `Scan` bodies):
+    /// same opset and model inputs, the subgraph's stated element types added, no bindings
+    /// (the subgraph's outer names are bound by `ops_control`), its own layout cache.
+    pub(super) fn child(&self, graph: &GraphProto) -> Env {
+        let mut types = (*self.types).clone();
+        types.extend(onnx_types(graph).iter().map(|(k, v)| (k.clone(), *v)));
+        Env {
+            values: HashMap::new(),
+            opset: self.opset,
+            layout: LayoutCache::default(),
+            sources: self.sources.clone(),
+            types: Arc::new(types),
+        }
+    }
     pub(super) fn get(&self, _g: &Graph, name: &str) -> Result<ValueId> {
         self.values
             .get(name)
@@ -133,6 +151,8 @@ impl Env {
 pub fn supported_ops() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = [
         ops_elementwise::OPS,
+        ops_control::OPS,
+        ops_bitwise::OPS,
         ops_shape::OPS,
         ops_nn::OPS,
         ops_loss::OPS,
@@ -181,7 +201,7 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
             return Err(cx.unsupported(format!("domain '{}'", node.domain)));
         }
         versions::check(&cx)?;
-        let outs = convert_node(g, &cx)?;
+        let outs = convert_node(g, &cx, env)?;
         if let Some(i) = cx.read.borrow().iter().position(|r| !r) {
             let a = &node.attribute[i];
             return Err(cx.unsupported(format!("attribute '{}'", a.name)));
@@ -198,8 +218,10 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
     Ok(())
 }
 
-fn convert_node(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
+fn convert_node(g: &mut Graph, n: &NodeCx, env: &Env) -> Result<Vec<ValueId>> {
     let r = legacy::convert(g, n)
+        .or_else(|| ops_control::convert(g, n, env))
+        .or_else(|| ops_bitwise::convert(g, n))
         .or_else(|| ops_elementwise::convert(g, n))
         .or_else(|| ops_shape::convert(g, n))
         .or_else(|| ops_nn::convert(g, n))
@@ -230,9 +252,11 @@ fn convert_node(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
 
 /// Replaces outputs computed from constants only by constants: a node whose inputs are all
 /// constants, or whose outputs depend on constants only (`CastLike(constant, x)` reads only
-/// `x`'s type).
+/// `x`'s type). A control-flow node's subgraphs may read outer values that are not its
+/// inputs, so only the second test applies to it.
 fn fold(g: &mut Graph, n: &NodeCx, outs: Vec<ValueId>) -> Result<Vec<ValueId>> {
-    let all_const = n.inputs.iter().flatten().all(|&v| const_value(g, v).is_some())
+    let control = ops_control::OPS.contains(&n.op());
+    let all_const = (!control && n.inputs.iter().flatten().all(|&v| const_value(g, v).is_some()))
         || outs.iter().all(|&v| from_constants_only(g, v));
     if !all_const || outs.iter().all(|&v| const_value(g, v).is_some()) {
         return Ok(outs);

@@ -187,9 +187,14 @@ fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
             let (s, l, d) = (n.input(0)?, n.input(1)?, n.input(2)?);
             // the output's length is its bounds' function: run-time bounds would make it data
             // dependent (ragged under pfor), so they must be constants
-            for k in 0..3 {
-                n.const_input(g, k)?;
+            let mut bounds = [s, l, d];
+            for (k, b) in bounds.iter_mut().enumerate() {
+                // ONNX's reference also takes one-element [1] bounds
+                if n.const_input(g, k)?.is_some_and(|t| t.shape() == [1]) {
+                    *b = g.reshape(*b, &[])?;
+                }
             }
+            let [s, l, d] = bounds;
             // Range-27: float16 / bfloat16 (held as f32) are computed in f32, which is
             // stash_type = 1; 0 (accumulate in the narrow type) is not modelled
             if n.attr_i("stash_type", 1) != 1 && g.dtype(s)? == DType::F32 {
@@ -311,7 +316,7 @@ fn pad(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     let mode = match mode.as_str() {
         "constant" => PadMode::Constant(value),
         "reflect" => PadMode::Reflect,
-        m => return Err(n.unsupported(format!("attribute mode = '{m}'"))),
+        m => return super::ops_pad::edge_or_wrap(g, n, x, &p, m),
     };
     g.pad(x, &p, mode)
 }

@@ -6,7 +6,10 @@
 //!   dynamic dims);
 //! - dtype rules per kind (see [`BinaryKind::dtype_rule`]): arithmetic on f32/f64/i64 keeps
 //!   the dtype (`atan2` floats only); comparisons return bool (`equal`/`not_equal` also
-//!   accept bool); logical ops are bool only;
+//!   accept bool); logical ops are bool only; bitwise ops and shifts are i64 only (integer
+//!   ops: no derivative flows through them);
+//! - shifts: `shift_left(x, s)` and `shift_right_logical(x, s)` are 0 for a shift count `s`
+//!   outside `[0, 64)`, `shift_right` (arithmetic) fills with the sign bit there (0 or -1);
 //! - i64 semantics: `div` truncates toward zero (like Rust), `floor_div` rounds toward
 //!   negative infinity, `floor_mod` takes the sign of the divisor (Python `%`); division or
 //!   modulo by zero and `pow` with a negative exponent are `Error::Numerical` at run time;
@@ -59,6 +62,8 @@ pub enum BinaryDtypeRule {
     Equality,
     /// bool in, bool out.
     Logical,
+    /// i64 in, i64 out (bitwise ops and shifts).
+    Integer,
 }
 
 binary_kinds! {
@@ -82,6 +87,12 @@ binary_kinds! {
     LogicalAnd => "logical_and", Logical;
     LogicalOr => "logical_or", Logical;
     LogicalXor => "logical_xor", Logical;
+    BitwiseAnd => "bitwise_and", Integer;
+    BitwiseOr => "bitwise_or", Integer;
+    BitwiseXor => "bitwise_xor", Integer;
+    ShiftLeft => "shift_left", Integer;
+    ShiftRight => "shift_right", Integer;
+    ShiftRightLogical => "shift_right_logical", Integer;
 }
 
 impl BinaryKind {
@@ -154,6 +165,7 @@ fn check_dtype(k: BinaryKind, a: DType, b: DType) -> Result<DType> {
         BinaryDtypeRule::Float => (a.is_float(), "a float type (f32 or f64)"),
         BinaryDtypeRule::Equality => (true, ""),
         BinaryDtypeRule::Logical => (a == DType::Bool, "bool"),
+        BinaryDtypeRule::Integer => (a == DType::I64, "i64"),
     };
     if !ok {
         return Err(Error::dtype(op, want, a));
@@ -504,7 +516,24 @@ fn numeric<T: Arith>(k: BinaryKind, a: ArcArray<T, IxDyn>, b: ArcArray<T, IxDyn>
         LessEqual => to_bool(op, a, b, |x, y| x <= y),
         Greater => to_bool(op, a, b, |x, y| x > y),
         GreaterEqual => to_bool(op, a, b, |x, y| x >= y),
-        Atan2 | LogicalAnd | LogicalOr | LogicalXor => Err(Error::dtype(op, "see BinaryKind::dtype_rule", T::DTYPE)),
+        Atan2 | LogicalAnd | LogicalOr | LogicalXor | BitwiseAnd | BitwiseOr | BitwiseXor | ShiftLeft | ShiftRight
+        | ShiftRightLogical => Err(Error::dtype(op, "see BinaryKind::dtype_rule", T::DTYPE)),
+    }
+}
+
+/// The bitwise ops and shifts on i64 (shift counts outside `[0, 64)`: see the module doc).
+fn integer(k: BinaryKind, a: ArcArray<i64, IxDyn>, b: ArcArray<i64, IxDyn>) -> Result<Tensor> {
+    use BinaryKind::*;
+    let op = k.name();
+    let count = |s: i64| u32::try_from(s).ok().filter(|&s| s < 64);
+    match k {
+        BitwiseAnd => same(op, a, b, |x, y| x & y),
+        BitwiseOr => same(op, a, b, |x, y| x | y),
+        BitwiseXor => same(op, a, b, |x, y| x ^ y),
+        ShiftLeft => same(op, a, b, move |x, s| count(s).map_or(0, |s| x << s)),
+        ShiftRight => same(op, a, b, move |x, s| x >> count(s).unwrap_or(63)),
+        ShiftRightLogical => same(op, a, b, move |x, s| count(s).map_or(0, |s| ((x as u64) >> s) as i64)),
+        _ => numeric::<i64>(k, a, b),
     }
 }
 
@@ -601,6 +630,8 @@ pub fn eval(k: BinaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     check_dtype(k, dt, b.dtype())?;
     let out = if dt == DType::Bool {
         logical(k, a.into_array()?, b.into_array()?)?
+    } else if k.dtype_rule() == BinaryDtypeRule::Integer {
+        integer(k, a.into_array()?, b.into_array()?)?
     } else if k == BinaryKind::Atan2 {
         crate::dispatch_float!(dt, T => same(op, a.into_array::<T>()?, b.into_array::<T>()?, T::atan2)?,
             _ => return Err(Error::dtype(op, "a float type (f32 or f64)", dt)))
@@ -633,5 +664,7 @@ binary_builders! {
     pow => Pow, maximum => Maximum, minimum => Minimum, squared_difference => SquaredDifference,
     atan2 => Atan2, equal => Equal, not_equal => NotEqual, less => Less, less_equal => LessEqual,
     greater => Greater, greater_equal => GreaterEqual, logical_and => LogicalAnd,
-    logical_or => LogicalOr, logical_xor => LogicalXor,
+    logical_or => LogicalOr, logical_xor => LogicalXor, bitwise_and => BitwiseAnd, bitwise_or => BitwiseOr,
+    bitwise_xor => BitwiseXor, shift_left => ShiftLeft, shift_right => ShiftRight,
+    shift_right_logical => ShiftRightLogical,
 }

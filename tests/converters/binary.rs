@@ -2,6 +2,7 @@
 
 use super::oracle::{Spec, assert_oracle};
 use pfor::ops::BinaryKind;
+use pfor::ops::binary::BinaryDtypeRule;
 use pfor::prelude::*;
 
 #[test]
@@ -12,6 +13,7 @@ fn every_binary_op_matches_the_loop() {
                 (Spec::bool(&[3, 2]), Spec::bool(&[2]))
             }
             BinaryKind::Pow => (Spec::uniform(DType::F64, &[3, 2], 0.5, 2.0), Spec::f64(&[2])),
+            k if k.dtype_rule() == BinaryDtypeRule::Integer => (Spec::int(&[3, 2], -70, 70), Spec::int(&[2], -3, 70)),
             _ => (Spec::f64(&[3, 2]), Spec::f64(&[2])),
         };
         assert_oracle(&[a.clone(), b.clone()], &|g: &mut Graph, x: &[ValueId]| Ok(vec![g.binary(k, x[0], x[1])?]));

@@ -222,7 +222,7 @@ fn attention_4d_causal_matches_a_hand_computation() {
 
 /// `pfor` over 3 copies of `xs` (scaled) vs the loop, strict mode, and the gradient of the
 /// first output's sum w.r.t. the first input against central differences.
-fn check_pfor_and_gradient(bytes: &[u8], xs: &[Tensor]) {
+pub(super) fn check_pfor_and_gradient(bytes: &[u8], xs: &[Tensor]) {
     let m = onnx::load_bytes(bytes).unwrap();
     let mut g = Graph::new();
     let stacked: Vec<ValueId> = xs

@@ -56,6 +56,7 @@ pub const FLOAT: i64 = 1;
 pub const INT64: i64 = 7;
 pub const DOUBLE: i64 = 11;
 pub const INT32: i64 = 6;
+pub const BOOL: i64 = 9;
 
 /// A float tensor (raw data).
 pub fn tensor_f32(name: &str, dims: &[i64], data: &[f32]) -> Msg {
@@ -65,6 +66,16 @@ pub fn tensor_f32(name: &str, dims: &[i64], data: &[f32]) -> Msg {
     }
     let raw: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
     m.int(2, FLOAT).str(8, name).bytes(9, &raw)
+}
+
+/// A double tensor (raw data).
+pub fn tensor_f64(name: &str, dims: &[i64], data: &[f64]) -> Msg {
+    let mut m = Msg::new();
+    for &d in dims {
+        m = m.int(1, d);
+    }
+    let raw: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+    m.int(2, DOUBLE).str(8, name).bytes(9, &raw)
 }
 
 /// An int64 tensor (int64_data, unpacked).
@@ -101,6 +112,8 @@ pub enum Attr<'a> {
     Float(&'a str, f32),
     Str(&'a str, &'a str),
     Tensor(&'a str, Msg),
+    /// A subgraph (`If` branches, `Loop` / `Scan` bodies), built with [`graph`].
+    Graph(&'a str, Msg),
 }
 
 fn attr(a: &Attr) -> Msg {
@@ -110,6 +123,7 @@ fn attr(a: &Attr) -> Msg {
         Attr::Float(n, v) => Msg::new().str(1, n).int(20, 1).float(2, *v),
         Attr::Str(n, s) => Msg::new().str(1, n).int(20, 3).str(4, s),
         Attr::Tensor(n, t) => Msg::new().str(1, n).int(20, 4).msg(5, t),
+        Attr::Graph(n, g) => Msg::new().str(1, n).int(20, 5).msg(6, g),
     }
 }
 
@@ -129,9 +143,9 @@ pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str], attrs: &[At
     m
 }
 
-/// A model of one graph at `opset`.
-pub fn model(opset: i64, nodes: &[Msg], inputs: &[Msg], outputs: &[Msg], initializers: &[Msg]) -> Vec<u8> {
-    let mut g = Msg::new().str(2, "test_graph");
+/// A graph (a model's, or a subgraph for [`Attr::Graph`]).
+pub fn graph(name: &str, nodes: &[Msg], inputs: &[Msg], outputs: &[Msg], initializers: &[Msg]) -> Msg {
+    let mut g = Msg::new().str(2, name);
     for n in nodes {
         g = g.msg(1, n);
     }
@@ -144,6 +158,12 @@ pub fn model(opset: i64, nodes: &[Msg], inputs: &[Msg], outputs: &[Msg], initial
     for o in outputs {
         g = g.msg(12, o);
     }
+    g
+}
+
+/// A model of one graph at `opset`.
+pub fn model(opset: i64, nodes: &[Msg], inputs: &[Msg], outputs: &[Msg], initializers: &[Msg]) -> Vec<u8> {
+    let g = graph("test_graph", nodes, inputs, outputs, initializers);
     let opset = Msg::new().str(1, "").int(2, opset);
     Msg::new().int(1, 8).str(2, "pfor-tests").msg(7, &g).msg(8, &opset).0
 }

@@ -6,6 +6,8 @@
 //! lifted to parameters, per-example gradients under pfor).
 
 mod bind;
+mod bitwise;
+mod control;
 mod coverage;
 mod dft_grid_quant;
 mod encode;
@@ -14,6 +16,7 @@ mod layout;
 mod lift_legacy;
 mod light;
 mod node_suite;
+mod pad;
 mod plan_overheads;
 mod suites;
 mod training;

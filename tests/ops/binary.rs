@@ -375,3 +375,32 @@ fn periodic_broadcast_fast_paths_match_elementwise_values() -> pfor::Result<()> 
     }
     Ok(())
 }
+
+#[test]
+fn bitwise_and_shift_values_on_i64() {
+    use BinaryKind::*;
+    let a = i64t(&[4], &[0b1100, -1, 5, i64::MIN]);
+    let b = i64t(&[4], &[0b1010, 7, -2, -1]);
+    assert_eq!(bin(BitwiseAnd, a.clone(), b.clone()), i64t(&[4], &[0b1000, 7, 4, i64::MIN]));
+    assert_eq!(bin(BitwiseOr, a.clone(), b.clone()), i64t(&[4], &[0b1110, -1, -1, -1]));
+    assert_eq!(bin(BitwiseXor, a, b), i64t(&[4], &[0b0110, -8, -5, i64::MAX]));
+    // shift counts outside [0, 64): 0, or the sign fill for the arithmetic right shift
+    let x = i64t(&[5], &[3, -8, -8, 1, -1]);
+    let s = i64t(&[5], &[2, 1, 64, -1, 63]);
+    assert_eq!(bin(ShiftLeft, x.clone(), s.clone()), i64t(&[5], &[12, -16, 0, 0, i64::MIN]));
+    assert_eq!(bin(ShiftRight, x.clone(), s.clone()), i64t(&[5], &[0, -4, -1, 0, -1]));
+    assert_eq!(bin(ShiftRightLogical, x, s), i64t(&[5], &[0, (u64::MAX >> 1) as i64 - 3, 0, 0, 1]));
+    // broadcasting a scalar count
+    assert_eq!(bin(ShiftLeft, i64t(&[2], &[1, 2]), Tensor::scalar(3i64)), i64t(&[2], &[8, 16]));
+}
+
+#[test]
+fn bitwise_kinds_take_i64_only_and_pass_no_derivative() {
+    let mut g = Graph::new();
+    let f = g.constant(Tensor::vec1(&[1.0f64]));
+    let e = err_of(g.binary(BinaryKind::BitwiseAnd, f, f)).to_string();
+    assert!(e.contains("bitwise_and") && e.contains("i64"), "{e}");
+    for k in [BinaryKind::BitwiseOr, BinaryKind::ShiftLeft, BinaryKind::ShiftRightLogical] {
+        assert!(!pfor::autodiff::rules::binary::differentiable(k), "{}", k.name());
+    }
+}

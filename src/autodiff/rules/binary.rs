@@ -133,8 +133,9 @@ fn partials(g: &mut Graph, k: BinaryKind, a: ValueId, b: ValueId, y: ValueId) ->
             let db = g.div(a, r)?;
             (Times(da), Times(g.neg(db)?))
         }
+        // integer and boolean results: no derivative flows through them
         FloorDiv | Equal | NotEqual | Less | LessEqual | Greater | GreaterEqual | LogicalAnd | LogicalOr
-        | LogicalXor => {
+        | LogicalXor | BitwiseAnd | BitwiseOr | BitwiseXor | ShiftLeft | ShiftRight | ShiftRightLogical => {
             let (za, zb) = (g.zeros_like(a)?, g.zeros_like(b)?);
             (Times(za), Times(zb))
         }
