@@ -33,7 +33,16 @@ fn main() -> Result<()> {
     let a: Vec<usize> = std::env::args().skip(1).filter_map(|s| s.parse().ok()).collect();
     let (n, rounds) = (a.first().copied().unwrap_or(1), a.get(1).copied().unwrap_or(7));
     // ResNet-50's and SqueezeNet's 3x3 layers: (H = W, C, O)
-    let shapes = [(56, 64, 64), (28, 128, 128), (14, 256, 256), (7, 512, 512), (55, 16, 64), (27, 32, 128), (13, 48, 192), (13, 64, 256)];
+    let shapes = [
+        (56, 64, 64),
+        (28, 128, 128),
+        (14, 256, 256),
+        (7, 512, 512),
+        (55, 16, 64),
+        (27, 32, 128),
+        (13, 48, 192),
+        (13, 64, 256),
+    ];
     println!("n = {n}, {rounds} rounds, {} threads", rayon::current_num_threads());
     for (hw, c, o) in shapes {
         let mut g = Graph::new();

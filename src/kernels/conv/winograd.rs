@@ -26,7 +26,7 @@
 //!
 //! Accuracy (errors relative to `Σ |x·w|` over each output's window, against an f64 direct
 //! conv, random normal data; f32 epsilon 6e-8): im2col ≤ 3e-7, F(2x2, 5x5) ≤ 1.4e-6,
-//! F(4x4, 3x3) ≤ 2e-6 (measured by `tests/ops/conv_winograd.rs`). The transforms scale
+//! F(4x4, 3x3) ≤ 2.6e-6 (measured by `tests/ops/conv_winograd.rs`). The transforms scale
 //! values by up to ~100 before the products, so errors are a small multiple of a direct
 //! sum's. A NaN or infinite input can make NaN every output of the tiles whose input
 //! tile holds it (F(4x4, 3x3): up to 8x8 outputs around it), where a direct sum gives NaN
@@ -34,10 +34,12 @@
 //!
 //! Invariants: the kernels run only where [`applies`] holds and then write every output
 //! element; every output is a function of its own tile's inputs and the filter computed
-//! in a fixed order (transforms, then the sum over input channels from the first), and the
-//! cost rule looks at one image's shapes only, so a batch of images gives bit-for-bit the
-//! per-image results, and the pooled kernel gives `max_pool` of the unpooled one (its
-//! selection rule, `direct::better`).
+//! in a fixed order (transforms, then the sum over input channels from the first), so a
+//! batch of images gives bit-for-bit the per-image results wherever the cost rule picks the
+//! same kernel for both (always for 5x5; for 3x3 when one image has ≥ 16 tiles, i.e. maps
+//! larger than 12x12: smaller maps run F(4x4, 3x3) only in batches of ≥ 16 tiles, where
+//! they differ from one image's im2col result by rounding), and the pooled kernel gives
+//! `max_pool` of the unpooled one (its selection rule, `direct::better`).
 //! `ExecOptions::winograd` (`PFOR_NO_WINOGRAD`; on built in) turns the kernel off for a
 //! session, leaving the im2col path; outside a run it is on.
 
@@ -116,9 +118,9 @@ pub(crate) fn applies(g: &Geom) -> bool {
     }
 }
 
-/// The cost rule: whether Winograd beats im2col + GEMM on this geometry (one image's shapes
-/// only, see the module invariants). F(2x2, 5x5): always. F(4x4, 3x3): measured on
-/// ResNet-50's and SqueezeNet's 3x3 layers (see the tests' module docs).
+/// The cost rule: whether Winograd beats im2col + GEMM on this geometry. F(2x2, 5x5):
+/// always. F(4x4, 3x3): [`rule3`], measured on ResNet-50's and SqueezeNet's 3x3 layers
+/// (`benches/probes/winograd_probe.rs`, CPU time, A/B interleaved).
 /// `PFOR_WINOGRAD3=always` (read once) skips the F(4x4, 3x3) rule: for measuring it
 /// (`benches/probes/winograd_probe.rs`).
 pub(crate) fn profitable(g: &Geom) -> bool {
@@ -132,11 +134,16 @@ pub(crate) fn profitable(g: &Geom) -> bool {
     }
 }
 
-/// The F(4x4, 3x3) cost rule on one image's shapes.
+/// The F(4x4, 3x3) cost rule: at least [`MIN_TILES3`] tiles in the batch. Below that the
+/// 36 GEMMs have too few rows to pay for reading `U` (4x the filter's size): ResNet-50's
+/// `[1, 7, 7, 512] -> 512` (4 tiles) runs at 0.45x im2col's speed, at n = 8 (32 tiles) at
+/// 2.5x; SqueezeNet's 13x13 layers (16 tiles per image) at 1.0-1.1x at n = 1.
 fn rule3(g: &Geom) -> bool {
-    let _ = g;
-    true
+    g.n * g.oh.div_ceil(4) * g.ow.div_ceil(4) >= MIN_TILES3
 }
+
+/// Fewest tiles (over the batch) for which F(4x4, 3x3) runs.
+const MIN_TILES3: usize = 16;
 
 /// `out [N, OH, OW, O] = epi(conv2d(x, w))` with `w` the `[k, k, C, O]` filter where
 /// [`applies`] and [`profitable`] hold; every element of `out` is written. False (nothing
@@ -405,7 +412,12 @@ mod avx512 {
         let r = if M == 2 {
             [row0, _mm512_add_ps(_mm512_fmadd_ps(two, d, b), m[5]), row0, row0]
         } else {
-            [row0, _mm512_fmadd_ps(two, d, b), _mm512_fmadd_ps(four, c, a), _mm512_add_ps(_mm512_fmadd_ps(eight, d, b), m[5])]
+            [
+                row0,
+                _mm512_fmadd_ps(two, d, b),
+                _mm512_fmadd_ps(four, c, a),
+                _mm512_add_ps(_mm512_fmadd_ps(eight, d, b), m[5]),
+            ]
         };
         std::array::from_fn(|i| r[i])
     }
