@@ -6,22 +6,8 @@
 //! shapes the rule rejects.
 use pfor::prelude::*;
 
-#[repr(C)]
-struct Timespec {
-    sec: i64,
-    nsec: i64,
-}
-unsafe extern "C" {
-    fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
-}
-
-/// CPU seconds of the whole process (all threads).
-fn cpu() -> f64 {
-    let mut ts = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: CLOCK_PROCESS_CPUTIME_ID (2) with a valid out pointer.
-    unsafe { clock_gettime(2, &mut ts) };
-    ts.sec as f64 + ts.nsec as f64 * 1e-9
-}
+mod cpu_clock;
+use cpu_clock::process_cpu_seconds as cpu;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
