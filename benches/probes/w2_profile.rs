@@ -19,14 +19,7 @@ static ALLOC: pfor::TensorAllocator = pfor::TensorAllocator;
 mod workloads;
 use workloads::{Mode, Workload, mnist_params, w2};
 
-#[repr(C)]
-struct Timespec {
-    sec: i64,
-    nsec: i64,
-}
-unsafe extern "C" {
-    fn clock_gettime(clk: i32, ts: *mut Timespec) -> i32;
-}
+mod cpu_clock;
 
 /// CPU seconds of the whole process (all threads): robust to time-slicing on a loaded
 /// machine, where wall time is not. Wall time when `PFOR_WALL` is set.
@@ -35,10 +28,7 @@ fn now() -> f64 {
         thread_local!(static T0: Instant = Instant::now());
         return T0.with(|t| t.elapsed().as_secs_f64());
     }
-    let mut ts = Timespec { sec: 0, nsec: 0 };
-    // SAFETY: CLOCK_PROCESS_CPUTIME_ID (2) with a valid out pointer.
-    unsafe { clock_gettime(2, &mut ts) };
-    ts.sec as f64 + ts.nsec as f64 * 1e-9
+    cpu_clock::process_cpu_seconds()
 }
 
 fn best_of(w: &mut Workload, reps: usize) -> f64 {

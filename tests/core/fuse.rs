@@ -149,6 +149,8 @@ fn fused_conv_chains_are_bit_identical_to_unfused() {
         // 5x5, channels multiples of 16: Winograd on AVX-512 CPUs (even and odd outputs)
         base([2, 10, 10, 16], [5, 5], 32),
         Case { pad: Padding::Valid, ..base([2, 11, 10, 16], [5, 5], 16) },
+        // 3x3, channels multiples of 16: Winograd F(4x4, 3x3) (tiles over the edges)
+        base([2, 10, 11, 16], [3, 3], 32),
         // n = 0 and n = 1
         base([0, 6, 6, 2], [3, 3], 3),
         base([1, 6, 6, 2], [3, 3], 3),
@@ -188,6 +190,8 @@ fn fused_conv_pool_chains_are_bit_identical_to_unfused() {
         // Winograd: an output tile is one pooling window; odd outputs pool after the conv
         pool(base([2, 10, 10, 16], [5, 5], 32)),
         pool(base([2, 9, 11, 16], [5, 5], 16)),
+        // F(4x4, 3x3): a tile is four pooling windows (two where it hangs over the edge)
+        pool(base([2, 10, 12, 16], [3, 3], 32)),
         pool(base([0, 6, 6, 16], [5, 5], 16)),
         pool(base([0, 6, 6, 1], [3, 3], 32)),
         pool(base([1, 6, 6, 1], [3, 3], 32)),

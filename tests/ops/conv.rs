@@ -318,9 +318,10 @@ fn conv2d_matches_naive_reference_and_adjoints() {
             let lhs = dot(&got_y, &dyt);
             assert_same_dot(lhs, dot(&xt, &got_dx), &format!("cfg {i} <conv(x,w),dy> vs <x,dx>"));
             assert_same_dot(lhs, dot(&wt, &got_dw), &format!("cfg {i} <conv(x,w),dy> vs <w,dw>"));
-            // f32 agrees with f64.
+            // f32 agrees with f64 (the wide layer's 3x3 f32 conv runs Winograd F(4x4, 3x3) on
+            // AVX-512 CPUs: errors up to ~7e-7 of its Σ|x·w| ≈ 1.5e3, 1e-3 absolute)
             let y32 = apply2(xt.cast(DType::F32), wt.cast(DType::F32), |g, a, b| g.conv2d(a, b, pr));
-            assert_close(&y32, &got_y.cast(DType::F32), 1e-4);
+            assert_close(&y32, &got_y.cast(DType::F32), if c * kh * kw >= 1024 { 4e-3 } else { 1e-4 });
         }
     });
 }

@@ -1,6 +1,7 @@
-//! The Winograd F(2x2, 5x5) conv kernel (`src/ops/conv/winograd.rs`): f32 convs with 5x5
+//! The Winograd F(2x2, 5x5) conv kernel (`src/kernels/conv/winograd.rs`): f32 convs with 5x5
 //! stride-1 filters and channel counts that are multiples of 16, on AVX-512 CPUs (other
-//! CPUs run the same checks on the im2col path).
+//! CPUs run the same checks on the im2col path). F(4x4, 3x3): `conv_winograd3`, which shares
+//! the helpers here.
 //!
 //! Checked: every output against an f64 naive reference, with an error bound scaled by
 //! `Σ |x·w|` over the output's window (Winograd rounds differently from a direct sum, within
@@ -15,12 +16,12 @@ use pfor::prelude::*;
 /// 1.4e-6 (W2's layer), im2col 2.7e-7.
 const REL_BOUND: f64 = 4e-6;
 
-fn opts(winograd: bool) -> ExecOptions {
+pub(crate) fn opts(winograd: bool) -> ExecOptions {
     ExecOptions { winograd, ..ExecOptions::default() }
 }
 
-/// `conv2d(x, w)` (+ bias, relu when `epi`) in a session with these options.
-fn conv(x: &Tensor, w: &Tensor, pad: Padding, winograd: bool) -> Tensor {
+/// `conv2d(x, w)` in a session with these options.
+pub(crate) fn conv(x: &Tensor, w: &Tensor, pad: Padding, winograd: bool) -> Tensor {
     let mut g = Graph::new();
     let xi = g.input("x", DType::F32, x.shape().to_vec());
     let wc = g.constant(w.clone());
@@ -29,14 +30,14 @@ fn conv(x: &Tensor, w: &Tensor, pad: Padding, winograd: bool) -> Tensor {
     s.run(&[(xi, x.clone())]).unwrap().remove(0)
 }
 
-/// f64 reference `(y, Σ|x·w|)` of a 5x5 stride-1 conv.
-fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usize; 2]) {
-    let (xs, o) = (x.shape().to_vec(), w.shape()[3]);
+/// f64 reference `(y, Σ|x·w|, [OH, OW])` of a `k x k` stride-1 conv (`w [k, k, C, O]`).
+pub(crate) fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usize; 2]) {
+    let (xs, k, o) = (x.shape().to_vec(), w.shape()[0], w.shape()[3]);
     let [n, h, wd, c] = [xs[0], xs[1], xs[2], xs[3]];
     let (xv, wv) = (x.to_f64_vec(), w.to_f64_vec());
     let (oh, ow, pt, pl) = match pad {
-        Padding::Valid => (h - 4, wd - 4, 0, 0),
-        Padding::Same => (h, wd, 2, 2),
+        Padding::Valid => (h - (k - 1), wd - (k - 1), 0, 0),
+        Padding::Same => (h, wd, (k - 1) / 2, (k - 1) / 2),
         Padding::Explicit(_) => unreachable!("the cases are VALID or SAME"),
     };
     let (mut y, mut mag) = (vec![0.0; n * oh * ow * o], vec![0.0; n * oh * ow * o]);
@@ -44,8 +45,8 @@ fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usiz
         for oy in 0..oh {
             for ox in 0..ow {
                 let at = ((b * oh + oy) * ow + ox) * o;
-                for ky in 0..5 {
-                    for kx in 0..5 {
+                for ky in 0..k {
+                    for kx in 0..k {
                         let (iy, ix) = ((oy + ky) as i64 - pt as i64, (ox + kx) as i64 - pl as i64);
                         if iy < 0 || ix < 0 || iy as usize >= h || ix as usize >= wd {
                             continue;
@@ -53,7 +54,7 @@ fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usiz
                         for ci in 0..c {
                             let xval = xv[((b * h + iy as usize) * wd + ix as usize) * c + ci];
                             for oi in 0..o {
-                                let p = xval * wv[((ky * 5 + kx) * c + ci) * o + oi];
+                                let p = xval * wv[((ky * k + kx) * c + ci) * o + oi];
                                 y[at + oi] += p;
                                 mag[at + oi] += p.abs();
                             }
@@ -67,11 +68,11 @@ fn reference(x: &Tensor, w: &Tensor, pad: Padding) -> (Vec<f64>, Vec<f64>, [usiz
 }
 
 /// Largest error of `t` against `want`, relative to the sum of magnitudes `mag`.
-fn worst(t: &Tensor, want: &[f64], mag: &[f64]) -> f64 {
+pub(crate) fn worst(t: &Tensor, want: &[f64], mag: &[f64]) -> f64 {
     t.to_f64_vec().iter().zip(want).zip(mag).map(|((g, y), m)| (g - y).abs() / m.max(1e-30)).fold(0.0, f64::max)
 }
 
-fn winograd_cpu() -> bool {
+pub(crate) fn winograd_cpu() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx512f")

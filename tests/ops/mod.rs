@@ -7,6 +7,7 @@ pub mod control;
 pub mod conv;
 pub mod conv_explicit_padding;
 pub mod conv_winograd;
+pub mod conv_winograd3;
 pub mod custom_op_public;
 pub mod elementwise;
 pub mod indexing;

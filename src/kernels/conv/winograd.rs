@@ -1,55 +1,109 @@
-//! Winograd F(2x2, 5x5) f32 `conv2d` for 5x5 stride-1 undilated filters with channel
-//! counts that are multiples of 16, on CPUs with AVX-512 (W2's second layer and its kind).
+//! Winograd f32 `conv2d` on 6x6 input tiles for stride-1 undilated square filters with
+//! channel counts that are multiples of 16, on CPUs with AVX-512: F(2x2, 5x5) for 5x5
+//! filters (W2's second layer and its kind) and F(4x4, 3x3) for 3x3 filters (ResNet's and
+//! SqueezeNet's 3x3 convs) where its cost rule ([`profitable`]) says it beats im2col.
 //!
-//! A 2x2 block of outputs reads a 6x6 input tile. Written as `Y = Aᵀ [U ⊙ V] A` with
-//! `U = G g Gᵀ` (the filter, once per call) and `V = Bᵀ d B` (each input tile), the 100
-//! multiply-adds per output channel and input channel of a direct 2x2 block become 36
+//! An `m x m` block of outputs reads a 6x6 input tile (`m + k - 1 = 6`). Written as
+//! `Y = Aᵀ [U ⊙ V] A` with `U = G g Gᵀ` (the filter) and `V = Bᵀ d B` (each input tile), the
+//! `m²k²` multiply-adds per output channel and input channel of a direct block become 36
 //! element products, and summed over input channels those are 36 independent GEMMs
-//! `M_p [tiles, O] = V_p [tiles, C] · U_p [C, O]`: 2.8x fewer multiplies than im2col. The
-//! transform matrices come from Toom-Cook interpolation at the points `0, ±1, ±2, ∞`
-//! (`Bᵀ` is the one of the classic F(4x4, 3x3)); `G` carries the fractions so that `Bᵀ`
-//! and `Aᵀ` are small integers.
+//! `M_p [tiles, O] = V_p [tiles, C] · U_p [C, O]`: 2.8x (5x5) and 4x (3x3) fewer multiplies
+//! than im2col, less where the last tile row or column hangs over the output's edge. Both
+//! algorithms interpolate at the points `0, ±1, ±2, ∞` (Lavin & Gray's F(4x4, 3x3)), so they
+//! share `Bᵀ`; `G` carries the fractions so that `Bᵀ` and `Aᵀ` are small integers. The
+//! filter transform is computed once per filter buffer and kept (see `filter`: a plan's
+//! constant filter is transformed on its first run only).
 //!
-//! Work is split into tasks of whole tile rows (whole images when `OH` is odd); a task
-//! works through batches of [`BATCH`] tiles whose transformed inputs (`36 x BATCH x C`)
-//! and GEMM results (`36 x BATCH x O`) stay in the core's L2 cache: input transform (tiles
-//! inside the image read the input in place, edge tiles go through a zero-padded copy),
-//! register-blocked GEMMs of 6 tiles x 64 channels over the reduction in order, then the
-//! output transform with the `+ bias`, `relu` epilogue in registers. [`conv2d_pool`] also
-//! applies the fused 2x2 max pool there: an output tile is exactly one pooling window.
+//! Work is split into tasks of whole tile rows (consecutive in the output, across images); a
+//! task works through batches of tiles (across its rows and images, sized so the
+//! transformed inputs `36 x batch x C` and GEMM results `36 x batch x O` stay in the core's
+//! L2 cache): input transform (tiles inside the image read the input in place, edge tiles
+//! go through a zero-padded copy), register-blocked GEMMs of 6 tiles x 64 channels over the
+//! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
+//! the output transform with the `+ bias`, `relu` epilogue in registers. [`conv2d_pool`]
+//! (F(2x2, 5x5) only) also applies the fused 2x2 max pool there: an output tile is exactly
+//! one pooling window.
+//!
+//! Accuracy (errors relative to `Σ |x·w|` over each output's window, against an f64 direct
+//! conv, random normal data; f32 epsilon 6e-8): im2col ≤ 3e-7, F(2x2, 5x5) ≤ 1.4e-6,
+//! F(4x4, 3x3) ≤ 2.6e-6 (measured by `tests/ops/conv_winograd.rs`). The transforms scale
+//! values by up to ~100 before the products, so errors are a small multiple of a direct
+//! sum's. A NaN or infinite input can make NaN every output of the tiles whose input
+//! tile holds it (F(4x4, 3x3): up to 8x8 outputs around it), where a direct sum gives NaN
+//! or ±inf only where the window covers it. f64 convs never come here.
 //!
 //! Invariants: the kernels run only where [`applies`] holds and then write every output
 //! element; every output is a function of its own tile's inputs and the filter computed
 //! in a fixed order (transforms, then the sum over input channels from the first), so a
-//! batch of images gives bit-for-bit the per-image results, and the pooled kernel gives
-//! `max_pool` of the unpooled one (its selection rule, `direct::better`). The results
-//! differ from im2col's by rounding: the transforms scale values by up to ~100 before the
-//! products, so errors are a small multiple of a direct sum's (measured in the tests), and
-//! inputs with infinities can give NaN where a direct sum gives ±inf.
+//! batch of images gives bit-for-bit the per-image results wherever the cost rule picks the
+//! same kernel for both (always for 5x5; for 3x3 when one image has ≥ 16 tiles, i.e. maps
+//! larger than 12x12: smaller maps run F(4x4, 3x3) only in batches of ≥ 16 tiles, where
+//! they differ from one image's im2col result by rounding), and the pooled kernel gives
+//! `max_pool` of the unpooled one (its selection rule, `direct::better`).
 //! `ExecOptions::winograd` (`PFOR_NO_WINOGRAD`; on built in) turns the kernel off for a
 //! session, leaving the im2col path; outside a run it is on.
+
+mod filter;
 
 use rayon::prelude::*;
 
 use super::Geom;
 use super::im2col::Epilogue;
+use crate::kernels::micro::LANES;
 
-/// Side of an input tile (`m + r - 1` for 2x2 outputs of a 5x5 filter).
+/// Side of an input tile (`m + k - 1`).
 const T6: usize = 6;
 /// Transform points per tile.
 const POINTS: usize = T6 * T6;
-use crate::kernels::micro::LANES;
-/// Tiles per batch (GEMM rows); see the module docs for the cache budget.
-const BATCH: usize = 30;
-/// Tiles per parallel task, about.
+/// Bytes of transformed inputs and GEMM results per batch (`36 x batch x (C + O)` f32).
+const BATCH_BYTES: usize = 448 << 10;
+/// Most tiles per batch.
+const MAX_BATCH: usize = 60;
+/// Tiles per parallel task, at most.
 const TASK_TILES: usize = 64;
 
-/// Whether this kernel handles an f32 conv of this geometry on this CPU.
+/// The Winograd algorithm of a filter size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Alg {
+    /// F(2x2, 5x5).
+    F2x5,
+    /// F(4x4, 3x3).
+    F4x3,
+}
+
+impl Alg {
+    fn of(g: &Geom) -> Option<Alg> {
+        match (g.kh, g.kw) {
+            (5, 5) => Some(Alg::F2x5),
+            (3, 3) => Some(Alg::F4x3),
+            _ => None,
+        }
+    }
+    /// Filter side.
+    fn k(self) -> usize {
+        match self {
+            Alg::F2x5 => 5,
+            Alg::F4x3 => 3,
+        }
+    }
+    /// Output block side.
+    fn m(self) -> usize {
+        T6 + 1 - self.k()
+    }
+    /// `G` (6 x k, zero-padded to 6 x 5) of the filter transform.
+    fn g(self) -> &'static [[f32; 5]; T6] {
+        match self {
+            Alg::F2x5 => &G5,
+            Alg::F4x3 => &G3,
+        }
+    }
+}
+
+/// Whether this kernel can run an f32 conv of this geometry on this CPU.
 pub(crate) fn applies(g: &Geom) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        g.kh == 5
-            && g.kw == 5
+        Alg::of(g).is_some()
             && [g.sh, g.sw, g.dh, g.dw] == [1; 4]
             && g.c > 0
             && g.o > 0
@@ -64,21 +118,50 @@ pub(crate) fn applies(g: &Geom) -> bool {
     }
 }
 
-/// `out [N, OH, OW, O] = epi(conv2d(x, w))` with `w` the `[5, 5, C, O]` filter; every
-/// element of `out` is written. False (nothing written) where [`applies`] does not hold.
-pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    run(g, x, w, epi, out, false)
+/// The cost rule: whether Winograd beats im2col + GEMM on this geometry. F(2x2, 5x5):
+/// always. F(4x4, 3x3): [`rule3`], measured on ResNet-50's and SqueezeNet's 3x3 layers
+/// (`benches/probes/winograd_probe.rs`, CPU time, A/B interleaved).
+/// `PFOR_WINOGRAD3=always` (read once) skips the F(4x4, 3x3) rule: for measuring it
+/// (`benches/probes/winograd_probe.rs`).
+pub(crate) fn profitable(g: &Geom) -> bool {
+    static ALWAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    match Alg::of(g) {
+        Some(Alg::F2x5) => true,
+        Some(Alg::F4x3) => {
+            *ALWAYS.get_or_init(|| std::env::var("PFOR_WINOGRAD3").is_ok_and(|v| v == "always")) || rule3(g)
+        }
+        None => false,
+    }
 }
 
-/// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]`. False (nothing
-/// written) where [`applies`] does not hold or `OH`, `OW` are odd.
+/// The F(4x4, 3x3) cost rule: at least [`MIN_TILES3`] tiles in the batch. Below that the
+/// 36 GEMMs have too few rows to pay for reading `U` (4x the filter's size): ResNet-50's
+/// `[1, 7, 7, 512] -> 512` (4 tiles) runs at 0.45x im2col's speed, at n = 8 (32 tiles) at
+/// 2.5x; SqueezeNet's 13x13 layers (16 tiles per image) at 1.0-1.1x at n = 1.
+fn rule3(g: &Geom) -> bool {
+    g.n * g.oh.div_ceil(4) * g.ow.div_ceil(4) >= MIN_TILES3
+}
+
+/// Fewest tiles (over the batch) for which F(4x4, 3x3) runs.
+const MIN_TILES3: usize = 16;
+
+/// `out [N, OH, OW, O] = epi(conv2d(x, w))` with `w` the `[k, k, C, O]` filter where
+/// [`applies`] and [`profitable`] hold; every element of `out` is written. False (nothing
+/// written) otherwise.
+pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+    profitable(g) && run(g, x, w, epi, out, false, true)
+}
+
+/// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]` (an F(2x2, 5x5)
+/// tile is one pooling window, an F(4x4, 3x3) tile four). False (nothing written) where
+/// [`conv2d`] does not run or `OH`, `OW` are odd.
 pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true)
+    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true, true)
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
 /// O]`, filter `[5, 5, O, C]` flipped, output `[N, H, W, C]`, leading padding `4 - p`),
-/// where this kernel handles it.
+/// where this kernel handles it (5x5 filters).
 pub(crate) fn transposed(g: &Geom) -> Option<Geom> {
     let t = Geom {
         h: g.oh,
@@ -93,7 +176,7 @@ pub(crate) fn transposed(g: &Geom) -> Option<Geom> {
     };
     // dx[iy] = Σ_ky dy[iy + pt - ky] w[ky] = Σ_ky' dy[iy + ky' - (4 - pt)] w[4 - ky'], rows
     // of dy outside [0, OH) counting zero: the kernel's padding (stride 1, undilated)
-    applies(&t).then_some(t)
+    (Alg::of(&t) == Some(Alg::F2x5) && applies(&t)).then_some(t)
 }
 
 /// `dx [N, H, W, C]` of a 5x5 stride-1 conv with filter `w [5, 5, C, O]`: the conv of `dy`
@@ -101,7 +184,7 @@ pub(crate) fn transposed(g: &Geom) -> Option<Geom> {
 /// written) where the kernel does not take it.
 pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) -> bool {
     let (c, o) = (t.o, t.c);
-    if w.len() != 25 * c * o {
+    if Alg::of(t) != Some(Alg::F2x5) || w.len() != 25 * c * o {
         return false;
     }
     // w'[ky][kx][o][c] = w[4-ky][4-kx][c][o]
@@ -115,22 +198,26 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
             }
         }
     }
-    run(t, dy, &wt, Epilogue { bias: None, relu: false }, dx, false)
+    // a fresh buffer per call: not worth keeping
+    run(t, dy, &wt, Epilogue { bias: None, relu: false }, dx, false, false)
 }
 
 /// Shapes of one call, shared by its tasks.
 struct Job<'a> {
     g: &'a Geom,
+    alg: Alg,
     x: &'a [f32],
     /// The transformed filter `U`, `[36, C, O]`.
-    u: Vec<f32>,
+    u: std::sync::Arc<Vec<f32>>,
     epi: Epilogue<'a, f32>,
     pooled: bool,
     tiles_y: usize,
     tiles_x: usize,
+    /// Tiles per batch (a multiple of 6, the GEMM's row block).
+    batch: usize,
 }
 
-/// Per-task scratch: transformed inputs `[36, BATCH, C]`, GEMM results `[36, BATCH, O]`,
+/// Per-task scratch: transformed inputs `[36, batch, C]`, GEMM results `[36, batch, O]`,
 /// one zero-padded edge tile `[6, 6, C]`.
 struct Scratch {
     v: Vec<f32>,
@@ -138,12 +225,14 @@ struct Scratch {
     patch: Vec<f32>,
 }
 
-fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool) -> bool {
-    let (tiles_y, tiles_x) = (g.oh.div_ceil(2), g.ow.div_ceil(2));
-    let len = if pooled { g.n * tiles_y * tiles_x * g.o } else { g.n * g.oh * g.ow * g.o };
+fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool, keep: bool) -> bool {
+    let Some(alg) = Alg::of(g) else { return false };
+    let (k, m) = (alg.k(), alg.m());
+    let (tiles_y, tiles_x) = (g.oh.div_ceil(m), g.ow.div_ceil(m));
+    let len = if pooled { g.n * (g.oh / 2) * (g.ow / 2) * g.o } else { g.n * g.oh * g.ow * g.o };
     if !applies(g)
         || epi.bias.is_some_and(|b| b.len() != g.o)
-        || w.len() != 25 * g.c * g.o
+        || w.len() != k * k * g.c * g.o
         || x.len() != g.n * g.h * g.w * g.c
         || out.len() != len
     {
@@ -152,50 +241,56 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
     if out.is_empty() {
         return true;
     }
-    // Units: output blocks of whole tiles, contiguous in `out`.
-    let (unit_tiles, unit_len) = if pooled {
-        (tiles_x, tiles_x * g.o)
-    } else if g.oh.is_multiple_of(2) {
-        (tiles_x, 2 * g.ow * g.o)
-    } else {
-        (tiles_y * tiles_x, g.oh * g.ow * g.o)
-    };
-    let units = TASK_TILES.div_ceil(unit_tiles).max(1);
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY (all `avx512` calls below): `applies` checked that the CPU has AVX-512F.
-        let u = unsafe { avx512::filter(g, w) };
-        let job = Job { g, x, u, epi, pooled, tiles_y, tiles_x };
-        let total = g.n * tiles_y * tiles_x;
+        // Tile rows `(n, ty)` in order cover consecutive ranges of `out`; row `r` starts at:
+        let (ph, pw, pm) = if pooled { (g.oh / 2, g.ow / 2, m / 2) } else { (g.oh, g.ow, m) };
+        let start = |r: usize| ((r / tiles_y) * ph + pm * (r % tiles_y)) * pw * g.o;
+        let (rows, total) = (g.n * tiles_y, g.n * tiles_y * tiles_x);
+        let parallel = super::is_parallel(len * k * k * g.c);
+        let threads = if parallel { rayon::current_num_threads() } else { 1 };
+        let per_task = TASK_TILES.min(total.div_ceil(2 * threads)).div_ceil(tiles_x).max(1);
+        let mut chunks = Vec::with_capacity(rows.div_ceil(per_task));
+        let (mut rest, mut r0) = (&mut out[..], 0);
+        while r0 < rows {
+            let r1 = (r0 + per_task).min(rows);
+            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(start(r1) - start(r0));
+            chunks.push((r0, r1, chunk));
+            (rest, r0) = (tail, r1);
+        }
+        let batch = (BATCH_BYTES / (POINTS * (g.c + g.o) * 4)).clamp(6, MAX_BATCH) / 6 * 6;
+        let u = filter::transformed(alg, g.c, g.o, w, keep);
+        let job = Job { g, alg, x, u, epi, pooled, tiles_y, tiles_x, batch };
         let scratch = || Scratch {
-            v: vec![0.0; POINTS * BATCH * g.c],
-            m: vec![0.0; POINTS * BATCH * g.o],
+            v: vec![0.0; POINTS * batch * g.c],
+            m: vec![0.0; POINTS * batch * g.o],
             patch: vec![0.0; POINTS * g.c],
         };
-        let task = |s: &mut Scratch, i: usize, chunk: &mut [f32]| {
-            let f0 = i * units * unit_tiles;
-            let f1 = (f0 + units * unit_tiles).min(total);
-            for b0 in (f0..f1).step_by(BATCH) {
-                unsafe { avx512::batch(&job, s, b0..(b0 + BATCH).min(f1), i * units * unit_len, chunk) };
+        let task = |s: &mut Scratch, (r0, r1, chunk): (usize, usize, &mut [f32])| {
+            let (f0, f1) = (r0 * tiles_x, r1 * tiles_x);
+            for b0 in (f0..f1).step_by(batch) {
+                // SAFETY: `applies` checked that the CPU has AVX-512F; `s` is sized for the
+                // job; the batch's outputs lie in `chunk` (tile rows r0..r1).
+                unsafe { avx512::batch(&job, s, b0..(b0 + batch).min(f1), start(r0), chunk) };
             }
         };
-        if super::is_parallel(len * 25 * g.c) {
-            out.par_chunks_mut(units * unit_len).enumerate().for_each_init(scratch, |s, (i, c)| task(s, i, c));
+        if parallel && chunks.len() > 1 {
+            chunks.into_par_iter().for_each_init(scratch, task);
         } else {
             let mut s = scratch();
-            out.chunks_mut(units * unit_len).enumerate().for_each(|(i, c)| task(&mut s, i, c));
+            chunks.into_iter().for_each(|c| task(&mut s, c));
         }
         true
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (units, unit_len, x);
+        let _ = (x, w, keep);
         false
     }
 }
 
-/// `G` (6x5) of the filter transform `U = G g Gᵀ`.
-const G: [[f32; 5]; T6] = [
+/// `G` (6x5) of the F(2x2, 5x5) filter transform.
+const G5: [[f32; 5]; T6] = [
     [1.0 / 4.0, 0.0, 0.0, 0.0, 0.0],
     [1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0],
     [1.0 / 6.0, -1.0 / 6.0, 1.0 / 6.0, -1.0 / 6.0, 1.0 / 6.0],
@@ -204,65 +299,40 @@ const G: [[f32; 5]; T6] = [
     [0.0, 0.0, 0.0, 0.0, 1.0],
 ];
 
+/// `G` (6x3, zero-padded) of the F(4x4, 3x3) filter transform: the same point scalings as
+/// [`G5`] (rows 1 and 2 have the opposite sign of Lavin & Gray's, as `bt`'s rows do).
+const G3: [[f32; 5]; T6] = [
+    [1.0 / 4.0, 0.0, 0.0, 0.0, 0.0],
+    [1.0 / 6.0, 1.0 / 6.0, 1.0 / 6.0, 0.0, 0.0],
+    [1.0 / 6.0, -1.0 / 6.0, 1.0 / 6.0, 0.0, 0.0],
+    [1.0 / 24.0, 1.0 / 12.0, 1.0 / 6.0, 0.0, 0.0],
+    [1.0 / 24.0, -1.0 / 12.0, 1.0 / 6.0, 0.0, 0.0],
+    [0.0, 0.0, 1.0, 0.0, 0.0],
+];
+
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    use super::{BATCH, G, Job, LANES, POINTS, Scratch, T6};
+    use super::{Alg, Job, LANES, POINTS, Scratch, T6};
     use crate::kernels::conv::Geom;
     use crate::kernels::micro::{Depth, micro_dyn};
-
-    /// `U [36, C, O] = G g Gᵀ` per `(c, o)`, `g` the 5x5 taps of `w [5, 5, C, O]`.
-    #[target_feature(enable = "avx512f")]
-    pub(crate) fn filter(g: &Geom, w: &[f32]) -> Vec<f32> {
-        let (c, o) = (g.c, g.o);
-        let mut u = vec![0.0f32; POINTS * c * o];
-        // `gw [6, 5, O]`: G applied along the filter rows, for one input channel
-        let mut gw = vec![0.0f32; T6 * 5 * o];
-        for ci in 0..c {
-            gw.fill(0.0);
-            for (xi, grow) in G.iter().enumerate() {
-                for (ky, &gk) in grow.iter().enumerate() {
-                    if gk == 0.0 {
-                        continue;
-                    }
-                    for kx in 0..5 {
-                        let src = &w[((ky * 5 + kx) * c + ci) * o..][..o];
-                        let dst = &mut gw[(xi * 5 + kx) * o..][..o];
-                        dst.iter_mut().zip(src).for_each(|(d, &s)| *d += gk * s);
-                    }
-                }
-            }
-            for xi in 0..T6 {
-                for (nu, grow) in G.iter().enumerate() {
-                    let dst = &mut u[((xi * T6 + nu) * c + ci) * o..][..o];
-                    for (kx, &gk) in grow.iter().enumerate() {
-                        if gk == 0.0 {
-                            continue;
-                        }
-                        let src = &gw[(xi * 5 + kx) * o..][..o];
-                        dst.iter_mut().zip(src).for_each(|(d, &s)| *d += gk * s);
-                    }
-                }
-            }
-        }
-        u
-    }
 
     /// Tiles `tiles` (flat `(n, ty, tx)` indices) into `chunk`, the part of the output
     /// starting at element `base`.
     ///
     /// # Safety
-    /// The CPU supports AVX-512F; `s` was sized for `job.g`; `tiles` has at most [`BATCH`]
+    /// The CPU supports AVX-512F; `s` was sized for `job`; `tiles` has at most `job.batch`
     /// tiles and their outputs lie inside `chunk`.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn batch(job: &Job<'_>, s: &mut Scratch, tiles: Range<usize>, base: usize, chunk: &mut [f32]) {
-        let g = job.g;
-        let (c, o, nt) = (g.c, g.o, tiles.len());
+        let (g, bt) = (job.g, job.batch);
+        let (c, o, nt, m) = (g.c, g.o, tiles.len(), job.alg.m());
+        let at = |f: usize| (f / (job.tiles_y * job.tiles_x), f / job.tiles_x % job.tiles_y, f % job.tiles_x);
         for (t, f) in tiles.clone().enumerate() {
-            let (n, ty, tx) = (f / (job.tiles_y * job.tiles_x), f / job.tiles_x % job.tiles_y, f % job.tiles_x);
-            let (y0, x0) = ((2 * ty) as isize - g.pt as isize, (2 * tx) as isize - g.pl as isize);
+            let (n, ty, tx) = at(f);
+            let (y0, x0) = ((m * ty) as isize - g.pt as isize, (m * tx) as isize - g.pl as isize);
             let inside = y0 >= 0 && x0 >= 0 && y0 as usize + T6 <= g.h && x0 as usize + T6 <= g.w;
             let (src, row) = if inside {
                 (&job.x[((n * g.h + y0 as usize) * g.w + x0 as usize) * c..], g.w * c)
@@ -271,24 +341,25 @@ mod avx512 {
                 (&s.patch[..], T6 * c)
             };
             // SAFETY: a 6x6 tile of `row`-strided rows of `c` channels lies in `src`; the
-            // writes stay inside `s.v` ([36, BATCH, C], t < BATCH).
-            unsafe { input_tile(src.as_ptr(), row, c, s.v.as_mut_ptr().add(t * c), BATCH * c) };
+            // writes stay inside `s.v` ([36, batch, C], t < batch).
+            unsafe { input_tile(src.as_ptr(), row, c, s.v.as_mut_ptr().add(t * c), bt * c) };
         }
-        // SAFETY: `s.v`, `job.u`, `s.m` hold [36, BATCH, C], [36, C, O], [36, BATCH, O].
-        unsafe { gemms(s.v.as_ptr(), job.u.as_ptr(), s.m.as_mut_ptr(), nt, c, o) };
+        // SAFETY: `s.v`, `job.u`, `s.m` hold [36, batch, C], [36, C, O], [36, batch, O].
+        unsafe { gemms(s.v.as_ptr(), job.u.as_ptr(), s.m.as_mut_ptr(), nt, bt, c, o) };
+        // the output (pooled: the pooled output) as `[N, ph, pw, O]` in blocks of `pm x pm`
+        let (ph, pw, pm) = if job.pooled { (g.oh / 2, g.ow / 2, m / 2) } else { (g.oh, g.ow, m) };
         for (t, f) in tiles.enumerate() {
-            let src = &s.m[t * o..];
-            if job.pooled {
-                // the pooled pixel of tile f is out[f * O..]
-                let dst = &mut chunk[f * o - base..][..o];
-                // SAFETY: `src` holds point p of this tile at p * BATCH * O, o channels each.
-                unsafe { output_tile_pooled(src.as_ptr(), BATCH * o, o, &job.epi, dst) };
-            } else {
-                let (n, ty, tx) = (f / (job.tiles_y * job.tiles_x), f / job.tiles_x % job.tiles_y, f % job.tiles_x);
-                let (rows, cols) = ((g.oh - 2 * ty).min(2), (g.ow - 2 * tx).min(2));
-                let at = ((n * g.oh + 2 * ty) * g.ow + 2 * tx) * o - base;
-                // SAFETY: as above; the `rows x cols` block of pixels at `at` lies in `chunk`.
-                unsafe { output_tile(src.as_ptr(), BATCH * o, o, &job.epi, &mut chunk[at..], g.ow * o, rows, cols) };
+            let (n, ty, tx) = at(f);
+            let size = [(ph - pm * ty).min(pm), (pw - pm * tx).min(pm)];
+            let dst = &mut chunk[((n * ph + pm * ty) * pw + pm * tx) * o - base..];
+            let (p, orow) = (s.m[t * o..].as_ptr(), pw * o);
+            // SAFETY: `p` holds point q of this tile at q * batch * O, o channels each; the
+            // `size` block of pixels at `dst` lies in `chunk`.
+            unsafe {
+                match job.alg {
+                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, dst, orow, size, job.pooled),
+                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, dst, orow, size, job.pooled),
+                }
             }
         }
     }
@@ -330,13 +401,25 @@ mod avx512 {
         ]
     }
 
-    /// `Aᵀ m` for one column of 6 vectors.
+    /// `Aᵀ m` for one column of 6 vectors: F(2x2, 5x5)'s 2 rows or F(4x4, 3x3)'s 4.
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn at(m: [__m512; T6]) -> [__m512; 2] {
+    fn at<const M: usize>(m: [__m512; T6]) -> [__m512; M] {
         let (a, b) = (_mm512_add_ps(m[1], m[2]), _mm512_sub_ps(m[1], m[2]));
         let (c, d) = (_mm512_add_ps(m[3], m[4]), _mm512_sub_ps(m[3], m[4]));
-        [_mm512_add_ps(_mm512_add_ps(m[0], a), c), _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(2.0), d, b), m[5])]
+        let (two, four, eight) = (_mm512_set1_ps(2.0), _mm512_set1_ps(4.0), _mm512_set1_ps(8.0));
+        let row0 = _mm512_add_ps(_mm512_add_ps(m[0], a), c);
+        let r = if M == 2 {
+            [row0, _mm512_add_ps(_mm512_fmadd_ps(two, d, b), m[5]), row0, row0]
+        } else {
+            [
+                row0,
+                _mm512_fmadd_ps(two, d, b),
+                _mm512_fmadd_ps(four, c, a),
+                _mm512_add_ps(_mm512_fmadd_ps(eight, d, b), m[5]),
+            ]
+        };
+        std::array::from_fn(|i| r[i])
     }
 
     /// `V = Bᵀ d B` of one tile (`d[i][j]` at `src + i*row + j*c`), point `p` written to
@@ -362,18 +445,24 @@ mod avx512 {
         }
     }
 
-    /// `Aᵀ M A` of one tile for the 16 channels at `m` (point `p` at `m + p*stride`).
+    /// `Aᵀ M A` (`M x M`) of one tile for the 16 channels at `m` (point `p` at `m + p*stride`).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    unsafe fn output_block(m: *const f32, stride: usize) -> [[__m512; 2]; 2] {
+    unsafe fn output_block<const M: usize>(m: *const f32, stride: usize) -> [[__m512; M]; M] {
         // `s[a][j]`: row a of Aᵀ applied to column j of the tile
-        let mut s = [[_mm512_setzero_ps(); T6]; 2];
-        #[allow(clippy::needless_range_loop)]
+        let mut s = [[_mm512_setzero_ps(); T6]; M];
         for j in 0..T6 {
             // SAFETY: see the callers.
-            [s[0][j], s[1][j]] = at(std::array::from_fn(|i| unsafe { _mm512_loadu_ps(m.add((i * T6 + j) * stride)) }));
+            let col = at::<M>(std::array::from_fn(|i| unsafe { _mm512_loadu_ps(m.add((i * T6 + j) * stride)) }));
+            for (sa, v) in s.iter_mut().zip(col) {
+                sa[j] = v;
+            }
         }
-        [at(s[0]), at(s[1])]
+        let mut y = [[_mm512_setzero_ps(); M]; M];
+        for (ya, sa) in y.iter_mut().zip(s) {
+            *ya = at::<M>(sa);
+        }
+        y
     }
 
     /// `v + bias`, then relu, as the separate kernels compute them (see `narrow`).
@@ -395,71 +484,61 @@ mod avx512 {
         Some(unsafe { _mm512_loadu_ps(b.as_ptr()) })
     }
 
-    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied.
+    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied;
+    /// with `pool`, its `rows x cols` 2x2 max-pooled pixels instead: window taps in row-major
+    /// order, a later tap wins where `direct::better` says so.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
-    unsafe fn output_tile(
+    unsafe fn output_tile<const M: usize>(
         m: *const f32,
         stride: usize,
         o: usize,
         epi: &super::Epilogue<'_, f32>,
         dst: &mut [f32],
         orow: usize,
-        rows: usize,
-        cols: usize,
+        [rows, cols]: [usize; 2],
+        pool: bool,
     ) {
         for ov in (0..o).step_by(LANES) {
             // SAFETY: see the caller.
-            let y = unsafe { output_block(m.add(ov), stride) };
+            let y = unsafe { output_block::<M>(m.add(ov), stride) };
             let b = bias_at(epi, ov);
-            for (a, ya) in y.iter().enumerate().take(rows) {
-                for (bx, &v) in ya.iter().enumerate().take(cols) {
+            for a in 0..rows {
+                for bx in 0..cols {
+                    let v = if pool {
+                        let mut best = finish(y[2 * a][2 * bx], b, epi.relu);
+                        for v in [y[2 * a][2 * bx + 1], y[2 * a + 1][2 * bx], y[2 * a + 1][2 * bx + 1]] {
+                            let v = finish(v, b, epi.relu);
+                            // (v > best or v is NaN) and best is not NaN
+                            let take = (_mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best)
+                                | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v))
+                                & _mm512_cmp_ps_mask::<_CMP_ORD_Q>(best, best);
+                            best = _mm512_mask_blend_ps(take, best, v);
+                        }
+                        best
+                    } else {
+                        finish(y[a][bx], b, epi.relu)
+                    };
                     let d = &mut dst[a * orow + bx * o + ov..][..LANES];
                     // SAFETY: `d` holds LANES f32.
-                    unsafe { _mm512_storeu_ps(d.as_mut_ptr(), finish(v, b, epi.relu)) };
+                    unsafe { _mm512_storeu_ps(d.as_mut_ptr(), v) };
                 }
             }
         }
     }
 
-    /// One tile's 2x2 outputs, epilogue applied, max-pooled into `dst` (`o` channels):
-    /// window taps in row-major order, a later tap wins where `direct::better` says so.
+    /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for the 36 points (`V_p`, `M_p` at
+    /// `p * bt` rows): per 64-column block of `U_p` (in L1/L2), every 6-row block of `V_p`.
     #[target_feature(enable = "avx512f")]
-    unsafe fn output_tile_pooled(
-        m: *const f32,
-        stride: usize,
-        o: usize,
-        epi: &super::Epilogue<'_, f32>,
-        dst: &mut [f32],
-    ) {
-        for ov in (0..o).step_by(LANES) {
-            // SAFETY: see the caller.
-            let [[y00, y01], [y10, y11]] = unsafe { output_block(m.add(ov), stride) };
-            let b = bias_at(epi, ov);
-            let mut best = finish(y00, b, epi.relu);
-            for v in [y01, y10, y11] {
-                let v = finish(v, b, epi.relu);
-                // (v > best or v is NaN) and best is not NaN
-                let take = (_mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best) | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v))
-                    & _mm512_cmp_ps_mask::<_CMP_ORD_Q>(best, best);
-                best = _mm512_mask_blend_ps(take, best, v);
-            }
-            let d = &mut dst[ov..ov + LANES];
-            // SAFETY: `d` holds LANES f32.
-            unsafe { _mm512_storeu_ps(d.as_mut_ptr(), best) };
-        }
-    }
-
-    /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for the 36 points (row strides BATCH*C...).
-    #[target_feature(enable = "avx512f")]
-    unsafe fn gemms(v: *const f32, u: *const f32, m: *mut f32, nt: usize, c: usize, o: usize) {
+    unsafe fn gemms(v: *const f32, u: *const f32, m: *mut f32, nt: usize, bt: usize, c: usize, o: usize) {
         let depth = Depth::flat(c, 1, o);
         for p in 0..POINTS {
             // SAFETY: point p's blocks of the three buffers (see `batch`).
-            let (vp, up, mp) = unsafe { (v.add(p * BATCH * c), u.add(p * c * o), m.add(p * BATCH * o)) };
-            for t0 in (0..nt).step_by(6) {
-                for o0 in (0..o).step_by(4 * LANES) {
-                    let (r, nv) = ((nt - t0).min(6), ((o - o0) / LANES).min(4));
+            let (vp, up, mp) = unsafe { (v.add(p * bt * c), u.add(p * c * o), m.add(p * bt * o)) };
+            for o0 in (0..o).step_by(4 * LANES) {
+                let nv = ((o - o0) / LANES).min(4);
+                for t0 in (0..nt).step_by(6) {
+                    let r = (nt - t0).min(6);
                     unsafe { micro_dyn(r, nv, vp.add(t0 * c), c, up.add(o0), &depth, mp.add(t0 * o + o0), o) };
                 }
             }
