@@ -112,3 +112,52 @@ fn a_jacobian_through_constant_weights_reads_every_weight_row_major() {
     let v = run_once(&g, &[j, jl], &feeds).unwrap();
     assert_close(&v[0], &v[1], 1e-12);
 }
+
+/// `conv2d(x, transpose(W))` for `W` `[O, C, KH, KW]` (ONNX's filter layout, transposed as
+/// the importer does; the plan folds the transpose into a constant stored as a view),
+/// fetching the filter too when `fetch_filter`; or with the filter fed as an input.
+fn onnx_conv(fed: bool, fetch_filter: bool, k: usize) -> (Graph, Vec<ValueId>, Vec<(ValueId, Tensor)>) {
+    let wv = Tensor::randn_f64(&[4, 3, k, k], 11).unwrap();
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2, 6, 5, 3]);
+    let mut feeds = vec![(x, Tensor::randn_f64(&[2, 6, 5, 3], 12).unwrap())];
+    let f = if fed {
+        let f = g.input("f", DType::F64, [k, k, 3, 4]);
+        let mut h = Graph::new();
+        let w = h.constant(wv);
+        let t = h.transpose(w, &[2, 3, 1, 0]).unwrap();
+        feeds.push((f, run_once(&h, &[t], &[]).unwrap().remove(0)));
+        f
+    } else {
+        let w = g.constant(wv);
+        g.transpose(w, &[2, 3, 1, 0]).unwrap()
+    };
+    let params = Conv2dParams { strides: [2, 1], padding: Padding::Same, ..Conv2dParams::default() };
+    let y = g.conv2d(x, f, params).unwrap();
+    let mut fetches = vec![y];
+    if fetch_filter {
+        fetches.push(f);
+    }
+    (g, fetches, feeds)
+}
+
+#[test]
+fn conv_filters_stored_as_views_are_read_from_a_row_major_copy() {
+    for k in [1, 3] {
+        let (gi, fi, feeds_i) = onnx_conv(true, false, k);
+        let want = run_once(&gi, &fi, &feeds_i).unwrap().remove(0);
+        for fetch_filter in [false, true] {
+            let (g, fetches, feeds) = onnx_conv(false, fetch_filter, k);
+            let (got, ran) = steps(&g, &fetches, &feeds);
+            assert_close(&got[0], &want, 1e-12);
+            // the folded transpose is a constant view; the conv reads a row-major copy of it,
+            // and the view itself stays only while fetched
+            assert_eq!(count(&ran, "const", &[k, k, 3, 4]), 1 + usize::from(fetch_filter), "k={k}: {ran:?}");
+            let off = ExecOptions { profile: true, pretranspose: false, ..ExecOptions::default() };
+            let mut s = Session::with_options(&g, &fetches, off).unwrap();
+            assert_close(&s.run(&feeds).unwrap()[0], &want, 1e-12);
+            let consts = s.profile().entries().into_iter().filter(|e| e.kind == "const").count();
+            assert_eq!(consts, 1, "k={k}, no pretranspose");
+        }
+    }
+}

@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod control;
 pub mod conv;
+pub mod conv_chunks;
 pub mod conv_winograd;
 pub mod custom_op_public;
 pub mod elementwise;
