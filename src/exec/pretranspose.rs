@@ -21,7 +21,9 @@
 //! weights reach `conv2d` as a folded `transpose` to `[KH, KW, C, O]` — was copied to
 //! row-major on every run, element by element across the whole filter (ResNet-50 light at
 //! n = 1: a 1x1 conv `[7,7,512] -> 2048` took 3.5 ms where its GEMM takes 0.44). A conv
-//! step reads a row-major copy of every constant operand not already stored that way.
+//! step reads a row-major copy of every constant operand not already stored that way, and
+//! of every `transpose` of a constant (filters above the fold pass's size limit, whose
+//! transpose would otherwise run, and the conv copy its result, on every run).
 //! `ExecOptions::pretranspose` (`PFOR_NO_PRETRANSPOSE=1`) turns the rewrite off (A/B timing).
 //!
 //! Invariants:
@@ -37,7 +39,9 @@
 use hashbrown::{HashMap, HashSet};
 
 use super::Step;
-use crate::ops::{LinearOp, Op};
+use std::borrow::Cow;
+
+use crate::ops::{LinearOp, Op, ShapeOp};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 
 /// Rewrite every eligible `matmul` and conv step of `steps` (before fusion); new slots are
@@ -68,15 +72,18 @@ pub(super) fn pretranspose_constants(steps: &mut Vec<Step>, n_slots: &mut usize,
         for (j, transposed, op) in operands {
             let b = steps[si].inputs[j].0;
             let Some(&p) = producer.get(&b) else { continue };
-            let Op::Const { value } = &steps[p].op else { continue };
+            let Some(value) = known_value(steps, &producer, p, conv) else { continue };
             if steps[p].outputs.len() != 1 {
                 continue;
             }
             let slot = match copy_of.get(&(b, transposed)) {
                 Some(&s) => s,
                 None => {
-                    let copy =
-                        if conv { standard_operand(value) } else { row_major_operand(value, transposed, one_row) };
+                    let copy = match value {
+                        _ if !conv => row_major_operand(&value, transposed, one_row),
+                        Cow::Borrowed(v) => standard_operand(v),
+                        Cow::Owned(v) => Some(standard_operand(&v).unwrap_or(v)),
+                    };
                     let Some(t) = copy else { continue };
                     let s = *n_slots;
                     *n_slots += 1;
@@ -134,6 +141,22 @@ fn row_major_operand(w: &Tensor, transpose: bool, one_row: bool) -> Option<Tenso
         }
         Some(Tensor::from_array(v.as_standard_layout().into_owned()))
     }, _ => None)
+}
+
+/// The value step `p` computes, where it is known at compile time: a `Const` step's, and
+/// for a conv operand also a `transpose` of one (a filter larger than the fold pass folds,
+/// see `passes::fold`: the transpose, computed here once, would run on every run).
+fn known_value<'a>(steps: &'a [Step], producer: &HashMap<usize, usize>, p: usize, conv: bool) -> Option<Cow<'a, Tensor>> {
+    match &steps[p].op {
+        Op::Const { value } => Some(Cow::Borrowed(value)),
+        op @ Op::Shape(ShapeOp::Transpose { .. }) if conv && steps[p].inputs.len() == 1 => {
+            let &q = producer.get(&steps[p].inputs[0].0)?;
+            let Op::Const { value } = &steps[q].op else { return None };
+            let mut out = super::eval_detached(op, vec![value.clone()]).ok()?;
+            (out.len() == 1).then(|| Cow::Owned(out.remove(0)))
+        }
+        _ => None,
+    }
 }
 
 /// `w` in standard (row-major) layout, if it is a float tensor stored otherwise (a view).

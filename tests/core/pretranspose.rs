@@ -161,3 +161,25 @@ fn conv_filters_stored_as_views_are_read_from_a_row_major_copy() {
         }
     }
 }
+
+#[test]
+fn a_transpose_of_a_constant_filter_too_large_to_fold_runs_once_at_compile_time() {
+    // [O, C, 1, 1] with more elements than the fold pass folds (`MAX_ELEMENTS`)
+    let (c, o) = (1024, 1025);
+    assert!(c * o > 1 << 20, "more than the fold pass folds");
+    let wv = Tensor::randn(&[o, c, 1, 1], 13).unwrap();
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [1, 2, 2, c]);
+    let w = g.constant(wv.clone());
+    let f = g.transpose(w, &[2, 3, 1, 0]).unwrap();
+    let params = Conv2dParams { strides: [2, 2], ..Conv2dParams::default() };
+    let y = g.conv2d(x, f, params).unwrap();
+    let xv = Tensor::randn(&[1, 2, 2, c], 14).unwrap();
+    let (got, ran) = steps(&g, &[y], &[(x, xv.clone())]);
+    assert_eq!(count(&ran, "transpose", &[1, 1, c, o]), 0, "{ran:?}");
+    assert_eq!(count(&ran, "const", &[1, 1, c, o]), 1, "{ran:?}");
+    // y = x[0, 0, 0, :] · W[:, :, 0, 0]ᵀ
+    let (xs, ws) = (xv.to_vec::<f32>().unwrap(), wv.to_vec::<f32>().unwrap());
+    let want: Vec<f32> = (0..o).map(|j| (0..c).map(|i| xs[i] * ws[j * c + i]).sum()).collect();
+    assert_close(&got[0], &Tensor::from_vec(&[1, 1, 1, o], want).unwrap(), 1e-3);
+}
