@@ -17,7 +17,7 @@ fn main() -> Result<()> {
         return Ok(());
     };
     let flag = |f: &str| a.iter().any(|s| s == f);
-    let (pool, s) = (flag("pool"), if flag("s2") { 2 } else { 1 });
+    let (pool, stride) = (flag("pool"), if flag("s2") { 2 } else { 1 });
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, h, w, c]);
     let f = if flag("onnx") {
@@ -28,7 +28,7 @@ fn main() -> Result<()> {
     };
     let b = g.constant(Tensor::randn(&[o], 2)?);
     let padding = if flag("valid") { Padding::Valid } else { Padding::Same };
-    let p = Conv2dParams { padding, strides: [s, s], ..Conv2dParams::default() };
+    let p = Conv2dParams { padding, strides: [stride, stride], ..Conv2dParams::default() };
     let mut y = g.conv2d(x, f, p)?;
     if !flag("nobias") {
         y = g.bias_add(y, b)?;
@@ -51,7 +51,7 @@ fn main() -> Result<()> {
         (oh.value().unwrap_or(0) * if pool { 2 } else { 1 }, ow.value().unwrap_or(0) * if pool { 2 } else { 1 });
     let flops = 2.0 * (n * oh * ow * k * k * c * o) as f64;
     println!(
-        "conv [{n},{h},{w},{c}] k{k} s{s} o{o}{}: {:.3} ms, {:.1} GFLOP/s",
+        "conv [{n},{h},{w},{c}] k{k} s{stride} o{o}{}: {:.3} ms, {:.1} GFLOP/s",
         if pool { " +pool" } else { "" },
         best * 1e3,
         flops / best / 1e9

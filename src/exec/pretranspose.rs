@@ -146,7 +146,12 @@ fn row_major_operand(w: &Tensor, transpose: bool, one_row: bool) -> Option<Tenso
 /// The value step `p` computes, where it is known at compile time: a `Const` step's, and
 /// for a conv operand also a `transpose` of one (a filter larger than the fold pass folds,
 /// see `passes::fold`: the transpose, computed here once, would run on every run).
-fn known_value<'a>(steps: &'a [Step], producer: &HashMap<usize, usize>, p: usize, conv: bool) -> Option<Cow<'a, Tensor>> {
+fn known_value<'a>(
+    steps: &'a [Step],
+    producer: &HashMap<usize, usize>,
+    p: usize,
+    conv: bool,
+) -> Option<Cow<'a, Tensor>> {
     match &steps[p].op {
         Op::Const { value } => Some(Cow::Borrowed(value)),
         op @ Op::Shape(ShapeOp::Transpose { .. }) if conv && steps[p].inputs.len() == 1 => {

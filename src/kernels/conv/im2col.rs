@@ -10,9 +10,9 @@
 //! enough rows, L2-sized chunks run in parallel, each building its patches, running its own
 //! single-threaded GEMM and applying the epilogue on one core while all of it is cache
 //! resident (1x1 stride-1 convs multiply the input rows in place; strided 1x1 convs gather
-//! their rows like any window); with few rows against a wide filter, chunks run in order
-//! with the patches built on all threads and one parallel GEMM split along the filter's
-//! columns. The chunking depends only on the shapes and the thread count, never on the
+//! their rows like any window); with few rows, or a filter too large to pack again for
+//! every chunk, chunks run in order with the patches built on all threads and one parallel
+//! GEMM. The chunking depends only on the shapes and the thread count, never on the
 //! epilogue, so a fused conv computes the same GEMMs as the unfused one.
 
 use rayon::prelude::*;
@@ -92,6 +92,10 @@ const FWD_CHUNK_BYTES: usize = 512 << 10;
 /// Fewest rows per chunk of the row-parallel forward conv: every chunk's GEMM packs the
 /// whole filter again, so a chunk must do enough multiply-adds per filter element.
 const FWD_MIN_ROWS: usize = 64;
+/// Largest filter (bytes) of the row-parallel forward conv: a larger one, packed again by
+/// every chunk, cost more than its product (`[8,14,14,1024]` 1x1 stride 2 to 2048 channels:
+/// 24 ms in 64-row chunks, where one parallel GEMM takes a fraction of it).
+const FWD_FILTER_BYTES: usize = 1 << 20;
 
 /// How the forward conv (and its pooled form) splits its output rows.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -100,8 +104,8 @@ enum Chunks {
     /// chunk's patches are built, multiplied and its output's epilogue applied while they
     /// are cache resident, on one core.
     Par(usize),
-    /// Chunks of this many rows in order, each GEMM parallel inside (small products, and few
-    /// rows against a wide filter: one GEMM split along its columns reads the filter once).
+    /// Chunks of this many rows in order, each GEMM parallel inside (small products, few
+    /// rows, large filters: one GEMM split over the threads packs the filter once).
     Seq(usize),
 }
 
@@ -116,7 +120,10 @@ impl Chunks {
 fn fwd_chunks<T>(rows: usize, k: usize, o: usize) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
     let kk = k.max(1);
-    if threads > 1 && rows.saturating_mul(kk).saturating_mul(o) >= PAR_FLOPS {
+    if threads > 1
+        && rows.saturating_mul(kk).saturating_mul(o) >= PAR_FLOPS
+        && kk.saturating_mul(o).saturating_mul(size_of::<T>()) <= FWD_FILTER_BYTES
+    {
         let cr = (FWD_CHUNK_BYTES / ((kk + o) * size_of::<T>())).max(FWD_MIN_ROWS).min(rows.div_ceil(threads));
         if cr >= FWD_MIN_ROWS {
             return Chunks::Par(cr);
