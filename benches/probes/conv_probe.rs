@@ -1,6 +1,9 @@
 //! One `conv2d → bias_add → relu` (optionally `→ max_pool 2x2`) session at a given shape,
-//! timed alone: `cargo run --release --example conv_probe -- N H W C K O [pool]` prints the
-//! best-of-runs time and GFLOP/s (the conv's multiply-adds x 2).
+//! timed alone: `cargo run --release --example conv_probe -- N H W C K O [pool] [s2] [valid]
+//! [onnx] [nobias]` prints the best-of-runs time and GFLOP/s (the conv's multiply-adds x 2).
+//! `s2`: stride 2; `valid`: VALID padding (else SAME); `onnx`: the filter is a constant
+//! stored `[O, C, K, K]` and transposed in the graph, as the ONNX importer emits it;
+//! `nobias`: no `bias_add → relu` after the conv.
 use std::time::Instant;
 
 use pfor::prelude::*;
@@ -14,18 +17,27 @@ fn main() -> Result<()> {
     let a: Vec<String> = std::env::args().skip(1).collect();
     let v: Vec<usize> = a.iter().filter_map(|s| s.parse().ok()).collect();
     let [n, h, w, c, k, o] = v[..] else {
-        eprintln!("usage: conv_probe N H W C K O [pool]");
+        eprintln!("usage: conv_probe N H W C K O [pool] [s2] [valid] [onnx] [nobias]");
         return Ok(());
     };
-    let pool = a.iter().any(|s| s == "pool");
+    let flag = |f: &str| a.iter().any(|s| s == f);
+    let (pool, stride) = (flag("pool"), if flag("s2") { 2 } else { 1 });
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, [n, h, w, c]);
-    let f = g.constant(Tensor::randn(&[k, k, c, o], 1)?);
+    let f = if flag("onnx") {
+        let f = g.constant(Tensor::randn(&[o, c, k, k], 1)?);
+        g.transpose(f, &[2, 3, 1, 0])?
+    } else {
+        g.constant(Tensor::randn(&[k, k, c, o], 1)?)
+    };
     let b = g.constant(Tensor::randn(&[o], 2)?);
-    let p = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
-    let y = g.conv2d(x, f, p)?;
-    let y = g.bias_add(y, b)?;
-    let mut y = g.relu(y)?;
+    let padding = if flag("valid") { Padding::Valid } else { Padding::Same };
+    let p = Conv2dParams { padding, strides: [stride, stride], ..Conv2dParams::default() };
+    let mut y = g.conv2d(x, f, p)?;
+    if !flag("nobias") {
+        y = g.bias_add(y, b)?;
+        y = g.relu(y)?;
+    }
     if pool {
         y = g.max_pool(y, [2, 2], [2, 2], Padding::Valid)?;
     }
@@ -38,9 +50,12 @@ fn main() -> Result<()> {
         s.run(&feeds)?;
         best = best.min(t.elapsed().as_secs_f64());
     }
-    let flops = 2.0 * (n * h * w * k * k * c * o) as f64;
+    let (oh, ow) = (g.shape(y)?.dims()[1].clone(), g.shape(y)?.dims()[2].clone());
+    let (oh, ow) =
+        (oh.value().unwrap_or(0) * if pool { 2 } else { 1 }, ow.value().unwrap_or(0) * if pool { 2 } else { 1 });
+    let flops = 2.0 * (n * oh * ow * k * k * c * o) as f64;
     println!(
-        "conv [{n},{h},{w},{c}] k{k} o{o}{}: {:.3} ms, {:.1} GFLOP/s",
+        "conv [{n},{h},{w},{c}] k{k} s{stride} o{o}{}: {:.3} ms, {:.1} GFLOP/s",
         if pool { " +pool" } else { "" },
         best * 1e3,
         flops / best / 1e9

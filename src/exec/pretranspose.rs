@@ -16,6 +16,14 @@
 //! reading a `W` that is contiguous in either order: each output is then a contiguous dot
 //! product, as fast as or faster than the row-major form (W5's loop baseline, made of such
 //! products: 33.3 ms CPU per run reading a row-major `Wᵀ`, 30.8 reading `W` transposed).
+//! The same holds for the constant operands of the conv family (filters, above all): the
+//! kernels read row-major slices, and a filter stored as a view — ONNX's `[O, C, KH, KW]`
+//! weights reach `conv2d` as a folded `transpose` to `[KH, KW, C, O]` — was copied to
+//! row-major on every run, element by element across the whole filter (ResNet-50 light at
+//! n = 1: a 1x1 conv `[7,7,512] -> 2048` took 3.5 ms where its GEMM takes 0.44). A conv
+//! step reads a row-major copy of every constant operand not already stored that way, and
+//! of every `transpose` of a constant (filters above the fold pass's size limit, whose
+//! transpose would otherwise run, and the conv copy its result, on every run).
 //! `ExecOptions::pretranspose` (`PFOR_NO_PRETRANSPOSE=1`) turns the rewrite off (A/B timing).
 //!
 //! Invariants:
@@ -23,7 +31,7 @@
 //!   output element is the same dot product over the same `k` terms (the GEMM may block
 //!   the sum differently for a different layout, as for any layout change);
 //! - one copy per constant step and flag, shared by every matmul reading the constant with
-//!   that flag; copies take the constant's place in the plan (before all its readers), and
+//!   that flag (and by every conv step reading it: their copy is `op(W)` without the flag); copies take the constant's place in the plan (before all its readers), and
 //!   the original step stays only if something else still reads it or it is fetched;
 //! - the copy step is attributed to the constant's node, and its type is the static type
 //!   of `op(W)` (fully known: a constant).
@@ -31,11 +39,13 @@
 use hashbrown::{HashMap, HashSet};
 
 use super::Step;
-use crate::ops::{LinearOp, Op};
+use std::borrow::Cow;
+
+use crate::ops::{LinearOp, Op, ShapeOp};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 
-/// Rewrite every eligible `matmul` step of `steps` (before fusion); new slots are numbered
-/// from `*n_slots` on.
+/// Rewrite every eligible `matmul` and conv step of `steps` (before fusion); new slots are
+/// numbered from `*n_slots` on.
 pub(super) fn pretranspose_constants(steps: &mut Vec<Step>, n_slots: &mut usize, pinned: &HashSet<usize>) {
     let (readers, producer) = super::fuse::slot_maps(steps);
     // (constant slot, transpose_b) -> slot of the row-major copy of op(W)
@@ -46,38 +56,56 @@ pub(super) fn pretranspose_constants(steps: &mut Vec<Step>, n_slots: &mut usize,
     let mut moved: HashMap<usize, usize> = HashMap::new();
     for si in 0..steps.len() {
         let st = &steps[si];
-        let Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }) = st.op else { continue };
-        let Some(&(b, _)) = st.inputs.get(1) else { continue };
-        let Some(&p) = producer.get(&b) else { continue };
-        let Op::Const { value } = &steps[p].op else { continue };
-        if st.fused.is_some() || st.inputs.len() != 2 || steps[p].outputs.len() != 1 {
+        if st.fused.is_some() {
             continue;
         }
-        let slot = match copy_of.get(&(b, transpose_b)) {
-            Some(&s) => s,
-            None => {
-                let one_row = st.out_types.first().is_some_and(|t| t.shape.dims().first() == Some(&Dim::Fixed(1)));
-                let Some(t) = row_major_operand(value, transpose_b, one_row) else { continue };
-                let s = *n_slots;
-                *n_slots += 1;
-                let ty = TensorType::new(t.dtype(), Shape::fixed(t.shape()));
-                copies.entry(p).or_default().push(Step {
-                    node: steps[p].node,
-                    op: Op::Const { value: t },
-                    inputs: Vec::new(),
-                    outputs: vec![s],
-                    out_types: vec![ty],
-                    release: Vec::new(),
-                    fused: None,
-                });
-                copy_of.insert((b, transpose_b), s);
-                s
+        // (operand index, its transpose flag, the step's op reading the copy)
+        let operands: Vec<(usize, bool, Op)> = match st.op {
+            Op::Linear(LinearOp::MatMul { transpose_a, transpose_b }) if st.inputs.len() == 2 => {
+                vec![(1, transpose_b, Op::Linear(LinearOp::MatMul { transpose_a, transpose_b: false }))]
             }
+            Op::Conv(_) => (0..st.inputs.len()).map(|j| (j, false, st.op.clone())).collect(),
+            _ => continue,
         };
-        let st = &mut steps[si];
-        st.op = Op::Linear(LinearOp::MatMul { transpose_a, transpose_b: false });
-        st.inputs[1].0 = slot;
-        *moved.entry(b).or_default() += 1;
+        let conv = matches!(st.op, Op::Conv(_));
+        let one_row = st.out_types.first().is_some_and(|t| t.shape.dims().first() == Some(&Dim::Fixed(1)));
+        for (j, transposed, op) in operands {
+            let b = steps[si].inputs[j].0;
+            let Some(&p) = producer.get(&b) else { continue };
+            let Some(value) = known_value(steps, &producer, p, conv) else { continue };
+            if steps[p].outputs.len() != 1 {
+                continue;
+            }
+            let slot = match copy_of.get(&(b, transposed)) {
+                Some(&s) => s,
+                None => {
+                    let copy = match value {
+                        _ if !conv => row_major_operand(&value, transposed, one_row),
+                        Cow::Borrowed(v) => standard_operand(v),
+                        Cow::Owned(v) => Some(standard_operand(&v).unwrap_or(v)),
+                    };
+                    let Some(t) = copy else { continue };
+                    let s = *n_slots;
+                    *n_slots += 1;
+                    let ty = TensorType::new(t.dtype(), Shape::fixed(t.shape()));
+                    copies.entry(p).or_default().push(Step {
+                        node: steps[p].node,
+                        op: Op::Const { value: t },
+                        inputs: Vec::new(),
+                        outputs: vec![s],
+                        out_types: vec![ty],
+                        release: Vec::new(),
+                        fused: None,
+                    });
+                    copy_of.insert((b, transposed), s);
+                    s
+                }
+            };
+            let st = &mut steps[si];
+            st.op = op;
+            st.inputs[j].0 = slot;
+            *moved.entry(b).or_default() += 1;
+        }
     }
     if copies.is_empty() {
         return;
@@ -112,5 +140,34 @@ fn row_major_operand(w: &Tensor, transpose: bool, one_row: bool) -> Option<Tenso
             return None;
         }
         Some(Tensor::from_array(v.as_standard_layout().into_owned()))
+    }, _ => None)
+}
+
+/// The value step `p` computes, where it is known at compile time: a `Const` step's, and
+/// for a conv operand also a `transpose` of one (a filter larger than the fold pass folds,
+/// see `passes::fold`: the transpose, computed here once, would run on every run).
+fn known_value<'a>(
+    steps: &'a [Step],
+    producer: &HashMap<usize, usize>,
+    p: usize,
+    conv: bool,
+) -> Option<Cow<'a, Tensor>> {
+    match &steps[p].op {
+        Op::Const { value } => Some(Cow::Borrowed(value)),
+        op @ Op::Shape(ShapeOp::Transpose { .. }) if conv && steps[p].inputs.len() == 1 => {
+            let &q = producer.get(&steps[p].inputs[0].0)?;
+            let Op::Const { value } = &steps[q].op else { return None };
+            let mut out = super::eval_detached(op, vec![value.clone()]).ok()?;
+            (out.len() == 1).then(|| Cow::Owned(out.remove(0)))
+        }
+        _ => None,
+    }
+}
+
+/// `w` in standard (row-major) layout, if it is a float tensor stored otherwise (a view).
+fn standard_operand(w: &Tensor) -> Option<Tensor> {
+    crate::dispatch_float!(w.dtype(), T => {
+        let a = w.array::<T>().ok()?;
+        (!a.is_standard_layout()).then(|| Tensor::from_array(crate::tensor::layout::standard_array(&a.view())))
     }, _ => None)
 }

@@ -30,9 +30,21 @@ const MIN_OTHER: usize = 16;
 
 /// Element types with a GEMM kernel.
 pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> {
-    /// `c (+)= op(a) op(b)`; buffers already validated.
+    /// `c (+)= op(a) op(b)`; buffers already validated. `par`: may run multi-threaded (see
+    /// the module docs); false keeps it on the calling thread whatever its size.
     #[allow(clippy::too_many_arguments)]
-    fn gemm_raw(m: usize, k: usize, n: usize, a: &[Self], ta: bool, b: &[Self], tb: bool, c: &mut [Self], acc: bool);
+    fn gemm_raw(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: &[Self],
+        ta: bool,
+        b: &[Self],
+        tb: bool,
+        c: &mut [Self],
+        acc: bool,
+        par: bool,
+    );
     /// `c [m, n] = aᵀ b` for depth-major `a [k, m]` and `b [k, n]` by a register-blocked
     /// kernel that needs no packing, where one takes the shapes ([`atb_applies`]) on this
     /// CPU; false (nothing written) elsewhere.
@@ -77,8 +89,8 @@ fn plain_outer_rows<'a, T: GemmElem + 'a>(
     }
 }
 
-fn par_for(m: usize, k: usize, n: usize) -> Par {
-    if m.saturating_mul(k).saturating_mul(n) >= PAR_FLOPS && rayon::current_num_threads() > 1 {
+fn par_for(m: usize, k: usize, n: usize, allowed: bool) -> Par {
+    if allowed && m.saturating_mul(k).saturating_mul(n) >= PAR_FLOPS && rayon::current_num_threads() > 1 {
         Par::rayon(0)
     } else {
         Par::Seq
@@ -144,7 +156,18 @@ macro_rules! faer_gemm {
                     plain_outer_rows(out, n, x, y);
                 }
             }
-            fn gemm_raw(m: usize, k: usize, n: usize, a: &[$t], ta: bool, b: &[$t], tb: bool, c: &mut [$t], acc: bool) {
+            fn gemm_raw(
+                m: usize,
+                k: usize,
+                n: usize,
+                a: &[$t],
+                ta: bool,
+                b: &[$t],
+                tb: bool,
+                c: &mut [$t],
+                acc: bool,
+                par: bool,
+            ) {
                 if m == 0 || n == 0 {
                     return;
                 }
@@ -166,7 +189,7 @@ macro_rules! faer_gemm {
                     MatRef::from_row_major_slice(b, k, n)
                 };
                 let accum = if acc { Accum::Add } else { Accum::Replace };
-                let par = par_for(m, k, n);
+                let par = par_for(m, k, n, par);
                 let threads = rayon::current_num_threads();
                 match (par, slices(m, n, threads)) {
                     (Par::Rayon(_), Some((along_n, step))) => {
@@ -243,7 +266,18 @@ fn no_atb<T>(m: usize, k: usize, n: usize, a: &[T], b: &[T], c: &mut [T]) -> boo
 }
 
 impl GemmElem for i64 {
-    fn gemm_raw(m: usize, k: usize, n: usize, a: &[i64], ta: bool, b: &[i64], tb: bool, c: &mut [i64], acc: bool) {
+    fn gemm_raw(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: &[i64],
+        ta: bool,
+        b: &[i64],
+        tb: bool,
+        c: &mut [i64],
+        acc: bool,
+        _par: bool,
+    ) {
         for i in 0..m {
             for j in 0..n {
                 let mut s = if acc { c[i * n + j] } else { 0 };
@@ -272,12 +306,37 @@ pub fn gemm<T: GemmElem>(
     c: &mut [T],
     accumulate: bool,
 ) -> Result<()> {
+    checked(m, k, n, a, b, c)?;
+    T::gemm_raw(m, k, n, a, trans_a, b, trans_b, c, accumulate, true);
+    Ok(())
+}
+
+/// [`gemm`] on the calling thread whatever its size: for callers that run many products in
+/// parallel themselves (the conv kernels' row chunks).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_seq<T: GemmElem>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    trans_a: bool,
+    b: &[T],
+    trans_b: bool,
+    c: &mut [T],
+    accumulate: bool,
+) -> Result<()> {
+    checked(m, k, n, a, b, c)?;
+    T::gemm_raw(m, k, n, a, trans_a, b, trans_b, c, accumulate, false);
+    Ok(())
+}
+
+/// An error unless the buffers have the lengths of `[m,k]`, `[k,n]` and `[m,n]`.
+fn checked<T>(m: usize, k: usize, n: usize, a: &[T], b: &[T], c: &[T]) -> Result<()> {
     if a.len() != m * k || b.len() != k * n || c.len() != m * n {
         return Err(Error::shape(
             "gemm",
             format!("buffers of {}, {}, {} elements for m={m}, k={k}, n={n}", a.len(), b.len(), c.len()),
         ));
     }
-    T::gemm_raw(m, k, n, a, trans_a, b, trans_b, c, accumulate);
     Ok(())
 }

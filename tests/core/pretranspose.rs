@@ -112,3 +112,74 @@ fn a_jacobian_through_constant_weights_reads_every_weight_row_major() {
     let v = run_once(&g, &[j, jl], &feeds).unwrap();
     assert_close(&v[0], &v[1], 1e-12);
 }
+
+/// `conv2d(x, transpose(W))` for `W` `[O, C, KH, KW]` (ONNX's filter layout, transposed as
+/// the importer does; the plan folds the transpose into a constant stored as a view),
+/// fetching the filter too when `fetch_filter`; or with the filter fed as an input.
+fn onnx_conv(fed: bool, fetch_filter: bool, k: usize) -> (Graph, Vec<ValueId>, Vec<(ValueId, Tensor)>) {
+    let wv = Tensor::randn_f64(&[4, 3, k, k], 11).unwrap();
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F64, [2, 6, 5, 3]);
+    let mut feeds = vec![(x, Tensor::randn_f64(&[2, 6, 5, 3], 12).unwrap())];
+    let f = if fed {
+        let f = g.input("f", DType::F64, [k, k, 3, 4]);
+        let mut h = Graph::new();
+        let w = h.constant(wv);
+        let t = h.transpose(w, &[2, 3, 1, 0]).unwrap();
+        feeds.push((f, run_once(&h, &[t], &[]).unwrap().remove(0)));
+        f
+    } else {
+        let w = g.constant(wv);
+        g.transpose(w, &[2, 3, 1, 0]).unwrap()
+    };
+    let params = Conv2dParams { strides: [2, 1], padding: Padding::Same, ..Conv2dParams::default() };
+    let y = g.conv2d(x, f, params).unwrap();
+    let mut fetches = vec![y];
+    if fetch_filter {
+        fetches.push(f);
+    }
+    (g, fetches, feeds)
+}
+
+#[test]
+fn conv_filters_stored_as_views_are_read_from_a_row_major_copy() {
+    for k in [1, 3] {
+        let (gi, fi, feeds_i) = onnx_conv(true, false, k);
+        let want = run_once(&gi, &fi, &feeds_i).unwrap().remove(0);
+        for fetch_filter in [false, true] {
+            let (g, fetches, feeds) = onnx_conv(false, fetch_filter, k);
+            let (got, ran) = steps(&g, &fetches, &feeds);
+            assert_close(&got[0], &want, 1e-12);
+            // the folded transpose is a constant view; the conv reads a row-major copy of it,
+            // and the view itself stays only while fetched
+            assert_eq!(count(&ran, "const", &[k, k, 3, 4]), 1 + usize::from(fetch_filter), "k={k}: {ran:?}");
+            let off = ExecOptions { profile: true, pretranspose: false, ..ExecOptions::default() };
+            let mut s = Session::with_options(&g, &fetches, off).unwrap();
+            assert_close(&s.run(&feeds).unwrap()[0], &want, 1e-12);
+            let consts = s.profile().entries().into_iter().filter(|e| e.kind == "const").count();
+            assert_eq!(consts, 1, "k={k}, no pretranspose");
+        }
+    }
+}
+
+#[test]
+fn a_transpose_of_a_constant_filter_too_large_to_fold_runs_once_at_compile_time() {
+    // [O, C, 1, 1] with more elements than the fold pass folds (`MAX_ELEMENTS`)
+    let (c, o) = (1024, 1025);
+    assert!(c * o > 1 << 20, "more than the fold pass folds");
+    let wv = Tensor::randn(&[o, c, 1, 1], 13).unwrap();
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [1, 2, 2, c]);
+    let w = g.constant(wv.clone());
+    let f = g.transpose(w, &[2, 3, 1, 0]).unwrap();
+    let params = Conv2dParams { strides: [2, 2], ..Conv2dParams::default() };
+    let y = g.conv2d(x, f, params).unwrap();
+    let xv = Tensor::randn(&[1, 2, 2, c], 14).unwrap();
+    let (got, ran) = steps(&g, &[y], &[(x, xv.clone())]);
+    assert_eq!(count(&ran, "transpose", &[1, 1, c, o]), 0, "{ran:?}");
+    assert_eq!(count(&ran, "const", &[1, 1, c, o]), 1, "{ran:?}");
+    // y = x[0, 0, 0, :] · W[:, :, 0, 0]ᵀ
+    let (xs, ws) = (xv.to_vec::<f32>().unwrap(), wv.to_vec::<f32>().unwrap());
+    let want: Vec<f32> = (0..o).map(|j| (0..c).map(|i| xs[i] * ws[j * c + i]).sum()).collect();
+    assert_close(&got[0], &Tensor::from_vec(&[1, 1, 1, o], want).unwrap(), 1e-3);
+}

@@ -8,7 +8,7 @@ use pfor::prelude::*;
 
 use Padding::{Same, Valid};
 
-fn p(strides: [usize; 2], padding: Padding, dilations: [usize; 2]) -> Conv2dParams {
+pub(super) fn p(strides: [usize; 2], padding: Padding, dilations: [usize; 2]) -> Conv2dParams {
     Conv2dParams { strides, padding, dilations }
 }
 
@@ -183,15 +183,15 @@ fn pool_grad_literals() {
 // ---------- naive reference (TF geometry written out independently) ----------
 
 #[derive(Clone, Copy, Debug)]
-struct Cfg {
-    n: usize,
-    h: usize,
-    w: usize,
-    c: usize,
-    kh: usize,
-    kw: usize,
-    o: usize,
-    pr: Conv2dParams,
+pub(super) struct Cfg {
+    pub(super) n: usize,
+    pub(super) h: usize,
+    pub(super) w: usize,
+    pub(super) c: usize,
+    pub(super) kh: usize,
+    pub(super) kw: usize,
+    pub(super) o: usize,
+    pub(super) pr: Conv2dParams,
 }
 
 /// (output size, padding before) of one axis.
@@ -209,7 +209,7 @@ fn axis(i: usize, k: usize, s: usize, d: usize, pad: Padding) -> (usize, usize) 
 }
 
 impl Cfg {
-    fn out_hw(&self) -> (usize, usize) {
+    pub(super) fn out_hw(&self) -> (usize, usize) {
         let q = self.pr;
         (
             axis(self.h, self.kh, q.strides[0], q.dilations[0], q.padding).0,
@@ -217,7 +217,7 @@ impl Cfg {
         )
     }
     /// Calls `f(n, oy, ox, ky, kx, iy, ix)` for every in-bounds tap.
-    fn visit(&self, mut f: impl FnMut([usize; 7])) {
+    pub(super) fn visit(&self, mut f: impl FnMut([usize; 7])) {
         let q = self.pr;
         let (oh, pt) = axis(self.h, self.kh, q.strides[0], q.dilations[0], q.padding);
         let (ow, pl) = axis(self.w, self.kw, q.strides[1], q.dilations[1], q.padding);
@@ -239,12 +239,12 @@ impl Cfg {
     }
 }
 
-fn randv(shape: &[usize], seed: u64) -> Vec<f64> {
+pub(super) fn randv(shape: &[usize], seed: u64) -> Vec<f64> {
     Tensor::randn_f64(shape, seed).unwrap().to_vec::<f64>().unwrap()
 }
 
 /// Run `f` on a 4-thread rayon pool so the chunked parallel kernels run on any machine.
-fn in_pool(f: impl FnOnce() + Send) {
+pub(super) fn in_pool(f: impl FnOnce() + Send) {
     rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(f)
 }
 

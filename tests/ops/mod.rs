@@ -5,6 +5,7 @@
 pub mod binary;
 pub mod control;
 pub mod conv;
+pub mod conv_chunks;
 pub mod conv_explicit_padding;
 pub mod conv_winograd;
 pub mod conv_winograd3;

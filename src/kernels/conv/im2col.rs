@@ -5,13 +5,22 @@
 //! filter is the `[KH*KW*C, O]` right operand as is). Rows are processed in chunks bounded
 //! by [`IM2COL_BUDGET_BYTES`] in total across the threads working at once (see
 //! [`par_chunk_rows`] for how chunks and GEMM parallelism are chosen).
+//!
+//! The forward conv (and its pooled form) chunks its rows by [`fwd_chunks`] instead: with
+//! enough rows, L2-sized chunks run in parallel, each building its patches, running its own
+//! single-threaded GEMM and applying the epilogue on one core while all of it is cache
+//! resident (1x1 stride-1 convs multiply the input rows in place; strided 1x1 convs gather
+//! their rows like any window); with few rows, or a filter too large to pack again for
+//! every chunk, chunks run in order with the patches built on all threads and one parallel
+//! GEMM. The chunking depends only on the shapes and the thread count, never on the
+//! epilogue, so a fused conv computes the same GEMMs as the unfused one.
 
 use rayon::prelude::*;
 
 use super::direct::pool_pair;
 use super::{Float, Geom, Kernels, OutBuf, for_each_chunk, is_parallel};
 use crate::error::Result;
-use crate::kernels::gemm::{PAR_FLOPS, gemm};
+use crate::kernels::gemm::{PAR_FLOPS, gemm, gemm_seq};
 
 /// Elementwise work applied to each chunk of `conv2d` output rows right after its GEMM
 /// wrote it (while it is cache resident): `v += bias[channel]`, then `relu`. The arithmetic
@@ -74,6 +83,93 @@ fn par_chunk_rows<T>(rows: usize, k: usize, o: usize) -> Option<usize> {
 /// Rows per chunk when chunks run in order.
 fn seq_chunk_rows<T>(rows: usize, k: usize) -> usize {
     (SEQ_CHUNK_BYTES / (k.max(1) * size_of::<T>())).clamp(1, rows.max(1))
+}
+
+/// Patch and output bytes per row chunk of the forward conv when its chunks run in
+/// parallel: the chunk's patches stay in the core's L2 while its GEMM reads them, and its
+/// output while the epilogue passes over it.
+const FWD_CHUNK_BYTES: usize = 512 << 10;
+/// Fewest rows per chunk of the row-parallel forward conv: every chunk's GEMM packs the
+/// whole filter again, so a chunk must do enough multiply-adds per filter element.
+const FWD_MIN_ROWS: usize = 64;
+/// Largest filter (bytes) of the row-parallel forward conv: a larger one, packed again by
+/// every chunk, cost more than its product (`[8,14,14,1024]` 1x1 stride 2 to 2048 channels:
+/// 24 ms in 64-row chunks, where one parallel GEMM takes a fraction of it).
+const FWD_FILTER_BYTES: usize = 1 << 20;
+
+/// How the forward conv (and its pooled form) splits its output rows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Chunks {
+    /// Chunks of this many rows in parallel, each with its own single-threaded GEMM: the
+    /// chunk's patches are built, multiplied and its output's epilogue applied while they
+    /// are cache resident, on one core.
+    Par(usize),
+    /// Chunks of this many rows in order, each GEMM parallel inside (small products, few
+    /// rows, large filters: one GEMM split over the threads packs the filter once).
+    Seq(usize),
+}
+
+impl Chunks {
+    fn rows(self) -> usize {
+        match self {
+            Chunks::Par(r) | Chunks::Seq(r) => r,
+        }
+    }
+}
+
+fn fwd_chunks<T>(rows: usize, k: usize, o: usize) -> Chunks {
+    let threads = rayon::current_num_threads().max(1);
+    let kk = k.max(1);
+    if threads > 1
+        && rows.saturating_mul(kk).saturating_mul(o) >= PAR_FLOPS
+        && kk.saturating_mul(o).saturating_mul(size_of::<T>()) <= FWD_FILTER_BYTES
+    {
+        let cr = (FWD_CHUNK_BYTES / ((kk + o) * size_of::<T>())).max(FWD_MIN_ROWS).min(rows.div_ceil(threads));
+        if cr >= FWD_MIN_ROWS {
+            return Chunks::Par(cr);
+        }
+    }
+    Chunks::Seq(seq_chunk_rows::<T>(rows, k))
+}
+
+/// The patches of output rows `r0 .. r0 + nr` times the filter into `oc`, then `epi` on it:
+/// the input rows themselves for a pointwise conv, else patches built into `col`
+/// (transposed for a single channel). `par`: build the patches and run the GEMM on the
+/// rayon pool (a chunk run in order), else all on the calling thread.
+#[allow(clippy::too_many_arguments)]
+fn chunk_product<T: Float>(
+    g: &Geom,
+    x: &[T],
+    w: &[T],
+    epi: Epilogue<'_, T>,
+    col: &mut Vec<T>,
+    r0: usize,
+    oc: &mut [T],
+    par: bool,
+) -> Result<()> {
+    let (k, o) = (g.kh * g.kw * g.c, g.o);
+    let nr = oc.len() / o;
+    let mm = if par { gemm::<T> } else { gemm_seq::<T> };
+    if g.pointwise() {
+        mm(nr, k, o, &x[r0 * k..(r0 + nr) * k], false, w, false, oc, false)?;
+    } else {
+        col.resize(nr * k, T::default());
+        let patches = &mut col[..nr * k];
+        if g.c == 1 {
+            im2col_t_c1(g, x, r0, nr, patches);
+            mm(nr, k, o, patches, true, w, false, oc, false)?;
+        } else {
+            // tasks of whole rows, ≥ ~16K elements each
+            let pr = (1usize << 14).div_ceil(k).max(1);
+            for_each_chunk(patches, pr * k, par && is_parallel(nr * k), |i, c| im2col(g, x, r0 + i * pr, c));
+            mm(nr, k, o, patches, false, w, false, oc, false)?;
+        }
+    }
+    if !epi.is_none() {
+        let cr = (1usize << 14).div_ceil(o).max(1);
+        for_each_chunk(oc, cr * o, par && is_parallel(oc.len()), |_, c| epi.apply(c, o));
+    }
+    Ok(())
 }
 
 /// Fill `col` (`[rows, KH*KW*C]`) with the patches of output rows `r0..r0+rows`.
@@ -187,10 +283,8 @@ fn add_to<T: Float>(dst: &mut [T], src: &[T]) {
     }
 }
 
-/// `out [N*OH*OW, O] = epi(patches(x) · filter [KH*KW*C, O])`, the epilogue applied per
-/// GEMM output chunk. The output is written once up front in parallel ([`filled`]): a
-/// lazily zeroed `vec!` was measured slower, as the allocator memsets recycled heap
-/// blocks in one thread.
+/// `out [N*OH*OW, O] = epi(patches(x) · filter [KH*KW*C, O])` over the row chunks of
+/// [`fwd_chunks`] (see [`chunk_product`]).
 pub(crate) fn conv2d<T: Float>(
     g: &Geom,
     x: &[T],
@@ -208,36 +302,15 @@ pub(crate) fn conv2d<T: Float>(
     if T::special_conv(g, x, w, epi, &mut out, kernels) {
         return Ok(out);
     }
-    if g.pointwise() {
-        gemm(rows, k, o, x, false, w, false, &mut out, false)?;
-        if !epi.is_none() {
-            // Tasks of whole rows, ≥ ~16K elements each.
-            let cr = (1usize << 14).div_ceil(o).max(1);
-            for_each_chunk(&mut out, cr * o, is_parallel(rows * o), |_, oc| epi.apply(oc, o));
-        }
-        return Ok(out);
-    }
-    let run = |col: &mut Vec<T>, r0: usize, oc: &mut [T]| -> Result<()> {
-        let nr = oc.len() / o;
-        col.resize(nr * k, T::default());
-        if g.c == 1 {
-            im2col_t_c1(g, x, r0, nr, &mut col[..nr * k]);
-            gemm(nr, k, o, &col[..nr * k], true, w, false, oc, false)?;
-        } else {
-            im2col(g, x, r0, &mut col[..nr * k]);
-            gemm(nr, k, o, &col[..nr * k], false, w, false, oc, false)?;
-        }
-        epi.apply(oc, o);
-        Ok(())
-    };
-    match par_chunk_rows::<T>(rows, k, o) {
-        Some(cr) => {
-            out.par_chunks_mut(cr * o).enumerate().try_for_each_init(Vec::new, |col, (i, oc)| run(col, i * cr, oc))?
-        }
-        None => {
-            let (cr, mut col) = (seq_chunk_rows::<T>(rows, k), Vec::new());
+    match fwd_chunks::<T>(rows, k, o) {
+        Chunks::Par(cr) => out
+            .par_chunks_mut(cr * o)
+            .enumerate()
+            .try_for_each_init(Vec::new, |col, (i, oc)| chunk_product(g, x, w, epi, col, i * cr, oc, false))?,
+        Chunks::Seq(cr) => {
+            let mut col = Vec::new();
             for (i, oc) in out.chunks_mut(cr * o).enumerate() {
-                run(&mut col, i * cr, oc)?;
+                chunk_product(g, x, w, epi, &mut col, i * cr, oc, true)?;
             }
         }
     }
@@ -259,46 +332,35 @@ pub(crate) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_
     if out.is_empty() {
         return Ok(true);
     }
-    // `piece`: rows per GEMM (the unfused kernel's chunk size)
-    let run = |col: &mut Vec<T>, conv: &mut Vec<T>, piece: usize, r0: usize, pooled: &mut [T]| -> Result<()> {
-        let nr = pooled.len() / o * 4;
-        conv.resize(nr * o, T::default());
-        for p0 in (0..nr).step_by(piece) {
-            let np = piece.min(nr - p0);
-            col.resize(np * k, T::default());
-            let dst = &mut conv[p0 * o..(p0 + np) * o];
-            if g.c == 1 {
-                im2col_t_c1(g, x, r0 + p0, np, &mut col[..np * k]);
-                gemm(np, k, o, &col[..np * k], true, w, false, dst, false)?;
-            } else {
-                im2col(g, x, r0 + p0, &mut col[..np * k]);
-                gemm(np, k, o, &col[..np * k], false, w, false, dst, false)?;
+    // `piece`: rows per GEMM (the unfused kernel's chunk size); `par` as in `chunk_product`
+    let run =
+        |col: &mut Vec<T>, conv: &mut Vec<T>, piece: usize, par: bool, r0: usize, pooled: &mut [T]| -> Result<()> {
+            let nr = pooled.len() / o * 4;
+            conv.resize(nr * o, T::default());
+            for (i, dst) in conv[..nr * o].chunks_mut(piece * o).enumerate() {
+                chunk_product(g, x, w, epi, col, r0 + i * piece, dst, par)?;
             }
-        }
-        epi.apply(&mut conv[..nr * o], o);
-        let row = g.ow * o;
-        for (p, dst_row) in pooled.chunks_exact_mut(row / 2).enumerate() {
-            let (a, b) = (&conv[2 * p * row..(2 * p + 1) * row], &conv[(2 * p + 1) * row..(2 * p + 2) * row]);
-            pool_pair(a, b, o, dst_row);
-        }
-        Ok(())
-    };
+            let row = g.ow * o;
+            for (p, dst_row) in pooled.chunks_exact_mut(row / 2).enumerate() {
+                let (a, b) = (&conv[2 * p * row..(2 * p + 1) * row], &conv[(2 * p + 1) * row..(2 * p + 2) * row]);
+                pool_pair(a, b, o, dst_row);
+            }
+            Ok(())
+        };
     // chunks of whole conv-row pairs (a pair's pooled values are a quarter of its conv
     // values), about four GEMM pieces each
     let whole = |piece: usize| (4 * piece).div_ceil(pair) * pair;
-    match par_chunk_rows::<T>(rows, k, o) {
-        Some(piece) => {
-            let cr = whole(piece);
-            out.par_chunks_mut(cr / 4 * o).enumerate().try_for_each_init(
-                || (Vec::new(), Vec::new()),
-                |(col, conv), (i, c)| run(col, conv, piece, i * cr, c),
-            )?
-        }
-        None => {
-            let piece = seq_chunk_rows::<T>(rows, k);
-            let (cr, mut col, mut conv) = (whole(piece), Vec::new(), Vec::new());
+    let chunks = fwd_chunks::<T>(rows, k, o);
+    let (piece, cr) = (chunks.rows(), whole(chunks.rows()));
+    match chunks {
+        Chunks::Par(_) => out.par_chunks_mut(cr / 4 * o).enumerate().try_for_each_init(
+            || (Vec::new(), Vec::new()),
+            |(col, conv), (i, c)| run(col, conv, piece, false, i * cr, c),
+        )?,
+        Chunks::Seq(_) => {
+            let (mut col, mut conv) = (Vec::new(), Vec::new());
             for (i, c) in out.chunks_mut(cr / 4 * o).enumerate() {
-                run(&mut col, &mut conv, piece, i * cr, c)?;
+                run(&mut col, &mut conv, piece, true, i * cr, c)?;
             }
         }
     }

@@ -2,10 +2,12 @@
 //! filters, the window geometry [`Geom`] that `ops::conv` computes and checks).
 //!
 //! `conv2d` and its gradients run as im2col + GEMM over row chunks of the patch
-//! matrix (≤ 64 MiB of patches in flight). Chunks are sized so each GEMM stays below the
-//! GEMM kernel's parallel threshold and run in parallel with rayon; only very wide layers
-//! (`KH*KW*C*O` large) run their chunks in order with faer's parallel GEMM. 1x1 stride-1
-//! convs use the input as the patch matrix (no im2col). Depthwise convs and pools are
+//! matrix (≤ 64 MiB of patches in flight). The gradients' chunks are sized so each GEMM
+//! stays below the GEMM kernel's parallel threshold and run in parallel with rayon; the
+//! forward conv's are L2-sized, each GEMM single-threaded with the epilogue applied in
+//! cache; layers with few rows or a large filter (`KH*KW*C*O`) run their chunks in order
+//! with a parallel GEMM. 1x1 stride-1 convs use the input as the patch matrix (no
+//! im2col). Depthwise convs and pools are
 //! direct loops over contiguous channel vectors, parallel over rows or images above
 //! [`PAR_THRESHOLD`] multiply-adds. On AVX-512 CPUs, f32 single-channel stride-1 convs use a
 //! direct register-tiled kernel instead (`narrow`), and f32 5x5 and 3x3 stride-1 convs with

@@ -1,0 +1,107 @@
+//! The forward conv's row chunking (`kernels::conv::im2col`): L2-sized chunks in parallel,
+//! each with its own single-threaded GEMM and the fused `bias → relu` epilogue applied in
+//! cache, or chunks in order with one parallel GEMM (few rows against a wide filter). Every
+//! path — pointwise, strided 1x1, strided 3x3 / 7x7, few and many rows, n = 0 and 1, with
+//! and without the fused 2x2 max pool — against the naive reference of `super::conv`, the
+//! fused plan bit-identical to the unfused one, f64 and f32, on the default rayon pool and a
+//! 4-thread one (other chunk counts).
+
+use super::conv::{Cfg, in_pool, p, randv};
+use crate::common::*;
+use pfor::prelude::*;
+
+use Padding::{Same, Valid};
+
+/// `relu(conv(x, w) + b)`, then a 2x2 stride-2 max pool when `pool`: (shape, values).
+fn reference(cfg: &Cfg, x: &[f64], w: &[f64], b: &[f64], pool: bool) -> (Vec<usize>, Vec<f64>) {
+    let (oh, ow) = cfg.out_hw();
+    let (c, o) = (cfg.c, cfg.o);
+    let mut y = vec![0.0; cfg.n * oh * ow * o];
+    cfg.visit(|[n, oy, ox, ky, kx, iy, ix]| {
+        for ci in 0..c {
+            for oi in 0..o {
+                y[((n * oh + oy) * ow + ox) * o + oi] +=
+                    x[((n * cfg.h + iy) * cfg.w + ix) * c + ci] * w[((ky * cfg.kw + kx) * c + ci) * o + oi];
+            }
+        }
+    });
+    for (i, v) in y.iter_mut().enumerate() {
+        *v = (*v + b[i % o]).max(0.0);
+    }
+    if !pool {
+        return (vec![cfg.n, oh, ow, o], y);
+    }
+    let (ph, pw) = (oh / 2, ow / 2);
+    let mut out = vec![f64::NEG_INFINITY; cfg.n * ph * pw * o];
+    for n in 0..cfg.n {
+        for (py, px, oi) in (0..ph).flat_map(|a| (0..pw).flat_map(move |b| (0..o).map(move |c| (a, b, c)))) {
+            for (dy, dx) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                let v = y[((n * oh + 2 * py + dy) * ow + 2 * px + dx) * o + oi];
+                let d = &mut out[((n * ph + py) * pw + px) * o + oi];
+                *d = d.max(v);
+            }
+        }
+    }
+    (vec![cfg.n, ph, pw, o], out)
+}
+
+/// The chain with `x`, `w`, `b` fed (nothing folds), run fused and unfused.
+fn run(cfg: &Cfg, dt: DType, pool: bool, feeds: [&Tensor; 3]) -> (Tensor, Tensor) {
+    let mut g = Graph::new();
+    let x = g.input("x", dt, [cfg.n, cfg.h, cfg.w, cfg.c]);
+    let w = g.input("w", dt, [cfg.kh, cfg.kw, cfg.c, cfg.o]);
+    let b = g.input("b", dt, [cfg.o]);
+    let y = g.conv2d(x, w, cfg.pr).unwrap();
+    let y = g.bias_add(y, b).unwrap();
+    let mut y = g.relu(y).unwrap();
+    if pool {
+        y = g.max_pool(y, [2, 2], [2, 2], Valid).unwrap();
+    }
+    let feeds: Vec<(ValueId, Tensor)> = [x, w, b].into_iter().zip(feeds.map(|t| t.cast(dt))).collect();
+    let unfused = ExecOptions { fuse: false, ..ExecOptions::default() };
+    let plain = Session::with_options(&g, &[y], unfused).unwrap().run(&feeds).unwrap().remove(0);
+    let fused = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
+    (fused, plain)
+}
+
+fn configs() -> Vec<(&'static str, Cfg)> {
+    let c = |n, h, w, c, kh, kw, o, pr| Cfg { n, h, w, c, kh, kw, o, pr };
+    let (one, two) = ([1, 1], [2, 2]);
+    vec![
+        ("pointwise, row chunks", c(2, 16, 16, 64, 1, 1, 64, p(one, Same, one))),
+        ("pointwise, few rows, wide filter", c(1, 7, 7, 256, 1, 1, 512, p(one, Same, one))),
+        ("1x1 stride 2, row chunks", c(4, 16, 16, 128, 1, 1, 128, p(two, Valid, one))),
+        ("1x1 stride 2 SAME, n = 1, odd input", c(1, 15, 15, 64, 1, 1, 96, p(two, Same, one))),
+        ("3x3 stride 2 VALID, odd input", c(4, 21, 21, 32, 3, 3, 64, p(two, Valid, one))),
+        ("7x7 stride 2, 3 channels", c(2, 40, 40, 3, 7, 7, 64, p(two, Same, one))),
+        ("3x3, few rows, wide filter", c(1, 9, 9, 256, 3, 3, 64, p(one, Same, one))),
+        ("3x3, n = 0", c(0, 8, 8, 4, 3, 3, 8, p(one, Same, one))),
+        ("3x3 stride 2, n = 1", c(1, 12, 12, 16, 3, 3, 32, p(two, Same, one))),
+    ]
+}
+
+#[test]
+fn forward_conv_chunkings_match_the_naive_reference_and_fuse_bit_identically() {
+    let check = || {
+        for (i, (what, cfg)) in configs().into_iter().enumerate() {
+            let (oh, ow) = cfg.out_hw();
+            let seed = 40 + 3 * i as u64;
+            let (xs, ws) = ([cfg.n, cfg.h, cfg.w, cfg.c], [cfg.kh, cfg.kw, cfg.c, cfg.o]);
+            let (xv, wv, bv) = (randv(&xs, seed), randv(&ws, seed + 1), randv(&[cfg.o], seed + 2));
+            let feeds = [&f64t(&xs, &xv), &f64t(&ws, &wv), &f64t(&[cfg.o], &bv)];
+            let pools: &[bool] = if oh % 2 == 0 && ow % 2 == 0 { &[false, true] } else { &[false] };
+            for &pool in pools {
+                let (shape, want) = reference(&cfg, &xv, &wv, &bv, pool);
+                for (dt, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-3)] {
+                    let (fused, plain) = run(&cfg, dt, pool, feeds);
+                    let case = format!("{what} {dt} pool={pool}");
+                    assert_eq!(fused.shape(), &shape[..], "{case}");
+                    assert_eq!(fused.to_f64_vec(), plain.to_f64_vec(), "{case}: fused vs unfused");
+                    assert_close(&fused, &f64t(&shape, &want).cast(dt), tol);
+                }
+            }
+        }
+    };
+    check();
+    in_pool(check);
+}
