@@ -164,8 +164,8 @@ fn wrong_arguments_are_errors_naming_the_udf_and_the_argument() {
 #[test]
 fn bad_functions_are_refused_with_the_reason() {
     let g = Graph::new();
-    let t = TensorType::new(DType::F32, [2]);
-    let two = Function::build(&g, &[t.clone()], |g, x| Ok(vec![x[0], g.neg(x[0])?])).unwrap();
+    let t = [TensorType::new(DType::F32, [2])];
+    let two = Function::build(&g, &t, |g, x| Ok(vec![x[0], g.neg(x[0])?])).unwrap();
     let e = PforUdf::from_function("f", &two).unwrap_err().to_string();
     assert!(e.contains("udf 'f'") && e.contains("2 results"), "{e}");
     let none = Function::build(&g, &[], |g, _| Ok(vec![g.scalar(DType::F32, 1.0)])).unwrap();
@@ -224,7 +224,8 @@ fn equal_length_list_columns_read_as_tensors_and_ragged_ones_name_the_row() {
     assert_eq!(t.shape(), &[3, 4]);
     assert_eq!(t.to_vec::<f32>().unwrap(), (0..12).map(|k| k as f32).collect::<Vec<_>>());
     // a sliced list reads only its rows
-    let t = array_to_tensor(Arc::new(list).slice(1, 2)).unwrap();
+    let list: ArrayRef = Arc::new(list);
+    let t = array_to_tensor(list.slice(1, 2)).unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), (4..12).map(|k| k as f32).collect::<Vec<_>>());
     let ragged = ListArray::new(field, OffsetBuffer::from_lengths([4, 4, 3, 1]), values, None);
     let e = array_to_tensor(Arc::new(ragged)).unwrap_err().to_string();
