@@ -21,8 +21,13 @@ fn main() -> Result<()> {
         let bi = g.gather(b, i, 0)?;
         Ok(vec![g.add(ai, bi)?, g.sub(ai, bi)?])
     };
+    // before: the body traced for ONE row, `i` a scalar index (on a copy of the graph)
+    let mut before = g.clone();
+    let i = before.input("i", DType::I64, Shape::scalar());
+    body(&mut before, i)?;
+    println!("== before: the loop body for one row (i: a scalar index) ==\n{before}");
     let out = pfor_with(&mut g, n, &PforOptions::strict(), body)?;
-    println!("== graph (body traced once for ONE row, then converted) ==\n{g}");
+    println!("== after pfor: every row at once (the body traced once, then converted) ==\n{g}");
     let b_val = Tensor::randn(&[n, 3], 1)?;
     let mut sess = Session::new(&g, &out)?;
     let r = sess.run(&[(b, b_val.clone())])?;

@@ -1,7 +1,7 @@
 """Shared part of the peer benchmarks: settings, timing, output files, workload data, drivers.
 
 Every peer script (peer_tf.py, peer_jax.py, peer_torch.py, peer_opacus.py,
-peer_tfp_autobatch.py) imports this module BEFORE its framework, so that the thread
+peer_tfp_autobatch.py, peer_tfdata.py) imports this module BEFORE its framework, so that the thread
 environment below is in place when the framework starts its pools.
 
 Invariants the scripts rely on:
@@ -19,7 +19,8 @@ Invariants the scripts rely on:
   quality_<name>.csv; checks_<name>.txt. <name> is the peer (tf) or w8_<peer> for W8.
 
 Environment: PEERS_OUT (output dir), PEERS_THREADS (default: all cores), QUICK=1 (small
-sizes), ONLY=W1,W3 (workload subset), W8_BATCHES=32,128, FOREIGN_MAX (0.05), ATTEMPTS
+sizes), ONLY=W1,W3 (workload subset), W8_BATCHES=32,128, W9_ROWS (16384), W9_DIR (the W9
+dataset's directory, default target/w9), FOREIGN_MAX (0.05), ATTEMPTS
 (4), QUIET_WAIT_MAX (180 s), TARGET_SECONDS (2.0: time budget of the timed calls).
 """
 import contextlib
@@ -294,6 +295,22 @@ def run_workloads(rec, impl, ctx=None):
                 elif mode != base:
                     rec.check(key, n, f"{base}-vs-{mode}", outs[base], o)
             del outs
+
+
+# ---------------------------------------------------------------- W9: a pipeline over Parquet
+W9 = "W9_parquet_pipeline"
+W9_UNIT = "rows/s"
+W9_SEED = 900     # the images: mnist(rows, W9_SEED)[0], as pfor's W9 (benches/workloads/peerlib.rs)
+W9_CHUNK = 2048   # rows per Parquet record batch, written and read
+W9_ROWS = int(os.environ.get("W9_ROWS") or (4096 if QUICK else 16384))
+W9_BATCHES = [128, 512]
+
+
+def w9_path(rows=W9_ROWS):
+    """The W9 dataset pfor's bench_report writes and reads: $W9_DIR (default target/w9 of the
+    repository) / mnist_rows_<rows>.parquet."""
+    d = os.environ.get("W9_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "target", "w9")
+    return os.path.join(d, f"mnist_rows_{rows}.parquet")
 
 
 # ---------------------------------------------------------------- W8: one DP-SGD step

@@ -6,14 +6,16 @@
 #
 # Usage: benches/peers/run.sh [peer ...]
 #   peers: tf jax torch tfp_autobatch (the default set: W1-W6)
-#          w8_tf w8_jax w8_torch w8_opacus (W8); w8 = all four; all = the default set and w8
+#          w8_tf w8_jax w8_torch w8_opacus (W8); w8 = all four;
+#          ort (ONNX Runtime: batched inference of ONNX models, peer_ort.py);
+#          tfdata (W9: TF tf.data over the W9 Parquet file); all = the default set, w8, ort and tfdata
 # Environment (all optional):
 #   PEERS_OUT     output directory (default: <repository>/target/peers)
 #   PEERS_VENV    the venv (default: ${XDG_CACHE_HOME:-$HOME/.cache}/pfor-peers-venv)
 #   PEERS_PYTHON  the Python that creates the venv (default: python3, 3.11 or newer)
 #   PEERS_RUNS    runs of each peer (default 1); with N > 1 run1/ .. runN/ hold the runs and
 #                 PEERS_OUT their medians (aggregate.py)
-#   QUICK=1, ONLY=W1,W3, W8_BATCHES=32,128, FIB_MAX_N, PEERS_THREADS, FOREIGN_MAX, ATTEMPTS,
+#   QUICK=1, ONLY=W1,W3, W8_BATCHES=32,128, W9_ROWS, W9_DIR, FIB_MAX_N, PEERS_THREADS, FOREIGN_MAX, ATTEMPTS,
 #   QUIET_WAIT_MAX, TARGET_SECONDS: see README.md; pip's own variables (PIP_CACHE_DIR,
 #   PIP_INDEX_URL, ...) apply to the installs.
 set -euo pipefail
@@ -28,6 +30,8 @@ script_of() { # peer -> script [argument]
     tf | jax | torch | tfp_autobatch) echo "peer_$1.py" ;;
     w8_tf | w8_jax | w8_torch) echo "peer_${1#w8_}.py w8" ;;
     w8_opacus) echo "peer_opacus.py" ;;
+    ort) echo "peer_ort.py" ;;
+    tfdata) echo "peer_tfdata.py" ;;
     *) return 1 ;;
   esac
 }
@@ -38,6 +42,8 @@ packages_of() { # peer -> the packages it imports (numpy comes with every peer)
     torch | w8_torch) echo torch ;;
     w8_opacus) echo torch opacus ;;
     tfp_autobatch) echo tensorflow-cpu tensorflow-probability ;;
+    ort) echo onnxruntime onnx torch ;; # torch and onnx: export_models.py
+    tfdata) echo tensorflow-cpu pyarrow ;;
   esac
 }
 
@@ -46,7 +52,7 @@ for arg in "${@:-default}"; do
   case $arg in
     default) peers+=(tf jax torch tfp_autobatch) ;;
     w8) peers+=(w8_tf w8_jax w8_torch w8_opacus) ;;
-    all) peers+=(tf jax torch tfp_autobatch w8_tf w8_jax w8_torch w8_opacus) ;;
+    all) peers+=(tf jax torch tfp_autobatch w8_tf w8_jax w8_torch w8_opacus ort tfdata) ;;
     *) script_of "$arg" >/dev/null || { echo "run.sh: unknown peer '$arg' (usage: see the top of $0)" >&2; exit 2; }
        peers+=("$arg") ;;
   esac

@@ -10,6 +10,7 @@ use pfor::vectorize::{PforOptions, pfor_with};
 mod dp;
 mod grad;
 mod overhead;
+pub mod peerlib;
 #[allow(unused_imports)]
 pub use dp::{W8_CLIP, W8Mode, w8, w8_graph, w8_with};
 #[allow(unused_imports)]
@@ -146,9 +147,15 @@ pub fn mnist_example_loss(g: &mut Graph, p: &MnistParams, rows: &[ValueId]) -> R
 /// The per-example W2 body: logits `[10]` of image `i` of `x [n,28,28,1]`.
 pub fn mnist_example(g: &mut Graph, p: &MnistParams, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
     let xi = g.gather(x, i, 0)?;
-    let xi = g.expand_dims(xi, 0)?;
+    Ok(vec![mnist_image_logits(g, p, xi)?])
+}
+
+/// The MNIST CNN on one image `x [28,28,1]` → logits `[10]` (W2's body after the gather;
+/// W9's per-example map).
+pub fn mnist_image_logits(g: &mut Graph, p: &MnistParams, x: ValueId) -> Result<ValueId> {
+    let xi = g.expand_dims(x, 0)?;
     let l = mnist_logits(g, p, xi)?;
-    Ok(vec![g.reshape(l, &[10])?])
+    g.reshape(l, &[10])
 }
 
 /// W2: MNIST CNN inference; units = images.

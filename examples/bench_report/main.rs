@@ -1,7 +1,9 @@
-//! Runs the benchmark workloads W1–W8 (`benches/workloads/`) in pfor / loop / hand modes in ONE
+//! Runs the benchmark workloads W1–W9 (`benches/workloads/`) in pfor / loop / hand modes in ONE
 //! process and prints markdown tables of throughputs and ratios (paste into BENCHMARKS.md),
 //! with the peers' numbers (TF `vectorized_map`, JAX `vmap`, torch `vmap`, TFP
-//! auto-batching) read from the CSVs `benches/peers/run.sh` writes.
+//! auto-batching, ONNX Runtime, TF `tf.data` for W9) read from the CSVs `benches/peers/run.sh`
+//! writes. `ONNX`: models imported from ONNX files against ONNX Runtime ([`onnx_models`]). W9
+//! (the pipeline over Parquet, [`w9`]) needs `--features parquet`.
 //!
 //! ```text
 //! cargo run --release --example bench_report [-- --quick] [--only W1,W6] [--peers DIR]
@@ -26,7 +28,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 #[path = "../../benches/autobatch/mod.rs"]
 mod autobatch_workloads;
 mod mem;
+mod onnx_models;
 mod peers;
+mod w9;
 #[path = "../../benches/workloads/mod.rs"]
 mod workloads;
 
@@ -80,11 +84,22 @@ fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
 }
 
 /// The tables and their row counts (for the progress bar).
-const TABLES: [(&str, u64); 8] =
-    [("W1", 5), ("W2", 4), ("W3", 4), ("W4", 4), ("W5", 4), ("W6", 4), ("W7", 4), ("OVERHEAD", 1)];
+const TABLES: [(&str, u64); 10] = [
+    ("W1", 5),
+    ("W2", 4),
+    ("W3", 4),
+    ("W4", 4),
+    ("W5", 4),
+    ("W6", 4),
+    ("W7", 4),
+    ("ONNX", 9),
+    ("W9", 2),
+    ("OVERHEAD", 1),
+];
 
 struct Args {
     budget: Duration,
+    quick: bool,
     only: Option<Vec<String>>,
     peers: Peers,
     progress: ProgressBar,
@@ -102,6 +117,7 @@ fn args() -> Args {
     });
     let mut a = Args {
         budget: Duration::from_millis(if quick { 300 } else { 1500 }),
+        quick,
         only,
         peers: Peers::load(&dir),
         progress: ProgressBar::hidden(),
@@ -196,6 +212,12 @@ fn main() -> pfor::Result<()> {
     }
     if a.wants("W8") {
         w8_table(&a)?;
+    }
+    if a.wants("ONNX") {
+        onnx_models::onnx_table(&a)?;
+    }
+    if a.wants("W9") {
+        w9::w9_table(&a)?;
     }
     if a.wants("OVERHEAD") {
         overhead_table(&a)?;

@@ -62,6 +62,8 @@ use crate::ir::Function;
 use crate::ops::{IterationCap, OnLimit};
 use crate::tensor::Tensor;
 
+mod body;
+
 struct Decl {
     name: String,
     params: Vec<Var>,
@@ -84,11 +86,39 @@ impl Default for ProgramBuilder {
 
 impl ProgramBuilder {
     /// An empty builder (variable 0 is the reserved `pc`).
+    ///
+    /// ```
+    /// use pfor::autobatch::{PrimOp, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let id = pb.function("id", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     f.ret(&[x])
+    /// })?;
+    /// let program = pb.build(id, &[VarType::scalar(DType::F64)])?;
+    /// assert_eq!(vm::execute(&program, &[Tensor::vec1(&[1.5f64, 2.5])])?[0].to_vec::<f64>()?, [1.5, 2.5]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new() -> ProgramBuilder {
         ProgramBuilder { names: HashSet::from(["pc".to_string()]), vars: vec!["pc".to_string()], decls: vec![] }
     }
 
     /// A fresh variable named `name` (made unique with a `_k` suffix if taken).
+    ///
+    /// ```
+    /// use pfor::autobatch::{PrimOp, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let (a, b) = (pb.var("acc"), pb.var("acc")); // named "acc" and "acc_1"
+    /// assert_ne!(a, b);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn var(&mut self, name: &str) -> Var {
         let mut unique = name.to_string();
         let mut k = 0;
@@ -102,6 +132,41 @@ impl ProgramBuilder {
     }
 
     /// Declare a function's name, parameter names and result names (define it later).
+    ///
+    /// ```
+    /// use pfor::autobatch::{PrimOp, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// // mutual recursion: declare both, then define them
+    /// let even = pb.declare("even", &["n"], &["r"])?;
+    /// let odd = pb.declare("odd", &["n"], &["r"])?;
+    /// for (me, other, base) in [(even, odd, true), (odd, even, false)] {
+    ///     pb.define(me, |f| {
+    ///         let n = f.param(0)?;
+    ///         let zero = f.eq(n, 0i64)?;
+    ///         f.if_else(
+    ///             zero,
+    ///             |f| {
+    ///                 let r = f.constant("base", Tensor::scalar(base))?;
+    ///                 f.ret(&[r])
+    ///             },
+    ///             |f| {
+    ///                 let m = f.sub(n, 1i64)?;
+    ///                 let r = f.call(other, &[m])?;
+    ///                 f.ret(&r)
+    ///             },
+    ///         )
+    ///     })?;
+    /// }
+    /// assert!(pb.declare("even", &["n"], &["r"]).is_err()); // a name is declared once
+    /// let program = pb.build(even, &[VarType::scalar(DType::I64)])?;
+    /// let r = vm::execute(&program, &[Tensor::vec1(&[0i64, 3, 4])])?;
+    /// assert_eq!(r[0].to_vec::<bool>()?, [true, false, true]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn declare(&mut self, name: &str, params: &[&str], results: &[&str]) -> Result<FuncId> {
         if self.decls.iter().any(|d| d.name == name) {
             return Err(Error::InvalidArgument(format!("autobatch: function '{name}' is declared twice")));
@@ -117,6 +182,25 @@ impl ProgramBuilder {
     }
 
     /// Define a declared function's body.
+    ///
+    /// ```
+    /// use pfor::autobatch::{PrimOp, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let inc = pb.declare("inc", &["x"], &["y"])?;
+    /// pb.define(inc, |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.add(x, 1i64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// assert!(pb.define(inc, |f| f.ret(&[])).is_err()); // defined twice
+    /// let program = pb.build(inc, &[VarType::scalar(DType::I64)])?;
+    /// assert_eq!(vm::execute(&program, &[Tensor::vec1(&[1i64, 2])])?[0].to_vec::<i64>()?, [2, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn define(&mut self, f: FuncId, body: impl FnOnce(&mut FunctionBuilder) -> Result<()>) -> Result<()> {
         let d = self.decl(f)?;
         if d.graph.is_some() {
@@ -132,6 +216,23 @@ impl ProgramBuilder {
     }
 
     /// Declare and define in one step (for functions that do not recurse before definition).
+    ///
+    /// ```
+    /// use pfor::autobatch::{PrimOp, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let double = pb.function("double", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 2i64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(double, &[VarType::scalar(DType::I64)])?;
+    /// assert_eq!(vm::execute(&program, &[Tensor::vec1(&[1i64, 5])])?[0].to_vec::<i64>()?, [2, 10]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn function(
         &mut self,
         name: &str,
@@ -146,6 +247,31 @@ impl ProgramBuilder {
 
     /// The program: main calls `entry` on the inputs (of `input_types`, one per parameter)
     /// and returns its results. Validates, infers types and allocations.
+    ///
+    /// ```
+    /// use pfor::autobatch::{PrimOp, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use pfor::autobatch::{reference, stackless};
+    ///
+    /// let mut pb = ProgramBuilder::new();
+    /// let norm = pb.function("sq_norm", &["v"], &["s"], |f| {
+    ///     let v = f.param(0)?;
+    ///     let s = f.prim("sum_sq", &[v], |x| {
+    ///         let a = x[0].array::<f64>()?; // [threads, 2]: one row per thread
+    ///         Ok((a * a).sum_axis(ndarray::Axis(1)).into())
+    ///     })?;
+    ///     f.ret(&[s])
+    /// })?;
+    /// // one thread's input is a vector of 2
+    /// let program = pb.build(norm, &[VarType::new(DType::F64, &[2])])?;
+    /// let v = Tensor::from_vec(&[2, 2], vec![3.0f64, 4.0, 1.0, 1.0])?;
+    /// assert_eq!(vm::execute(&program, &[v.clone()])?[0].to_vec::<f64>()?, [25.0, 2.0]);
+    /// assert_eq!(stackless::execute(&program, &[v.clone()])?, reference::execute(&program, &[v])?);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn build(self, entry: FuncId, input_types: &[VarType]) -> Result<Program> {
         let mut this = self;
         let e = this.decl(entry)?;
@@ -243,148 +369,6 @@ impl FunctionBuilder<'_> {
         Ok(ControlFlowGraph { blocks })
     }
 
-    /// Parameter `i`.
-    pub fn param(&self, i: usize) -> Result<Var> {
-        self.params
-            .get(i)
-            .copied()
-            .ok_or_else(|| Error::InvalidArgument(format!("autobatch: function '{}' has no parameter {i}", self.name)))
-    }
-    /// All parameters.
-    pub fn params(&self) -> Vec<Var> {
-        self.params.clone()
-    }
-    /// Result variable `i` (where the function leaves result `i`).
-    pub fn result(&self, i: usize) -> Result<Var> {
-        self.results
-            .get(i)
-            .copied()
-            .ok_or_else(|| Error::InvalidArgument(format!("autobatch: function '{}' has no result {i}", self.name)))
-    }
-    /// All result variables.
-    pub fn results(&self) -> Vec<Var> {
-        self.results.clone()
-    }
-    /// A fresh local variable.
-    pub fn local(&mut self, name: &str) -> Var {
-        self.pb.var(name)
-    }
-
-    /// Append a primop.
-    pub fn op(&mut self, op: PrimOp) -> Result<()> {
-        self.check_vars(&op.inputs)?;
-        self.check_vars(&op.outputs)?;
-        self.emit(Instruction::Prim(op))
-    }
-    /// `name = f(inputs)` for a one-output closure over batched tensors; returns the new variable.
-    pub fn prim(
-        &mut self,
-        name: &str,
-        inputs: &[Var],
-        f: impl Fn(&[Tensor]) -> Result<Tensor> + Send + Sync + 'static,
-    ) -> Result<Var> {
-        let out = self.local(name);
-        self.op(PrimOp::closure(name, inputs, &[out], move |x| Ok(vec![f(x)?])))?;
-        Ok(out)
-    }
-    /// `outputs = f(inputs)` for a closure over batched tensors.
-    pub fn prim_into(
-        &mut self,
-        name: &str,
-        inputs: &[Var],
-        outputs: &[Var],
-        f: impl Fn(&[Tensor]) -> Result<Vec<Tensor>> + Send + Sync + 'static,
-    ) -> Result<()> {
-        self.op(PrimOp::closure(name, inputs, outputs, f))
-    }
-    /// `outputs = function(inputs)` for a graph function over batched tensors.
-    pub fn graph_prim(&mut self, name: &str, inputs: &[Var], outputs: &[Var], function: Function) -> Result<()> {
-        self.op(PrimOp::function(name, inputs, outputs, function))
-    }
-    /// A fresh variable holding `value` in every thread.
-    pub fn constant(&mut self, name: &str, value: impl Into<Tensor>) -> Result<Var> {
-        let out = self.local(name);
-        self.op(PrimOp::constant(name, out, value))?;
-        Ok(out)
-    }
-    /// `var = value` in every active thread.
-    pub fn constant_into(&mut self, var: Var, value: impl Into<Tensor>) -> Result<()> {
-        let name = self.pb.vars.get(var.0).cloned().unwrap_or_default();
-        self.op(PrimOp::constant(&name, var, value))
-    }
-    /// `dst = src`.
-    pub fn assign(&mut self, dst: Var, src: Var) -> Result<()> {
-        self.op(PrimOp::copy("assign", &[src], &[dst]))
-    }
-
-    /// Call `function` on `args`; returns fresh variables receiving its results.
-    pub fn call(&mut self, function: FuncId, args: &[Var]) -> Result<Vec<Var>> {
-        let d = self.pb.decl(function)?;
-        let names: Vec<String> = d.results.iter().map(|r| self.pb.vars[r.0].clone()).collect();
-        let outs: Vec<Var> = names.iter().map(|n| self.local(n)).collect();
-        self.call_into(function, args, &outs)?;
-        Ok(outs)
-    }
-    /// Call `function` on `args`, writing its results into `outputs`.
-    pub fn call_into(&mut self, function: FuncId, args: &[Var], outputs: &[Var]) -> Result<()> {
-        let d = self.pb.decl(function)?;
-        if args.len() != d.params.len() {
-            let op = format!("autobatch call of '{}' in function '{}'", d.name, self.name);
-            return Err(Error::arity(&op, d.params.len().to_string(), args.len()));
-        }
-        if outputs.len() != d.results.len() {
-            return Err(Error::InvalidArgument(format!(
-                "autobatch: function '{}': '{}' has {} results, {} output variables given",
-                self.name,
-                d.name,
-                d.results.len(),
-                outputs.len()
-            )));
-        }
-        self.check_vars(args)?;
-        self.check_vars(outputs)?;
-        self.emit(Instruction::Call(FunctionCallOp { function, inputs: args.to_vec(), outputs: outputs.to_vec() }))
-    }
-
-    /// Per thread: run `then` where `cond` (a `bool[]` variable) holds, `otherwise` elsewhere.
-    pub fn if_else(
-        &mut self,
-        cond: Var,
-        then: impl FnOnce(&mut Self) -> Result<()>,
-        otherwise: impl FnOnce(&mut Self) -> Result<()>,
-    ) -> Result<()> {
-        self.check_vars(&[cond])?;
-        let head = self.current()?;
-        let t = self.new_block("then");
-        self.cur = Some(t);
-        then(self)?;
-        let t_end = self.cur;
-        let e = self.new_block("else");
-        self.cur = Some(e);
-        otherwise(self)?;
-        let e_end = self.cur;
-        self.blocks[head].term = Some(Terminator::Branch { cond, if_true: BlockId(t), if_false: BlockId(e) });
-        self.join(&[t_end, e_end]);
-        Ok(())
-    }
-
-    /// Per thread: run `then` where `cond` holds.
-    pub fn if_then(&mut self, cond: Var, then: impl FnOnce(&mut Self) -> Result<()>) -> Result<()> {
-        self.check_vars(&[cond])?;
-        let head = self.current()?;
-        let t = self.new_block("then");
-        self.cur = Some(t);
-        then(self)?;
-        let t_end = self.cur;
-        let j = self.new_block("join");
-        self.blocks[head].term = Some(Terminator::Branch { cond, if_true: BlockId(t), if_false: BlockId(j) });
-        if let Some(te) = t_end {
-            self.blocks[te].term = Some(Terminator::Goto(BlockId(j)));
-        }
-        self.cur = Some(j);
-        Ok(())
-    }
-
     fn join(&mut self, ends: &[Option<usize>]) {
         if ends.iter().all(Option::is_none) {
             self.cur = None;
@@ -395,89 +379,5 @@ impl FunctionBuilder<'_> {
             self.blocks[*e].term = Some(Terminator::Goto(BlockId(j)));
         }
         self.cur = Some(j);
-    }
-
-    /// Per thread: `while cond() { body() }`; `cond` emits code computing a `bool[]` variable.
-    pub fn while_loop(
-        &mut self,
-        cond: impl FnOnce(&mut Self) -> Result<Var>,
-        body: impl FnOnce(&mut Self) -> Result<()>,
-    ) -> Result<()> {
-        self.while_loop_with(None, cond, body)
-    }
-
-    /// [`while_loop`](Self::while_loop) with an optional per-thread trip cap (see the module
-    /// docs). Layout: `i = 0; head: c = cond(); go = c && i < max; branch go → body, after;
-    /// body; i += 1; goto head; after: [OnLimit::Error: branch c → fail, exit; fail:
-    /// IterationLimit]; exit`.
-    pub fn while_loop_with(
-        &mut self,
-        cap: Option<IterationCap>,
-        cond: impl FnOnce(&mut Self) -> Result<Var>,
-        body: impl FnOnce(&mut Self) -> Result<()>,
-    ) -> Result<()> {
-        let trips = match cap {
-            Some(_) => Some(self.constant("trips", 0i64)?),
-            None => None,
-        };
-        let pre = self.current()?;
-        let head = self.new_block("loop_head");
-        self.blocks[pre].term = Some(Terminator::Goto(BlockId(head)));
-        self.cur = Some(head);
-        let c = cond(self)?;
-        self.check_vars(&[c])?;
-        let go = match (cap, trips) {
-            (Some(cap), Some(i)) => {
-                let max = i64::try_from(cap.max_iterations).unwrap_or(i64::MAX);
-                self.prim("under_cap", &[c, i], move |x| {
-                    let (c, i) = (x[0].array::<bool>()?, x[1].array::<i64>()?);
-                    Ok(ndarray::Zip::from(c).and(i).map_collect(|&c, &i| c && i < max).into())
-                })?
-            }
-            _ => c,
-        };
-        let head_end = self.current()?;
-        let b = self.new_block("loop_body");
-        self.cur = Some(b);
-        body(self)?;
-        if self.cur.is_some() {
-            if let Some(i) = trips {
-                self.prim_into("count_trip", &[i], &[i], |x| Ok(vec![(x[0].array::<i64>()? + 1).into()]))?;
-            }
-            let be = self.current()?;
-            self.blocks[be].term = Some(Terminator::Goto(BlockId(head)));
-        }
-        let after = self.new_block("loop_after");
-        self.blocks[head_end].term =
-            Some(Terminator::Branch { cond: go, if_true: BlockId(b), if_false: BlockId(after) });
-        self.cur = Some(after);
-        if let Some(cap @ IterationCap { on_limit: OnLimit::Error, .. }) = cap {
-            let what = format!("autobatch while loop in function '{}'", self.name);
-            self.if_then(c, |f| {
-                // runs only when some thread got here (declared types: no probe run)
-                let fail = PrimOp::closure("iteration_limit", &[c], &[], move |_| {
-                    Err(Error::IterationLimit { what: what.clone(), limit: cap.max_iterations })
-                });
-                f.op(fail.with_types(vec![]))
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Return `values` (copied into the result variables unless they are them).
-    pub fn ret(&mut self, values: &[Var]) -> Result<()> {
-        if values.len() != self.results.len() {
-            let op = format!("autobatch return from '{}'", self.name);
-            return Err(Error::arity(&op, self.results.len().to_string(), values.len()));
-        }
-        self.check_vars(values)?;
-        let c = self.current()?;
-        if values != self.results.as_slice() {
-            let results = self.results.clone();
-            self.emit(Instruction::Prim(PrimOp::copy("ret", values, &results)))?;
-        }
-        self.blocks[c].term = Some(Terminator::Return);
-        self.cur = None;
-        Ok(())
     }
 }

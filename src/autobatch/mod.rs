@@ -241,14 +241,83 @@ pub struct ExecStats {
 
 impl ExecStats {
     /// Batched executions of primops named `name`.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.add(x, 1i64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::scalar(DType::I64)])?;
+    /// let stats = vm::execute_with(&program, &[Tensor::vec1(&[1i64, 2, 3])], &Default::default())?.stats;
+    /// assert_eq!(stats.runs("add"), 1); // three threads, one batched `add`
+    /// assert_eq!(stats.runs("mul"), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn runs(&self, name: &str) -> u64 {
         self.prim_runs.get(name).copied().unwrap_or(0)
     }
     /// Activations of the function named `name`, summed over threads (see the `calls` field).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // count(n) calls itself until n == 0: n + 1 activations per thread
+    /// let mut pb = ProgramBuilder::new();
+    /// let count = pb.declare("count", &["n"], &["r"])?;
+    /// pb.define(count, |f| {
+    ///     let n = f.param(0)?;
+    ///     let done = f.eq(n, 0i64)?;
+    ///     f.if_else(done, |f| f.ret(&[n]), |f| {
+    ///         let m = f.sub(n, 1i64)?;
+    ///         let r = f.call(count, &[m])?;
+    ///         f.ret(&r)
+    ///     })
+    /// })?;
+    /// let program = pb.build(count, &[VarType::scalar(DType::I64)])?;
+    /// let stats = vm::execute_with(&program, &[Tensor::vec1(&[2i64, 5])], &Default::default())?.stats;
+    /// assert_eq!(stats.calls("count"), 3 + 6); // what the sequential program makes, however batched
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn calls(&self, name: &str) -> u64 {
         self.calls.get(name).copied().unwrap_or(0)
     }
     /// Total block executions.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("sign", &["x"], &["s"], |f| {
+    ///     let (x, s) = (f.param(0)?, f.result(0)?);
+    ///     let neg = f.lt(x, 0i64)?;
+    ///     f.if_else(neg, |f| {
+    ///         f.constant_into(s, -1i64)?;
+    ///         f.ret(&[s])
+    ///     }, |f| {
+    ///         f.constant_into(s, 1i64)?;
+    ///         f.ret(&[s])
+    ///     })
+    /// })?;
+    /// let program = pb.build(f, &[VarType::scalar(DType::I64)])?;
+    /// let stats = vm::execute_with(&program, &[Tensor::vec1(&[-1i64, 1])], &Default::default())?.stats;
+    /// // dense, masked and gather/scatter executions together
+    /// assert_eq!(stats.blocks(), stats.dense_blocks + stats.masked_blocks + stats.gather_blocks);
+    /// assert!(stats.blocks() >= 3); // at least the entry block and both branches
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn blocks(&self) -> u64 {
         self.dense_blocks + self.masked_blocks + self.gather_blocks
     }

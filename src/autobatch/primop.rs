@@ -67,6 +67,20 @@ impl fmt::Debug for PrimOp {
 
 impl PrimOp {
     /// A closure primop.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // rows are threads: [width] in, [width] out
+    /// let op = PrimOp::closure("double", &[Var(1)], &[Var(2)], |x| Ok(vec![(x[0].array::<i64>()? * 2).into()]));
+    /// let i64s = [VarType::scalar(DType::I64)];
+    /// let out = op.run(vec![Tensor::vec1(&[1i64, 2])], 2, &i64s, &ExecConfig::default())?;
+    /// assert_eq!(out[0].to_vec::<i64>()?, [2, 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn closure(
         name: &str,
         inputs: &[Var],
@@ -76,14 +90,52 @@ impl PrimOp {
         PrimOp::new(name, inputs, outputs, PrimKind::Closure(Arc::new(f)))
     }
     /// A graph-function primop.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let ty = [TensorType::new(DType::F64, [Dim::unknown()])]; // the batch of the threads' values
+    /// let neg = Function::build(&Graph::new(), &ty, |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// let op = PrimOp::function("neg", &[Var(1)], &[Var(2)], neg);
+    /// assert_eq!(op.describe(), "neg:graph");
+    /// let f64s = [VarType::scalar(DType::F64)];
+    /// assert_eq!(op.infer(&f64s)?, f64s); // typed from the function's signature
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn function(name: &str, inputs: &[Var], outputs: &[Var], f: Function) -> PrimOp {
         PrimOp::new(name, inputs, outputs, PrimKind::Function(Arc::new(f)))
     }
     /// `output = value` for every thread.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let op = PrimOp::constant("zero", Var(1), 0i64);
+    /// let out = op.run(vec![], 3, &[VarType::scalar(DType::I64)], &ExecConfig::default())?;
+    /// assert_eq!(out[0].to_vec::<i64>()?, [0, 0, 0]); // one value per thread row
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn constant(name: &str, output: Var, value: impl Into<Tensor>) -> PrimOp {
         PrimOp::new(name, &[], &[output], PrimKind::Const(value.into()))
     }
     /// A parallel copy `outputs[i] = inputs[i]`.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let swap = PrimOp::copy("swap", &[Var(1), Var(2)], &[Var(2), Var(1)]); // at once: a swap
+    /// assert_eq!(swap.describe(), "swap:copy");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn copy(name: &str, inputs: &[Var], outputs: &[Var]) -> PrimOp {
         PrimOp::new(name, inputs, outputs, PrimKind::Copy)
     }
@@ -91,11 +143,35 @@ impl PrimOp {
         PrimOp { name: name.to_string(), inputs: inputs.to_vec(), outputs: outputs.to_vec(), kind, out_types: None }
     }
     /// Declare the output types (skips probing the body during type inference).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // declared types: inference does not run the closure on empty inputs
+    /// let op = PrimOp::closure("len", &[Var(1)], &[Var(2)], |x| Ok(vec![Tensor::vec1(&vec![3i64; x[0].shape()[0]])]))
+    ///     .with_types(vec![VarType::scalar(DType::I64)]);
+    /// assert_eq!(op.infer(&[VarType::new(DType::F32, &[3])])?, [VarType::scalar(DType::I64)]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_types(mut self, types: Vec<VarType>) -> PrimOp {
         self.out_types = Some(types);
         self
     }
     /// A short description for printing (`name`, `name:const ...`, `name:copy`, `name:graph`).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(PrimOp::copy("ret", &[Var(1)], &[Var(2)]).describe(), "ret:copy");
+    /// assert!(PrimOp::constant("one", Var(1), 1i64).describe().starts_with("one:const"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn describe(&self) -> String {
         match &self.kind {
             PrimKind::Closure(_) => self.name.clone(),
@@ -110,6 +186,20 @@ impl PrimOp {
     }
 
     /// Output types from input types (see the module docs).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // a closure's output types come from one run on empty inputs ([0] + event shape)
+    /// let op = PrimOp::closure("sum", &[Var(1)], &[Var(2)], |x| {
+    ///     Ok(vec![x[0].array::<f64>()?.sum_axis(ndarray::Axis(1)).into()])
+    /// });
+    /// assert_eq!(op.infer(&[VarType::new(DType::F64, &[4])])?, [VarType::scalar(DType::F64)]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn infer(&self, in_types: &[VarType]) -> Result<Vec<VarType>> {
         if in_types.len() != self.inputs.len() {
             return Err(Error::arity(
@@ -182,6 +272,20 @@ impl PrimOp {
 
     /// Run on `width` thread rows and check every output against `expect` (the output
     /// variables' types); a graph function runs with `config`'s [`ExecConfig::functions`].
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, PrimOp, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let op = PrimOp::closure("bad", &[Var(1)], &[Var(2)], |x| Ok(vec![x[0].clone(), x[0].clone()]));
+    /// let t = [VarType::scalar(DType::I64)];
+    /// // every output is checked: two outputs for one variable is an error naming the op
+    /// let e = op.run(vec![Tensor::vec1(&[1i64])], 1, &t, &ExecConfig::default()).unwrap_err();
+    /// assert!(e.to_string().contains("bad"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run(
         &self,
         inputs: Vec<Tensor>,

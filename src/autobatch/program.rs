@@ -28,6 +28,16 @@ impl Var {
     /// The reserved program-counter variable.
     pub const PC: Var = Var(0);
     /// The index into the program's variable tables.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(Var::PC.index(), 0); // variable 0 is the program counter
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn index(self) -> usize {
         self.0
     }
@@ -52,18 +62,60 @@ pub struct VarType {
 
 impl VarType {
     /// A type of `dtype` with event shape `shape`.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = VarType::new(DType::F32, &[28, 28]); // one thread's value: a 28x28 image
+    /// assert_eq!(t.batched_shape(64), [64, 28, 28]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(dtype: DType, shape: &[usize]) -> VarType {
         VarType { dtype, shape: shape.to_vec() }
     }
     /// A per-thread scalar.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = VarType::scalar(DType::I64);
+    /// assert_eq!((t.shape.len(), t.row_len()), (0, 1));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar(dtype: DType) -> VarType {
         VarType { dtype, shape: vec![] }
     }
     /// Elements per thread.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(VarType::new(DType::F64, &[3, 4]).row_len(), 12);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn row_len(&self) -> usize {
         self.shape.iter().product()
     }
     /// The concrete batched shape `[batch] + shape`.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(VarType::scalar(DType::Bool).batched_shape(5), [5]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batched_shape(&self, batch: usize) -> Vec<usize> {
         let mut s = Vec::with_capacity(self.shape.len() + 1);
         s.push(batch);
@@ -71,6 +123,17 @@ impl VarType {
         s
     }
     /// The static graph type of the batched value (batch dim dynamic).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let t = VarType::new(DType::F32, &[3]).batched_tensor_type();
+    /// assert_eq!(t.shape, Shape::from_dims([Dim::unknown(), Dim::fixed(3)])); // the batch is dynamic
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batched_tensor_type(&self) -> TensorType {
         TensorType::new(self.dtype, Shape::fixed(&self.shape).prepend(crate::tensor::Dim::unknown()))
     }
@@ -276,32 +339,166 @@ impl Program {
     }
 
     /// The variable named `name`.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// let x = program.var("x").expect("the parameter");
+    /// assert_eq!(program.var_name(x), "x");
+    /// assert!(program.var("nope").is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn var(&self, name: &str) -> Option<Var> {
         self.var_defs.iter().position(|d| d.name == name).map(Var)
     }
     /// A variable's name (`?N` for an out-of-range handle).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// // the entry's inputs and outputs get `main.` names
+    /// assert_eq!(program.var_name(program.vars_in[0]), "main.x");
+    /// assert_eq!(program.var_name(Var(9999)), "?9999");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn var_name(&self, v: Var) -> String {
         self.var_defs.get(v.0).map(|d| d.name.clone()).unwrap_or_else(|| format!("?{}", v.0))
     }
     /// A variable's type, or an error if it has none.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// let y = program.var("y").expect("the result");
+    /// assert_eq!(program.var_type(y)?, &VarType::new(DType::F64, &[2])); // inferred
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn var_type(&self, v: Var) -> Result<&VarType> {
         self.var_defs.get(v.0).and_then(|d| d.ty.as_ref()).ok_or_else(|| {
             Error::InvalidArgument(format!("autobatch: variable '{}' has no inferred type", self.var_name(v)))
         })
     }
     /// A variable's allocation (`Register` when the table is missing).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// let x = program.var("x").expect("the parameter");
+    /// let _how = program.alloc(x); // register, or a stack when a call would overwrite it
+    /// assert_eq!(program.alloc(x), program.allocation_table()["x"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn alloc(&self, v: Var) -> VariableAllocation {
         self.var_alloc.get(v.0).copied().unwrap_or(VariableAllocation::Register)
     }
     /// The allocation table by variable name (including `pc`).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// let table = program.allocation_table();
+    /// assert!(table.contains_key("pc") && table.contains_key("main.y"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn allocation_table(&self) -> BTreeMap<String, VariableAllocation> {
         self.var_defs.iter().enumerate().map(|(i, d)| (d.name.clone(), self.alloc(Var(i)))).collect()
     }
     /// A function by id.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// assert_eq!(program.function(f)?.name, "f");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn function(&self, f: FuncId) -> Result<&FunctionDef> {
         self.functions.get(f.0).ok_or_else(|| Error::UnknownFunction { name: format!("#{}", f.0) })
     }
     /// True if the program still contains `FunctionCallOp`s (not lowered).
+    ///
+    /// ```
+    /// use pfor::autobatch::{ProgramBuilder, Var, VarType};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let f = pb.function("f", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, 3.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(f, &[VarType::new(DType::F64, &[2])])?;
+    ///
+    /// assert!(program.has_calls()); // main calls f; the VM's lowered form has none
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn has_calls(&self) -> bool {
         std::iter::once(&self.graph)
             .chain(self.functions.iter().map(|f| &f.graph))

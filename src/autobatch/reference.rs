@@ -18,11 +18,57 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// Run `program` on `inputs` one batch member at a time, with default options.
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, reference};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut pb = ProgramBuilder::new();
+/// let inc = pb.function("inc", &["x"], &["y"], |f| {
+///     let x = f.param(0)?;
+///     let y = f.add(x, 1i64)?;
+///     f.ret(&[y])
+/// })?;
+/// let program = pb.build(inc, &[VarType::scalar(DType::I64)])?;
+/// // the oracle: thread after thread, no batching
+/// assert_eq!(reference::execute(&program, &[Tensor::vec1(&[1i64, 2])])?[0].to_vec::<i64>()?, [2, 3]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     execute_with(program, inputs, &ExecConfig::default())
 }
 
 /// Run one batch member at a time (the limits of `config`; its modes do not apply).
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, reference};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// // depth(n) = n == 0 ? 0 : 1 + depth(n - 1): n + 1 nested calls
+/// let mut pb = ProgramBuilder::new();
+/// let depth = pb.declare("depth", &["n"], &["d"])?;
+/// pb.define(depth, |f| {
+///     let n = f.param(0)?;
+///     let zero = f.eq(n, 0i64)?;
+///     f.if_else(zero, |f| f.ret(&[n]), |f| {
+///         let m = f.sub(n, 1i64)?;
+///         let d = f.call(depth, &[m])?;
+///         let d = f.add(d[0], 1i64)?; // not a tail call: the stack grows
+///         f.ret(&[d])
+///     })
+/// })?;
+/// let program = pb.build(depth, &[VarType::scalar(DType::I64)])?;
+/// let config = ExecConfig { max_stack_depth: 4, ..ExecConfig::default() };
+/// let n = |v: i64| Tensor::vec1(&[v]);
+/// assert_eq!(reference::execute_with(&program, &[n(2)], &config)?[0].to_vec::<i64>()?, [2]);
+/// let e = reference::execute_with(&program, &[n(10)], &config).unwrap_err();
+/// assert!(matches!(e.root(), Error::RecursionLimit { .. }));
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -> Result<Vec<Tensor>> {
     super::lower::check_runnable(program, false)?;
     let batch = check_inputs(program, inputs)?;
@@ -48,6 +94,24 @@ pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -
 }
 
 /// Run one thread: `inputs` are `[1] + event shape`; so are the outputs.
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, reference};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut pb = ProgramBuilder::new();
+/// let neg = pb.function("neg", &["x"], &["y"], |f| {
+///     let x = f.param(0)?;
+///     let y = f.mul(x, -1.0f64)?;
+///     f.ret(&[y])
+/// })?;
+/// let program = pb.build(neg, &[VarType::new(DType::F64, &[2])])?;
+/// let one = Tensor::from_vec(&[1, 2], vec![1.0f64, -2.0])?; // one thread: [1] + its shape
+/// assert_eq!(reference::execute_one(&program, &[one], 256)?[0].to_vec::<f64>()?, [-1.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute_one(program: &Program, inputs: &[Tensor], max_depth: usize) -> Result<Vec<Tensor>> {
     let config = ExecConfig { max_stack_depth: max_depth, ..ExecConfig::default() };
     run_one(program, inputs, &config, &mut RunCounters::new(0, &config))

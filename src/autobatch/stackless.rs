@@ -36,12 +36,53 @@ pub struct Executor {
 
 impl Executor {
     /// An executor for a built (typed and allocated) program that still has its calls.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, stackless};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let sq = pb.function("sq", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.mul(x, x)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let program = pb.build(sq, &[VarType::scalar(DType::I64)])?;
+    /// let exec = stackless::Executor::new(&program)?; // reused: its block plans are cached
+    /// for batch in [vec![1i64, 2], vec![3, 4, 5]] {
+    ///     let want: Vec<i64> = batch.iter().map(|v| v * v).collect();
+    ///     let out = exec.run(&[Tensor::vec1(&batch)], &ExecConfig::default())?;
+    ///     assert_eq!(out.outputs[0].to_vec::<i64>()?, want);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(program: &Program) -> Result<Executor> {
         super::lower::check_runnable(program, false)?;
         Ok(Executor { program: program.clone(), cache: PlanCache::new(program, true) })
     }
 
     /// Run on inputs of shape `[batch] + event shape` each.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, stackless};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let max0 = pb.function("max0", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.maximum(x, 0i64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let exec = stackless::Executor::new(&pb.build(max0, &[VarType::scalar(DType::I64)])?)?;
+    /// let out = exec.run(&[Tensor::vec1(&[-3i64, 3])], &ExecConfig::default())?;
+    /// assert_eq!(out.outputs[0].to_vec::<i64>()?, [0, 3]);
+    /// assert_eq!(out.stats.runs("maximum"), 1); // one batched run for both threads
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
         run_program(&self.program, &self.cache, inputs, config, |mut regs, batch, counters| {
             self.interpret(0, &mut regs, Mask::all(batch), 0, config, counters)?;
@@ -162,11 +203,57 @@ impl Machine for Activation<'_> {
 }
 
 /// Run `program` on `inputs` (each `[batch] + event shape`) with default options.
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, stackless};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut pb = ProgramBuilder::new();
+/// let parity = pb.function("parity", &["n"], &["odd"], |f| {
+///     let n = f.param(0)?;
+///     let r = f.prim("odd", &[n], |t| Ok(t[0].array::<i64>()?.mapv(|v| v % 2 != 0).into()))?;
+///     f.ret(&[r])
+/// })?;
+/// let program = pb.build(parity, &[VarType::scalar(DType::I64)])?;
+/// let out = stackless::execute(&program, &[Tensor::vec1(&[3i64, 4])])?;
+/// assert_eq!(out[0].to_vec::<bool>()?, [true, false]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     Ok(execute_with(program, inputs, &ExecConfig::default())?.outputs)
 }
 
 /// Run with options, returning outputs and statistics.
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, stackless};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut pb = ProgramBuilder::new();
+/// let collatz = pb.declare("steps", &["n"], &["s"])?;
+/// pb.define(collatz, |f| {
+///     let n = f.param(0)?;
+///     let one = f.le(n, 1i64)?;
+///     f.if_else(one, |f| {
+///         let z = f.constant("zero", 0i64)?;
+///         f.ret(&[z])
+///     }, |f| {
+///         let h = f.div(n, 2i64)?; // (a halving sequence: n, n/2, ..., 1)
+///         let s = f.call(collatz, &[h])?;
+///         let s = f.add(s[0], 1i64)?;
+///         f.ret(&[s])
+///     })
+/// })?;
+/// let program = pb.build(collatz, &[VarType::scalar(DType::I64)])?;
+/// let out = stackless::execute_with(&program, &[Tensor::vec1(&[8i64, 1])], &ExecConfig::default())?;
+/// assert_eq!(out.outputs[0].to_vec::<i64>()?, [3, 0]);
+/// assert_eq!(out.stats.calls("steps"), 4 + 1); // 8, 4, 2, 1 and 1
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
     Executor::new(program)?.run(inputs, config)
 }

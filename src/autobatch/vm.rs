@@ -184,6 +184,26 @@ pub struct Vm {
 
 impl Vm {
     /// Lower a built program and prepare to run it.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let half = pb.function("half", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.div(x, 2.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let machine = vm::Vm::new(&pb.build(half, &[VarType::scalar(DType::F64)])?)?; // lowers once
+    /// for x in [1.0f64, 8.0] {
+    ///     let out = machine.run(&[Tensor::vec1(&[x])], &ExecConfig::default())?;
+    ///     assert_eq!(out.outputs[0].to_vec::<f64>()?, [x / 2.0]);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(program: &Program) -> Result<Vm> {
         let (lowered, entries) = lower_with_entries(program)?;
         check_runnable(&lowered, true)?;
@@ -202,11 +222,48 @@ impl Vm {
     }
 
     /// The lowered program this VM runs.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let id = pb.function("id", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     f.ret(&[x])
+    /// })?;
+    /// let program = pb.build(id, &[VarType::scalar(DType::I64)])?;
+    /// let machine = vm::Vm::new(&program)?;
+    /// assert!(program.has_calls()); // main calls id
+    /// assert!(!machine.lowered().has_calls()); // calls became stack pushes, pops and jumps
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lowered(&self) -> &Program {
         &self.lowered
     }
 
     /// Run on inputs of shape `[batch] + event shape` each.
+    ///
+    /// ```
+    /// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, vm};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut pb = ProgramBuilder::new();
+    /// let clip = pb.function("clip", &["x"], &["y"], |f| {
+    ///     let x = f.param(0)?;
+    ///     let y = f.minimum(x, 1.0f64)?;
+    ///     f.ret(&[y])
+    /// })?;
+    /// let machine = vm::Vm::new(&pb.build(clip, &[VarType::scalar(DType::F64)])?)?;
+    /// let out = machine.run(&[Tensor::vec1(&[0.5f64, 2.0])], &ExecConfig::default())?;
+    /// assert_eq!(out.outputs[0].to_vec::<f64>()?, [0.5, 1.0]);
+    /// assert!(out.stats.blocks() > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run(&self, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
         let p = &self.lowered;
         run_program(p, &self.cache, inputs, config, |regs, batch, counters| {
@@ -301,11 +358,59 @@ impl Vm {
 }
 
 /// Lower and run `program` on `inputs` (each `[batch] + event shape`) with default options.
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, vm};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// // pow2(n) = n == 0 ? 1 : 2 * pow2(n - 1), threads at different recursion depths
+/// let mut pb = ProgramBuilder::new();
+/// let pow2 = pb.declare("pow2", &["n"], &["p"])?;
+/// pb.define(pow2, |f| {
+///     let n = f.param(0)?;
+///     let base = f.eq(n, 0i64)?;
+///     f.if_else(base, |f| {
+///         let one = f.constant("one", 1i64)?;
+///         f.ret(&[one])
+///     }, |f| {
+///         let m = f.sub(n, 1i64)?;
+///         let p = f.call(pow2, &[m])?;
+///         let p = f.mul(p[0], 2i64)?;
+///         f.ret(&[p])
+///     })
+/// })?;
+/// let program = pb.build(pow2, &[VarType::scalar(DType::I64)])?;
+/// assert_eq!(vm::execute(&program, &[Tensor::vec1(&[0i64, 3, 10])])?[0].to_vec::<i64>()?, [1, 8, 1024]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute(program: &Program, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
     Ok(execute_with(program, inputs, &ExecConfig::default())?.outputs)
 }
 
 /// Lower and run with options, returning outputs and statistics.
+///
+/// ```
+/// use pfor::autobatch::{ExecConfig, ProgramBuilder, VarType, vm};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut pb = ProgramBuilder::new();
+/// let f = pb.function("f", &["x"], &["y"], |f| {
+///     let x = f.param(0)?;
+///     let y = f.add(x, x)?;
+///     f.ret(&[y])
+/// })?;
+/// let program = pb.build(f, &[VarType::scalar(DType::I64)])?;
+/// let token = CancelToken::new();
+/// token.cancel();
+/// let config = ExecConfig { cancel: Some(token), ..ExecConfig::default() };
+/// let e = vm::execute_with(&program, &[Tensor::vec1(&[1i64])], &config).unwrap_err();
+/// assert!(matches!(e.root(), Error::Cancelled { .. }));
+/// # Ok(())
+/// # }
+/// ```
 pub fn execute_with(program: &Program, inputs: &[Tensor], config: &ExecConfig) -> Result<Execution> {
     Vm::new(program)?.run(inputs, config)
 }

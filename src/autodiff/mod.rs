@@ -55,18 +55,88 @@ pub struct VjpCtx<'a> {
 
 impl VjpCtx<'_> {
     /// Input `i`.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what reverse mode hands an `exp` rule (rules are called by `gradients`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = VjpCtx { g: &mut g, node: y.node, inputs, outputs, dys: vec![None], needs: vec![true] };
+    ///
+    /// assert_eq!(ctx.x(0), x);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn x(&self, i: usize) -> ValueId {
         self.inputs[i]
     }
     /// Output `i`.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what reverse mode hands an `exp` rule (rules are called by `gradients`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = VjpCtx { g: &mut g, node: y.node, inputs, outputs, dys: vec![None], needs: vec![true] };
+    ///
+    /// assert_eq!(ctx.y(0), y);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn y(&self, i: usize) -> ValueId {
         self.outputs[i]
     }
     /// Whether input `i` needs a cotangent.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what reverse mode hands an `exp` rule (rules are called by `gradients`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = VjpCtx { g: &mut g, node: y.node, inputs, outputs, dys: vec![None], needs: vec![true] };
+    ///
+    /// assert!(ctx.need(0) && !ctx.need(1)); // out of range: not needed
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn need(&self, i: usize) -> bool {
         self.needs.get(i).copied().unwrap_or(false)
     }
     /// The cotangent of output `i`, materialized as zeros when absent.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what reverse mode hands an `exp` rule (rules are called by `gradients`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = VjpCtx { g: &mut g, node: y.node, inputs, outputs, dys: vec![None], needs: vec![true] };
+    ///
+    /// let dy = ctx.dy(0)?; // no cotangent: zeros of y's type
+    /// let dx = ctx.g.mul(dy, y)?; // d exp(x) = exp(x) dx
+    /// assert_eq!(run_once(&g, &[dx], &[(x, Tensor::vec1(&[0.0f32, 1.0]))])?[0].to_vec::<f32>()?, [0.0, 0.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dy(&mut self, i: usize) -> Result<ValueId> {
         match self.dys.get(i).copied().flatten() {
             Some(d) => Ok(d),
@@ -80,6 +150,24 @@ impl VjpCtx<'_> {
         }
     }
     /// An error naming this node: "no gradient for ...".
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what reverse mode hands an `exp` rule (rules are called by `gradients`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = VjpCtx { g: &mut g, node: y.node, inputs, outputs, dys: vec![None], needs: vec![true] };
+    ///
+    /// let e = ctx.unsupported("its second input");
+    /// assert!(e.to_string().contains("exp"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unsupported(&self, what: impl Into<String>) -> Error {
         let name = self.g.node(self.node).map(|n| n.op.name()).unwrap_or_default();
         Error::unsupported(&name, what)
@@ -102,18 +190,88 @@ pub struct JvpCtx<'a> {
 
 impl JvpCtx<'_> {
     /// Input `i`.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what forward mode hands an `exp` rule (rules are called by `jvp`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = JvpCtx { g: &mut g, node: y.node, inputs, outputs, tangents: vec![None] };
+    ///
+    /// assert_eq!(ctx.x(0), x);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn x(&self, i: usize) -> ValueId {
         self.inputs[i]
     }
     /// Output `i`.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what forward mode hands an `exp` rule (rules are called by `jvp`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = JvpCtx { g: &mut g, node: y.node, inputs, outputs, tangents: vec![None] };
+    ///
+    /// assert_eq!(ctx.y(0), y);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn y(&self, i: usize) -> ValueId {
         self.outputs[i]
     }
     /// The tangent of input `i`, if any.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what forward mode hands an `exp` rule (rules are called by `jvp`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = JvpCtx { g: &mut g, node: y.node, inputs, outputs, tangents: vec![None] };
+    ///
+    /// assert_eq!(ctx.t(0), None); // x has no tangent (zero)
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn t(&self, i: usize) -> Option<ValueId> {
         self.tangents.get(i).copied().flatten()
     }
     /// The tangent of input `i`, materialized as zeros when absent.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what forward mode hands an `exp` rule (rules are called by `jvp`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = JvpCtx { g: &mut g, node: y.node, inputs, outputs, tangents: vec![None] };
+    ///
+    /// let t = ctx.t_or_zero(0)?; // zeros of x's type
+    /// let ty = ctx.g.mul(t, y)?; // the tangent of exp(x): exp(x) t
+    /// assert_eq!(run_once(&g, &[ty], &[(x, Tensor::vec1(&[1.0f32, 2.0]))])?[0].to_vec::<f32>()?, [0.0, 0.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn t_or_zero(&mut self, i: usize) -> Result<ValueId> {
         match self.t(i) {
             Some(t) => Ok(t),
@@ -124,6 +282,24 @@ impl JvpCtx<'_> {
         }
     }
     /// An error naming this node.
+    ///
+    /// ```
+    /// use pfor::autodiff::{JvpCtx, VjpCtx};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// // what forward mode hands an `exp` rule (rules are called by `jvp`)
+    /// let (inputs, outputs) = (vec![x], vec![y]);
+    /// let mut ctx = JvpCtx { g: &mut g, node: y.node, inputs, outputs, tangents: vec![None] };
+    ///
+    /// let e = ctx.unsupported("forward mode");
+    /// assert!(e.to_string().contains("exp"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn unsupported(&self, what: impl Into<String>) -> Error {
         let name = self.g.node(self.node).map(|n| n.op.name()).unwrap_or_default();
         Error::unsupported(&name, what)

@@ -7,6 +7,21 @@ use crate::tensor::Dim;
 /// Reduce `d` (the cotangent of a broadcast result) back to the shape of `x`: sum the
 /// leading axes `x` lacks and the axes where `x` has a fixed 1 but `d` does not.
 /// Decided from static shapes, so it also works inside loops with dynamic dims.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [1, 3]); // broadcast against [2, 3]
+/// let d = g.constant(Tensor::ones(DType::F32, &[2, 3])?);
+/// let dx = sum_to(&mut g, d, x)?;
+/// assert_eq!(g.shape(dx)?.as_fixed(), Some(vec![1, 3]));
+/// assert_eq!(run_once(&g, &[dx], &[])?[0].to_vec::<f32>()?, [2.0, 2.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn sum_to(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
     let sx = g.shape(x)?;
     let sd = g.shape(d)?;
@@ -37,6 +52,22 @@ pub fn sum_to(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
 /// dtype, the rank and every fixed dim now, and — where a dim is not provably equal (a
 /// dynamic dim that is not the same named one on both sides) — the whole shape at run
 /// time through `match_shape`. `what` names both in the error (e.g. `"grad_ys[0]", "ys[0]"`).
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let y = g.input("y", DType::F32, [2]);
+/// let good = g.input("seed", DType::F32, [2]);
+/// let bad = g.input("bad", DType::F32, [3]);
+/// assert!(checked_like(&mut g, good, y, "gradients", ["grad_ys[0]", "ys[0]"]).is_ok());
+/// let e = checked_like(&mut g, bad, y, "gradients", ["grad_ys[0]", "ys[0]"]).unwrap_err();
+/// assert!(e.to_string().contains("grad_ys[0]"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn checked_like(g: &mut Graph, v: ValueId, like: ValueId, f: &str, what: [&str; 2]) -> Result<ValueId> {
     let (tv, tl) = (g.value_type(v)?.clone(), g.value_type(like)?.clone());
     let [vn, ln] = what;
@@ -52,6 +83,21 @@ pub fn checked_like(g: &mut Graph, v: ValueId, like: ValueId, f: &str, what: [&s
 }
 
 /// `a + b` where either may be absent (zero).
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let a = g.constant(Tensor::scalar(1.0f32));
+/// assert_eq!(add_opt(&mut g, Some(a), None)?, Some(a)); // absent is zero: no node
+/// assert_eq!(add_opt(&mut g, None, None)?, None);
+/// let s = add_opt(&mut g, Some(a), Some(a))?.expect("a sum");
+/// assert_eq!(run_once(&g, &[s], &[])?[0].scalar_f64()?, 2.0);
+/// # Ok(())
+/// # }
+/// ```
 pub fn add_opt(g: &mut Graph, a: Option<ValueId>, b: Option<ValueId>) -> Result<Option<ValueId>> {
     Ok(match (a, b) {
         (Some(a), Some(b)) => Some(g.add(a, b)?),
@@ -61,11 +107,36 @@ pub fn add_opt(g: &mut Graph, a: Option<ValueId>, b: Option<ValueId>) -> Result<
 }
 
 /// `-a` where `a` may be absent.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let a = g.constant(Tensor::scalar(1.0f32));
+/// assert_eq!(neg_opt(&mut g, None)?, None);
+/// let n = neg_opt(&mut g, Some(a))?.expect("a value");
+/// assert_eq!(run_once(&g, &[n], &[])?[0].scalar_f64()?, -1.0);
+/// # Ok(())
+/// # }
+/// ```
 pub fn neg_opt(g: &mut Graph, a: Option<ValueId>) -> Result<Option<ValueId>> {
     a.map(|a| g.neg(a)).transpose()
 }
 
-/// Positive axis indices for possibly negative `axes` of a rank-`rank` value.
+/// Positive axis indices for possibly negative `axes` of a rank-`rank` value, sorted and
+/// without repeats.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert_eq!(norm_axes(&[-1, 0, 2], 3), [0, 2]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn norm_axes(axes: &[i64], rank: usize) -> Vec<usize> {
     let mut v: Vec<usize> =
         axes.iter().map(|&a| if a < 0 { (a + rank as i64).max(0) as usize } else { a as usize }).collect();
@@ -75,6 +146,16 @@ pub fn norm_axes(axes: &[i64], rank: usize) -> Vec<usize> {
 }
 
 /// The inverse of a permutation.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert_eq!(inverse_perm(&[2, 0, 1]), [1, 2, 0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn inverse_perm(perm: &[usize]) -> Vec<usize> {
     let mut inv = vec![0; perm.len()];
     for (i, &p) in perm.iter().enumerate() {
@@ -85,6 +166,21 @@ pub fn inverse_perm(perm: &[usize]) -> Vec<usize> {
 
 /// Broadcast `d` (a reduction's cotangent, reduced `axes` removed unless `keep_dims`) back
 /// to the shape of `x` (every reduced axis re-inserted, then broadcast).
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [2, 3]);
+/// let d = g.constant(Tensor::vec1(&[1.0f32, 2.0])); // the cotangent of a sum over axis 1
+/// let dx = unreduce(&mut g, d, x, &[1], false)?;
+/// let r = run_once(&g, &[dx], &[(x, Tensor::zeros(DType::F32, &[2, 3])?)])?;
+/// assert_eq!(r[0].to_vec::<f32>()?, [1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn unreduce(g: &mut Graph, d: ValueId, x: ValueId, axes: &[i64], keep_dims: bool) -> Result<ValueId> {
     let rank = g.shape(x)?.rank();
     let axes = norm_axes(axes, rank);
@@ -98,6 +194,21 @@ pub fn unreduce(g: &mut Graph, d: ValueId, x: ValueId, axes: &[i64], keep_dims: 
 }
 
 /// Broadcast `d` to the (run-time) shape of `x`.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [Dim::dynamic("n"), Dim::fixed(2)]);
+/// let d = g.constant(Tensor::vec1(&[1.0f32, 2.0]));
+/// let b = broadcast_like(&mut g, d, x)?; // to x's shape when it runs
+/// let r = run_once(&g, &[b], &[(x, Tensor::zeros(DType::F32, &[3, 2])?)])?;
+/// assert_eq!(r[0].shape(), &[3, 2]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn broadcast_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
     let sx = g.shape(x)?;
     if let Some(fixed) = sx.as_fixed() {
@@ -111,6 +222,21 @@ pub fn broadcast_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> 
 }
 
 /// Reshape `d` to the (run-time) shape of `x`.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [Dim::dynamic("n"), Dim::fixed(2)]);
+/// let flat = g.reshape(x, &[-1])?;
+/// let back = reshape_like(&mut g, flat, x)?;
+/// let r = run_once(&g, &[back], &[(x, Tensor::zeros(DType::F32, &[3, 2])?)])?;
+/// assert_eq!(r[0].shape(), &[3, 2]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn reshape_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
     let sx = g.shape(x)?;
     if let Some(fixed) = sx.as_fixed() {
@@ -126,6 +252,20 @@ pub fn reshape_like(g: &mut Graph, d: ValueId, x: ValueId) -> Result<ValueId> {
 
 /// The size of axis `ax` of `x` as an i64 scalar: a constant when it is fixed, read from
 /// `shape_of(x)` at run time otherwise.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [Dim::dynamic("n"), Dim::fixed(2)]);
+/// let (n, two) = (dim_size(&mut g, x, 0)?, dim_size(&mut g, x, 1)?); // read at run time; a constant
+/// let r = run_once(&g, &[n, two], &[(x, Tensor::zeros(DType::F32, &[5, 2])?)])?;
+/// assert_eq!((r[0].scalar_i64()?, r[1].scalar_i64()?), (5, 2));
+/// # Ok(())
+/// # }
+/// ```
 pub fn dim_size(g: &mut Graph, x: ValueId, ax: usize) -> Result<ValueId> {
     if let Some(d) = g.shape(x)?.dim(ax).value() {
         return Ok(g.constant(crate::tensor::Tensor::scalar(d as i64)));
@@ -137,6 +277,21 @@ pub fn dim_size(g: &mut Graph, x: ValueId, ax: usize) -> Result<ValueId> {
 
 /// Rows `start .. start + len` of `x` along axis `ax` (i64 scalars known at run time): a
 /// gather of a `range`, so it works where `slice` would need static offsets or sizes.
+///
+/// ```
+/// use pfor::autodiff::util::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.constant(Tensor::vec1(&[10i64, 11, 12, 13, 14]));
+/// let (start, len) = (g.input("start", DType::I64, Shape::scalar()), g.constant(Tensor::scalar(2i64)));
+/// let rows = range_along(&mut g, x, 0, start, len)?;
+/// let r = run_once(&g, &[rows], &[(start, Tensor::scalar(3i64))])?;
+/// assert_eq!(r[0].to_vec::<i64>()?, [13, 14]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn range_along(g: &mut Graph, x: ValueId, ax: usize, start: ValueId, len: ValueId) -> Result<ValueId> {
     let end = g.add(start, len)?;
     let one = g.constant(crate::tensor::Tensor::scalar(1i64));

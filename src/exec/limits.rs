@@ -49,11 +49,48 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// A deadline `timeout` from now.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let c0 = g.constant(Tensor::scalar(0i64));
+    /// let out = g.while_loop(&[c0], &[], |g, a| {
+    ///     let z = g.constant(Tensor::scalar(0i64));
+    ///     g.greater_equal(a[0], z) // never false
+    /// }, |g, a| Ok(vec![g.add_scalar(a[0], 1.0)?]))?;
+    /// let mut sess = Session::new(&g, &out)?;
+    /// let err = sess.run_with(&[], &RunOptions::timeout(Duration::ZERO)).unwrap_err();
+    /// assert!(matches!(err.root(), Error::DeadlineExceeded { .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn timeout(timeout: Duration) -> RunOptions {
         RunOptions { deadline: Instant::now().checked_add(timeout), cancel: None }
     }
 
     /// Cancellable through `token`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.neg(x)?;
+    /// let mut sess = Session::new(&g, &[y])?;
+    /// let token = CancelToken::new();
+    /// let feeds = [(x, Tensor::vec1(&[1.0f32, 2.0]))];
+    /// assert!(sess.run_with(&feeds, &RunOptions::cancellable(&token)).is_ok());
+    /// token.cancel(); // e.g. from another thread; a cancelled token stays cancelled
+    /// let err = sess.run_with(&feeds, &RunOptions::cancellable(&token)).unwrap_err();
+    /// assert!(matches!(err.root(), Error::Cancelled { .. }));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cancellable(token: &CancelToken) -> RunOptions {
         RunOptions { deadline: None, cancel: Some(token.clone()) }
     }

@@ -20,6 +20,21 @@ use crate::ops::{ControlOp, Op};
 impl Graph {
     /// Names of the library functions this graph calls directly, including inside the bodies
     /// of its control-flow nodes (in node-id order; a function called twice is listed twice).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::F64, [2]);
+    /// g.function("sq", &[t], |g, p| Ok(vec![g.mul(p[0], p[0])?]))?;
+    /// let x = g.input("x", DType::F64, [2]);
+    /// let y = g.call("sq", &[x])?;
+    /// let _ = g.call("sq", &y)?;
+    /// assert_eq!(g.direct_calls(), ["sq", "sq"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn direct_calls(&self) -> Vec<String> {
         let mut out = Vec::new();
         collect_calls(self, &mut out);
@@ -49,6 +64,23 @@ fn collect_calls(g: &Graph, out: &mut Vec<String>) {
 impl Library {
     /// Every function reachable from `entry` through calls (transitively), each once, in
     /// breadth-first discovery order with `entry` first, with its body.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::F64, Shape::scalar());
+    /// g.function("sq", &[t.clone()], |g, p| Ok(vec![g.mul(p[0], p[0])?]))?;
+    /// g.function("quad", &[t], |g, p| {
+    ///     let s = g.call("sq", &[p[0]])?;
+    ///     g.call("sq", &s)
+    /// })?;
+    /// let names: Vec<String> = g.library().reachable("quad")?.into_iter().map(|(n, _)| n).collect();
+    /// assert_eq!(names, ["quad", "sq"]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn reachable(&self, entry: &str) -> Result<Vec<(String, Arc<Function>)>> {
         let mut names = vec![entry.to_string()];
         let mut out: Vec<(String, Arc<Function>)> = Vec::new();
@@ -67,6 +99,21 @@ impl Library {
     /// `Some(caller)` if `name` can reach itself through calls, where `caller` is the
     /// function whose call closes the cycle (`name` itself for direct recursion); `None`
     /// if it cannot (depth-first, callees in call order).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let t = TensorType::new(DType::I64, Shape::scalar());
+    /// g.declare_function("f", &[t.clone()], &[t.clone()])?;
+    /// g.define_function("f", |g, p| g.call("f", &[p[0]]))?; // f calls itself
+    /// g.function("h", &[t], |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// assert_eq!(g.library().recursion_via("f")?, Some("f".to_string()));
+    /// assert_eq!(g.library().recursion_via("h")?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn recursion_via(&self, name: &str) -> Result<Option<String>> {
         let mut seen: HashSet<String> = HashSet::new();
         let mut stack = vec![name.to_string()];

@@ -159,12 +159,37 @@ impl Function {
     /// This function with an origin record: how the pass that built it derived it (pfor's
     /// Subset form records the per-iteration functions it vectorized, so that an enclosing
     /// pfor can vectorize them again). Opaque to the IR, the executor and autodiff.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// use std::sync::Arc;
+    ///
+    /// let ty = [TensorType::new(DType::F64, [2])];
+    /// let f = Function::build(&Graph::new(), &ty, |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// let f = f.with_origin(Arc::new("made by my pass".to_string()));
+    /// assert_eq!(f.origin::<String>().map(String::as_str), Some("made by my pass"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_origin(mut self, origin: Arc<dyn Any + Send + Sync>) -> Function {
         self.origin = Some(origin);
         self
     }
 
     /// The origin record of type `T`, if one was attached ([`Function::with_origin`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let ty = [TensorType::new(DType::F64, [2])];
+    /// let f = Function::build(&Graph::new(), &ty, |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// assert!(f.origin::<String>().is_none()); // none attached
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn origin<T: Any>(&self) -> Option<&T> {
         self.origin.as_deref()?.downcast_ref::<T>()
     }
@@ -196,6 +221,17 @@ impl Function {
     }
 
     /// The derivative hook, if one was attached ([`Function::with_derivative`]).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let ty = [TensorType::new(DType::F64, [2])];
+    /// let f = Function::build(&Graph::new(), &ty, |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// assert!(f.derivative().is_none()); // the generic rules apply (see `with_derivative`)
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn derivative(&self) -> Option<&Arc<dyn DerivativeHook>> {
         self.derivative.as_ref()
     }

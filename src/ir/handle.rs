@@ -49,12 +49,36 @@ impl NodeId {
 
     /// The numeric slot index (what `%n` prints). Slots of removed nodes are reused, so
     /// only the whole handle names a node.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// assert_eq!(format!("%{}", x.node.index()), "%0"); // the index printed in dumps and errors
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     pub fn index(self) -> usize {
         self.idx as usize
     }
 
     /// The node's stamp: unique across every node of every graph of this process.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let (mut g, mut h) = (Graph::new(), Graph::new());
+    /// let (x, y) = (g.input("x", DType::F32, [2]), h.input("y", DType::F32, [2]));
+    /// assert_eq!(x.node.index(), y.node.index()); // the same slot in two graphs
+    /// assert_ne!(x.node.stamp(), y.node.stamp()); // but different nodes
+    /// assert!(g.neg(y).is_err()); // y is not a value of g
+    /// # Ok(())
+    /// # }
+    /// ```
     #[inline]
     pub fn stamp(self) -> u64 {
         (u64::from(self.stamp_hi) << 32) | u64::from(self.stamp_lo)

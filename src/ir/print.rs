@@ -34,6 +34,19 @@ impl Graph {
     }
 
     /// Graphviz `dot` text of the top-level graph (functions shown as op labels).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let _y = g.tanh(x)?;
+    /// let dot = g.to_dot(); // for `dot -Tsvg`
+    /// assert!(dot.starts_with("digraph pfor {") && dot.contains("tanh"));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn to_dot(&self) -> String {
         let mut s = String::from("digraph pfor {\n  node [shape=box, fontname=monospace];\n");
         for n in self.node_ids() {

@@ -153,6 +153,25 @@ impl Graph {
     /// inside a cond/while builder, for a value of an enclosing graph, the placeholder that
     /// captures it (added on first use; it becomes a parameter of the branch or body and an
     /// input of the control op). Any other handle is an error that names it.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let w = g.input("w", DType::F64, Shape::scalar());
+    /// let x = g.input("x", DType::F64, Shape::scalar());
+    /// let t = g.constant(Tensor::scalar(true));
+    /// let r = g.cond(t, &[x], |g, a| {
+    ///     let w_in = g.capture(w)?; // the branch's own handle for the outer w
+    ///     assert_ne!(w_in, w);
+    ///     Ok(vec![g.mul(a[0], w_in)?])
+    /// }, |_, a| Ok(vec![a[0]]))?;
+    /// let feeds = [(w, Tensor::scalar(3.0f64)), (x, Tensor::scalar(2.0f64))];
+    /// assert_eq!(run_once(&g, &r, &feeds)?[0].scalar_f64()?, 6.0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn capture(&mut self, v: ValueId) -> Result<ValueId> {
         if self.own(v.node).is_some() {
             return self.check_value(v).map(|_| v);

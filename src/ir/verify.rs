@@ -10,6 +10,19 @@ impl Graph {
     /// Check the IR invariants: every input is a live value of this graph, edges mirror
     /// inputs exactly, the graph is acyclic, and re-running shape inference gives the stored
     /// output types. Recurses into control-flow functions.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.neg(x)?;
+    /// let _ = g.exp(y)?;
+    /// g.verify()?; // graphs built through the API always pass; passes call it after rewriting
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn verify(&self) -> Result<()> {
         for n in self.node_ids() {
             let node = self.node(n)?;

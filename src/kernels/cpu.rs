@@ -21,6 +21,18 @@ pub struct CpuCaps {
 
 impl CpuCaps {
     /// Probe the CPU (what [`caps`] holds).
+    ///
+    /// ```
+    /// use pfor::kernels::cpu::{CpuCaps, caps};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let c = CpuCaps::detect();
+    /// assert_eq!(c, caps()); // what the table holds
+    /// assert!(!c.avx512f || c.avx); // AVX-512 implies AVX
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn detect() -> CpuCaps {
         #[cfg(target_arch = "x86_64")]
         {
@@ -40,6 +52,17 @@ impl CpuCaps {
 static CAPS: LazyLock<CpuCaps> = LazyLock::new(CpuCaps::detect);
 
 /// The capabilities of this CPU, probed once per process.
+///
+/// ```
+/// use pfor::kernels::cpu::{CpuCaps, caps};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let c = caps(); // probed once per process
+/// println!("avx2: {}, avx512f: {}", c.avx2, c.avx512f);
+/// # Ok(())
+/// # }
+/// ```
 #[inline]
 pub fn caps() -> CpuCaps {
     *CAPS

@@ -61,6 +61,19 @@ fn tanh1(x: f32) -> f32 {
 /// `x ← sigmoid(x)` elementwise, compiled for the widest vector unit
 /// ([`widest`](crate::kernels::simd::widest): 16 or 8 lanes, VEX/EVEX-encoded, bit-identical
 /// to the baseline build).
+///
+/// ```
+/// use pfor::kernels::fastmath::{sigmoid_f32, tanh_f32};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut xs = [0.0f32, 100.0, -100.0, f32::NAN];
+/// sigmoid_f32(&mut xs);
+/// assert_eq!(&xs[..3], [0.5, 1.0, 0.0]);
+/// assert!(xs[3].is_nan());
+/// # Ok(())
+/// # }
+/// ```
 pub fn sigmoid_f32(xs: &mut [f32]) {
     crate::kernels::simd::widest(|| {
         for x in xs {
@@ -70,6 +83,19 @@ pub fn sigmoid_f32(xs: &mut [f32]) {
 }
 
 /// `x ← tanh(x)` elementwise, compiled for the widest vector unit (see [`sigmoid_f32`]).
+///
+/// ```
+/// use pfor::kernels::fastmath::{sigmoid_f32, tanh_f32};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut xs = [0.0f32, 0.5, -20.0];
+/// tanh_f32(&mut xs);
+/// assert_eq!((xs[0], xs[2]), (0.0, -1.0));
+/// assert!((xs[1] - 0.5f32.tanh()).abs() < 1e-6);
+/// # Ok(())
+/// # }
+/// ```
 pub fn tanh_f32(xs: &mut [f32]) {
     crate::kernels::simd::widest(|| {
         for x in xs {

@@ -16,6 +16,16 @@
 
 /// Zero the upper halves of the vector registers on this thread (`vzeroupper`), when the CPU
 /// has AVX; a no-op elsewhere.
+///
+/// ```
+/// use pfor::kernels::simd::{clear_upper, clear_upper_on_workers, widest};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// clear_upper(); // after AVX-512 code, before SSE code on this thread; a no-op without AVX
+/// # Ok(())
+/// # }
+/// ```
 #[inline]
 pub fn clear_upper() {
     #[cfg(target_arch = "x86_64")]
@@ -33,6 +43,16 @@ pub fn clear_upper() {
 
 /// Queue [`clear_upper`] on every rayon worker (after a parallel AVX-512 kernel ran on
 /// them); returns at once, the workers run it before their next job.
+///
+/// ```
+/// use pfor::kernels::simd::{clear_upper, clear_upper_on_workers, widest};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// clear_upper_on_workers(); // queued on every rayon worker; returns at once
+/// # Ok(())
+/// # }
+/// ```
 pub fn clear_upper_on_workers() {
     #[cfg(target_arch = "x86_64")]
     if rayon::current_num_threads() > 1 {
@@ -44,6 +64,19 @@ pub fn clear_upper_on_workers() {
 /// the baseline): the closure's loops are inlined into a `#[target_feature]` function, so
 /// they vectorize 16 or 8 lanes wide. The same IEEE operations run in every variant (no
 /// fused multiply-add contraction), so results are identical.
+///
+/// ```
+/// use pfor::kernels::simd::{clear_upper, clear_upper_on_workers, widest};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let xs: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+/// // the loop is compiled for AVX-512F, AVX2 or the baseline, whichever this CPU has
+/// let sum = widest(|| xs.iter().map(|x| x * 2.0).sum::<f32>());
+/// assert_eq!(sum, 999_000.0);
+/// # Ok(())
+/// # }
+/// ```
 #[inline(always)]
 pub fn widest<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]

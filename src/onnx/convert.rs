@@ -4,12 +4,18 @@
 //!
 //! Invariants: a node's attributes that its converter did not read make the import fail
 //! (naming them); a converter never sees an omitted optional input as a value; a node whose
-//! inputs are all constants is evaluated once here and its outputs become constants.
+//! inputs are all constants is evaluated once here and its outputs become constants; an
+//! operand a converter needs as a constant ([`NodeCx::const_input`]) that is computed at run
+//! time is an `Unsupported` error naming the op, node, input and the model inputs it depends
+//! on (found by walking the graph back to the values bound with [`Env::bind_input`]), which
+//! are also recorded in [`Sources::needed`] for [`super::Model::bind_needed_inputs`].
 
-use super::proto::{AttributeProto, NodeProto};
+use super::layout::LayoutCache;
+use super::proto::{AttributeProto, GraphProto, NodeProto, ValueType};
 use super::{
-    legacy, ops_attention, ops_convt, ops_einsum, ops_elementwise, ops_index, ops_loss, ops_math, ops_nn, ops_norm,
-    ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter, ops_shape, ops_spatial, ops_window, tensor, versions,
+    legacy, ops_attention, ops_convt, ops_dft, ops_einsum, ops_elementwise, ops_grid, ops_index, ops_loss, ops_math,
+    ops_nn, ops_norm, ops_quant, ops_resize, ops_rnn, ops_rotary, ops_scatter, ops_shape, ops_spatial, ops_training,
+    ops_window, tensor, versions,
 };
 use crate::error::{Error, Result};
 use crate::exec::run_once;
@@ -17,20 +23,102 @@ use crate::ir::{Graph, ValueId};
 use crate::ops::Op;
 use crate::tensor::{DType, Tensor};
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// Value name → its ONNX element type, where the file states it (see [`onnx_types`]).
+pub(super) type OnnxTypes = Arc<HashMap<String, i64>>;
+
+/// The ONNX element types a graph states: of its inputs, initializers, `Constant` outputs and
+/// `Cast` outputs. Our dtypes widen narrow integers (see [`super::tensor`]); an op whose
+/// result depends on the narrow type (`QuantizeLinear`'s saturation range) reads it here.
+pub(super) fn onnx_types(graph: &GraphProto) -> OnnxTypes {
+    let mut m = HashMap::new();
+    for vi in &graph.input {
+        if let ValueType::Tensor { elem_type, .. } = vi.ty {
+            m.insert(vi.name.clone(), elem_type);
+        }
+    }
+    for t in &graph.initializer {
+        m.insert(t.name.clone(), t.data_type);
+    }
+    for n in &graph.node {
+        let attr = |name: &str| n.attribute.iter().find(|a| a.name == name);
+        let t = match n.op_type.as_str() {
+            "Cast" => attr("to").map(|a| a.i),
+            "Constant" => attr("value").and_then(|a| a.t.as_ref().map(|t| t.data_type)).or_else(|| {
+                if attr("value_int").or(attr("value_ints")).is_some() {
+                    Some(7)
+                } else {
+                    attr("value_float").or(attr("value_floats")).map(|_| 1)
+                }
+            }),
+            _ => None,
+        };
+        if let (Some(t), Some(o)) = (t, n.output.first()) {
+            m.insert(o.clone(), t);
+        }
+    }
+    Arc::new(m)
+}
 
 /// Name → value bindings while a graph is converted.
 pub(super) struct Env {
     values: HashMap<String, ValueId>,
     opset: i64,
+    /// NHWC forms of the NCHW values found so far (see `layout`).
+    layout: LayoutCache,
+    sources: Rc<Sources>,
+    types: OnnxTypes,
+}
+
+/// The model inputs of one conversion, and those a needs-a-constant error named.
+#[derive(Default)]
+pub(super) struct Sources {
+    /// Value bound to a model input → the input's name.
+    inputs: RefCell<HashMap<ValueId, String>>,
+    /// Model inputs that an operand needed as a constant depends on, in order of discovery.
+    needed: RefCell<Vec<String>>,
+}
+
+impl Sources {
+    /// The model inputs `v` is computed from (by walking its ancestors in `g`), in order of
+    /// discovery.
+    fn inputs_of(&self, g: &Graph, v: ValueId) -> Vec<String> {
+        let inputs = self.inputs.borrow();
+        let (mut stack, mut seen, mut found) = (vec![v], HashSet::new(), Vec::new());
+        while let Some(v) = stack.pop() {
+            if !seen.insert(v) {
+                continue;
+            }
+            if let Some(name) = inputs.get(&v) {
+                if !found.contains(name) {
+                    found.push(name.clone());
+                }
+            } else if let Ok(node) = g.node(v.node) {
+                stack.extend(node.inputs.iter().rev());
+            }
+        }
+        found
+    }
 }
 
 impl Env {
-    pub(super) fn new(opset: i64) -> Env {
-        Env { values: HashMap::new(), opset }
+    pub(super) fn new(opset: i64, types: OnnxTypes) -> Env {
+        Env { values: HashMap::new(), opset, layout: LayoutCache::default(), sources: Rc::default(), types }
     }
     pub(super) fn bind(&mut self, name: &str, v: ValueId) {
         self.values.insert(name.to_string(), v);
+    }
+    /// Binds model input `name` to `v`, a value an error can name it by.
+    pub(super) fn bind_input(&mut self, name: &str, v: ValueId) {
+        self.sources.inputs.borrow_mut().insert(v, name.to_string());
+        self.bind(name, v);
+    }
+    /// The model inputs needs-a-constant errors named so far.
+    pub(super) fn needed(&self) -> Vec<String> {
+        self.sources.needed.borrow().clone()
     }
     pub(super) fn get(&self, _g: &Graph, name: &str) -> Result<ValueId> {
         self.values
@@ -40,7 +128,8 @@ impl Env {
     }
 }
 
-/// Every op type the importer converts (default domain), sorted.
+/// Every op type the importer converts (the default domain, and `ai.onnx.preview.training`'s
+/// optimizers), sorted.
 pub fn supported_ops() -> Vec<&'static str> {
     let mut v: Vec<&'static str> = [
         ops_elementwise::OPS,
@@ -60,6 +149,9 @@ pub fn supported_ops() -> Vec<&'static str> {
         ops_quant::OPS,
         ops_spatial::OPS,
         ops_rotary::OPS,
+        ops_training::OPS,
+        ops_dft::OPS,
+        ops_grid::OPS,
     ]
     .iter()
     .flat_map(|s| s.iter().copied())
@@ -75,9 +167,17 @@ pub(super) fn run_graph(g: &mut Graph, env: &mut Env, nodes: &[NodeProto]) -> Re
         for name in &node.input {
             inputs.push(if name.is_empty() { None } else { Some(env.get(g, name)?) });
         }
-        let cx =
-            NodeCx { proto: node, opset: env.opset, inputs, read: RefCell::new(vec![false; node.attribute.len()]) };
-        if !(node.domain.is_empty() || node.domain == "ai.onnx") {
+        let cx = NodeCx {
+            proto: node,
+            opset: env.opset,
+            inputs,
+            read: RefCell::new(vec![false; node.attribute.len()]),
+            layout: env.layout.clone(),
+            sources: env.sources.clone(),
+            types: env.types.clone(),
+        };
+        let training = node.domain == ops_training::DOMAIN && ops_training::OPS.contains(&node.op_type.as_str());
+        if !(node.domain.is_empty() || node.domain == "ai.onnx" || training) {
             return Err(cx.unsupported(format!("domain '{}'", node.domain)));
         }
         versions::check(&cx)?;
@@ -117,6 +217,9 @@ fn convert_node(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
         .or_else(|| ops_quant::convert(g, n))
         .or_else(|| ops_spatial::convert(g, n))
         .or_else(|| ops_rotary::convert(g, n))
+        .or_else(|| ops_training::convert(g, n))
+        .or_else(|| ops_dft::convert(g, n))
+        .or_else(|| ops_grid::convert(g, n))
         .unwrap_or_else(|| Err(n.unsupported("the op type")));
     r.map_err(|e| match e {
         Error::Unsupported { .. } => e,
@@ -125,14 +228,35 @@ fn convert_node(g: &mut Graph, n: &NodeCx) -> Result<Vec<ValueId>> {
     })
 }
 
-/// Replaces outputs computed from constants only by constants.
+/// Replaces outputs computed from constants only by constants: a node whose inputs are all
+/// constants, or whose outputs depend on constants only (`CastLike(constant, x)` reads only
+/// `x`'s type).
 fn fold(g: &mut Graph, n: &NodeCx, outs: Vec<ValueId>) -> Result<Vec<ValueId>> {
-    let all_const = n.inputs.iter().flatten().all(|&v| const_value(g, v).is_some());
+    let all_const = n.inputs.iter().flatten().all(|&v| const_value(g, v).is_some())
+        || outs.iter().all(|&v| from_constants_only(g, v));
     if !all_const || outs.iter().all(|&v| const_value(g, v).is_some()) {
         return Ok(outs);
     }
     let vals = run_once(g, &outs, &[]).map_err(|e| Error::InvalidArgument(format!("{}: {e}", n.describe())))?;
     Ok(vals.into_iter().map(|t| g.constant(t)).collect())
+}
+
+/// Whether `v` is computed from constants only: no graph input, no random or stateful op, no
+/// op with side effects among its ancestors.
+fn from_constants_only(g: &Graph, v: ValueId) -> bool {
+    let (mut stack, mut seen) = (vec![v.node], HashSet::new());
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let Ok(node) = g.node(id) else { return false };
+        match &node.op {
+            Op::Const { .. } => {}
+            op if node.inputs.is_empty() || op.is_stateful() || op.has_side_effects() => return false,
+            _ => stack.extend(node.inputs.iter().map(|i| i.node)),
+        }
+    }
+    true
 }
 
 /// The value of `v` if it is a constant node's output.
@@ -149,6 +273,10 @@ pub(super) struct NodeCx<'a> {
     pub(super) opset: i64,
     inputs: Vec<Option<ValueId>>,
     read: RefCell<Vec<bool>>,
+    /// The import's NHWC forms (`layout::nhwc_of`).
+    pub(super) layout: LayoutCache,
+    sources: Rc<Sources>,
+    types: OnnxTypes,
 }
 
 impl<'a> NodeCx<'a> {
@@ -164,6 +292,9 @@ impl<'a> NodeCx<'a> {
             opset: self.opset,
             inputs,
             read: RefCell::new(vec![true; self.proto.attribute.len()]),
+            layout: self.layout.clone(),
+            sources: self.sources.clone(),
+            types: self.types.clone(),
         }
     }
 }
@@ -193,19 +324,41 @@ impl NodeCx<'_> {
     pub(super) fn opt_input(&self, k: usize) -> Option<ValueId> {
         self.inputs.get(k).copied().flatten()
     }
+    /// The ONNX element type of input `k`, where the file states it ([`onnx_types`]).
+    pub(super) fn elem_type(&self, k: usize) -> Option<i64> {
+        self.proto.input.get(k).and_then(|name| self.types.get(name)).copied()
+    }
     /// Every given input.
     pub(super) fn all_inputs(&self) -> Vec<ValueId> {
         self.inputs.iter().flatten().copied().collect()
     }
     /// The constant value of input `k`, if given; an unsupported error when it is not a
-    /// constant (our ops take shapes, axes and sizes statically).
+    /// constant (our ops take shapes, axes and sizes statically), see [`NodeCx::needs_constant`].
     pub(super) fn const_input(&self, g: &Graph, k: usize) -> Result<Option<Tensor>> {
         match self.opt_input(k) {
             None => Ok(None),
-            Some(v) => const_value(g, v)
-                .map(Some)
-                .ok_or_else(|| self.unsupported(format!("input {k} computed at run time (it must be a constant)"))),
+            Some(v) => const_value(g, v).map(Some).ok_or_else(|| self.needs_constant(g, k, v)),
         }
+    }
+    /// The error for input `k` (value `v`), needed as a constant but computed at run time:
+    /// it names the op, node, input and the model inputs `v` depends on, says how to bind
+    /// them, and records them for [`super::Model::bind_needed_inputs`].
+    fn needs_constant(&self, g: &Graph, k: usize, v: ValueId) -> Error {
+        let name = self.proto.input.get(k).map_or("", String::as_str);
+        let from = self.sources.inputs_of(g, v);
+        let how = if from.is_empty() {
+            "it depends on no model input (a run-time parameter?): give the value as a constant".to_string()
+        } else {
+            self.sources.needed.borrow_mut().extend(from.iter().cloned());
+            let list: Vec<String> = from.iter().map(|n| format!("'{n}'")).collect();
+            format!(
+                "it is computed from the model input(s) {}: bind them to known values with \
+                 Model::bind_input(\"{}\", value) (or Model::bind_needed_inputs)",
+                list.join(", "),
+                from[0]
+            )
+        };
+        self.unsupported(format!("input {k} ('{name}') computed at run time (it must be a constant); {how}"))
     }
     /// Input `k` as constant integers, if given.
     pub(super) fn const_ints(&self, g: &Graph, k: usize) -> Result<Option<Vec<i64>>> {

@@ -39,16 +39,13 @@ pub(super) fn lift(m: &Model) -> Result<(Vec<(String, Tensor)>, Lifted)> {
     // 1. Convert everything once with the inputs as placeholders: the converter folds what
     //    depends on no input into constants.
     let mut g = Graph::new();
-    let mut env = Env::new(m.opset);
+    let mut env = m.env();
     m.bind_inputs(&mut g, &mut env);
     for (name, t) in &m.params {
         let c = g.constant(t.clone());
         env.bind(name, c);
     }
-    for (name, t) in m.consts() {
-        let c = g.constant(t.clone());
-        env.bind(name, c);
-    }
+    m.bind_constants(&mut g, &mut env);
     let mut kept = Vec::new();
     for node in m.body() {
         convert::run_graph(&mut g, &mut env, std::slice::from_ref(node))?;
@@ -81,7 +78,7 @@ pub(super) fn lift(m: &Model) -> Result<(Vec<(String, Tensor)>, Lifted)> {
     // 3. Convert the kept nodes with the float constants as placeholders; a node that needs
     //    one statically ("must be a constant") gets its float constants as constants instead.
     let mut h = Graph::new();
-    let mut env2 = Env::new(m.opset);
+    let mut env2 = m.env();
     m.bind_inputs(&mut h, &mut env2);
     let mut bound: HashMap<String, ValueId> = HashMap::new();
     for name in &order {

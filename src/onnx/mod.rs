@@ -13,6 +13,12 @@
 //!   ([`Model::call_with_params`], in the order of [`Model::parameters`]) so gradients w.r.t.
 //!   weights work; an initializer that is also a graph input is a parameter with a default.
 //! - Symbolic dims (`dim_param`) are named dynamic dims in [`Model::inputs`].
+//! - An input bound to a known value ([`Model::bind_input`], [`Model::bind_needed_inputs`])
+//!   leaves [`Model::inputs`] and is a constant on every call, so the operands computed from
+//!   it (a `Reshape` shape, `Resize` scales, `Pad` pads, a `OneHot` depth) are constants. An
+//!   operand our op takes statically that is computed at run time is an [`Error::Unsupported`]
+//!   naming the op, node, operand and the model inputs it depends on, and saying how to bind
+//!   them.
 //! - Every node is converted or the import fails with [`Error::Unsupported`] naming the op
 //!   type, node name, opset and what is missing (an op, an attribute, an attribute value, an
 //!   element type, a non-constant shape operand): an attribute a converter did not read is
@@ -21,6 +27,9 @@
 //!   shape arithmetic (`Shape` → `Gather` → `Concat` → `Reshape`) yields the static operands
 //!   our ops take.
 //! - Element types: see [`tensor`] (narrow integers computed in i64, float16 / bfloat16 in f32).
+//! - Convs and pools run in our NHWC layout; activations between them stay NHWC where only
+//!   layout-free ops (Relu, batch norm, residual adds, channel concat) separate them, instead
+//!   of being transposed to NCHW and back at every layer (see the `layout` module).
 //! - [`Model::lift_constants`] turns computed weights (nodes that depend on no input) into
 //!   parameters; a lifted model computes what the original does (see the `lift` module).
 
@@ -28,12 +37,15 @@ pub mod proto;
 pub mod tensor;
 
 mod convert;
+mod layout;
 mod legacy;
 mod lift;
 mod ops_attention;
 mod ops_convt;
+mod ops_dft;
 mod ops_einsum;
 mod ops_elementwise;
+mod ops_grid;
 mod ops_index;
 mod ops_loss;
 mod ops_math;
@@ -46,6 +58,7 @@ mod ops_rotary;
 mod ops_scatter;
 mod ops_shape;
 mod ops_spatial;
+mod ops_training;
 mod ops_window;
 mod versions;
 
@@ -73,6 +86,10 @@ pub struct Model {
     inputs: Vec<(String, TensorType)>,
     outputs: Vec<String>,
     params: Vec<(String, Tensor)>,
+    /// Inputs bound to known values ([`Model::bind_input`]), constants on every call.
+    bound: Vec<(String, Tensor)>,
+    /// The ONNX element types the file states (narrow integers are widened in our dtypes).
+    types: convert::OnnxTypes,
     /// After [`Model::lift_constants`]: the body left to convert and its constants.
     lifted: Option<lift::Lifted>,
 }
@@ -138,7 +155,8 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Model> {
         inputs.push((vi.name.clone(), value_type(&vi.name, &vi.ty)?));
     }
     let outputs = graph.output.iter().map(|o| o.name.clone()).collect();
-    Ok(Model { opset, inputs, outputs, params, proto, lifted: None })
+    let types = convert::onnx_types(&proto.graph);
+    Ok(Model { opset, inputs, outputs, params, bound: Vec::new(), types, proto, lifted: None })
 }
 
 fn value_type(name: &str, ty: &ValueType) -> Result<TensorType> {
@@ -294,7 +312,14 @@ impl Model {
                 self.params.len()
             )));
         }
-        let mut env = convert::Env::new(self.opset);
+        let mut env = self.env();
+        self.inline(g, &mut env, inputs, params)?;
+        self.outputs.iter().map(|o| env.get(g, o)).collect()
+    }
+
+    /// [`Model::call_with_params`] in `env` (which records the inputs that operands needed as
+    /// constants depend on).
+    fn inline(&self, g: &mut Graph, env: &mut convert::Env, inputs: &[ValueId], params: &[ValueId]) -> Result<()> {
         for ((name, ty), &v) in self.inputs.iter().zip(inputs) {
             let got = g.value_type(v)?;
             if got.dtype != ty.dtype || !got.shape.compatible(&ty.shape) {
@@ -302,12 +327,9 @@ impl Model {
                     "onnx Model::call: input '{name}' is {got:?}, the model declares {ty:?}"
                 )));
             }
-            env.bind(name, v);
+            env.bind_input(name, v);
         }
-        for (name, t) in self.consts() {
-            let c = g.constant(t.clone());
-            env.bind(name, c);
-        }
+        self.bind_constants(g, env);
         for ((name, t), &v) in self.params.iter().zip(params) {
             let got = g.value_type(v)?;
             if got.dtype != t.dtype() || !got.shape.matches(t.shape()) {
@@ -319,8 +341,109 @@ impl Model {
             }
             env.bind(name, v);
         }
-        convert::run_graph(g, &mut env, self.body())?;
-        self.outputs.iter().map(|o| env.get(g, o)).collect()
+        convert::run_graph(g, env, self.body())
+    }
+
+    /// The model with input `name` bound to `value`: it leaves [`Model::inputs`] and is a
+    /// constant on every call (listed by [`Model::bound_inputs`]), so what the model computes
+    /// from it folds at import. This is how an operand our ops take statically (a `Reshape`
+    /// shape, `Resize` scales or sizes, `Pad` pads, a `OneHot` depth, `TopK`'s k) can come
+    /// from a graph input: the import error for such an operand names the inputs to bind.
+    /// `value` must have the input's element type and a shape its declared shape admits.
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// use pfor::prelude::*;
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?; // x [N, 4] → softmax [N, 3]
+    /// let x = Tensor::randn(&[2, 4], 0)?;
+    /// let bound = model.clone().bind_input("x", x.clone())?;
+    /// assert!(bound.inputs().is_empty());
+    /// let (g, _, outs) = bound.to_graph()?;
+    /// let (h, ins, outs2) = model.to_graph()?;
+    /// let a = run_once(&g, &outs, &[])?;
+    /// let b = run_once(&h, &outs2, &[(ins[0], x)])?;
+    /// pfor::tensor::assert_close(&a[0], &b[0], 0.0, 0.0)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn bind_input(mut self, name: &str, value: Tensor) -> Result<Model> {
+        let Some(k) = self.inputs.iter().position(|(n, _)| n == name) else {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::bind_input: no input '{name}' (inputs: {:?})",
+                self.inputs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+            )));
+        };
+        let ty = &self.inputs[k].1;
+        if value.dtype() != ty.dtype || !ty.shape.matches(value.shape()) {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::bind_input: input '{name}' is declared {ty:?}, the value is {:?} {:?}",
+                value.dtype(),
+                value.shape()
+            )));
+        }
+        self.inputs.remove(k);
+        self.bound.push((name.to_string(), value));
+        Ok(self)
+    }
+
+    /// The model with those of its inputs bound ([`Model::bind_input`]) that an operand it
+    /// needs as a constant is computed from: `values` gives one value per [`Model::inputs`],
+    /// in order; the model is converted on them (the others as run-time placeholders of their
+    /// values' shapes) and every input a needs-a-constant error names is bound to its value,
+    /// until the conversion succeeds. Inputs no such operand depends on stay inputs. Any other
+    /// import error is returned.
+    ///
+    /// ```
+    /// # fn main() -> pfor::Result<()> {
+    /// use pfor::prelude::*;
+    /// let model = pfor::onnx::load("tests/data/mlp.onnx")?;
+    /// // nothing in the MLP needs its input as a constant: it stays an input
+    /// let same = model.bind_needed_inputs(&[Tensor::randn(&[2, 4], 0)?])?;
+    /// assert_eq!(same.inputs().len(), 1);
+    /// assert!(same.bound_inputs().is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn bind_needed_inputs(self, values: &[Tensor]) -> Result<Model> {
+        if values.len() != self.inputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "onnx Model::bind_needed_inputs: {} values given, the model takes {} inputs ({:?})",
+                values.len(),
+                self.inputs.len(),
+                self.inputs.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>()
+            )));
+        }
+        let mut values: Vec<(String, Tensor)> =
+            self.inputs.iter().map(|(n, _)| n.clone()).zip(values.iter().cloned()).collect();
+        let mut m = self;
+        loop {
+            let mut g = Graph::new();
+            let ins: Vec<ValueId> =
+                values.iter().map(|(n, t)| g.input(n, t.dtype(), Shape::fixed(t.shape()))).collect();
+            let params: Vec<ValueId> = m.params.iter().map(|(_, t)| g.constant(t.clone())).collect();
+            let mut env = m.env();
+            let err = match m.inline(&mut g, &mut env, &ins, &params) {
+                Ok(()) => return Ok(m),
+                Err(e) => e,
+            };
+            let needed: Vec<String> = env.needed().into_iter().filter(|n| values.iter().any(|(v, _)| v == n)).collect();
+            if needed.is_empty() {
+                return Err(err);
+            }
+            for name in needed {
+                if let Some(k) = values.iter().position(|(v, _)| *v == name) {
+                    let (_, t) = values.remove(k);
+                    m = m.bind_input(&name, t)?;
+                }
+            }
+        }
+    }
+
+    /// The inputs bound to values ([`Model::bind_input`]), in binding order. Empty after
+    /// [`Model::lift_constants`], which makes the bound values it reads parameters or
+    /// constants like any other input-independent value.
+    pub fn bound_inputs(&self) -> &[(String, Tensor)] {
+        &self.bound
     }
 
     /// The model with every node that depends on no model input (`Constant`,
@@ -333,6 +456,7 @@ impl Model {
     pub fn lift_constants(mut self) -> Result<Model> {
         let (params, lifted) = lift::lift(&self)?;
         self.params = params;
+        self.bound.clear();
         self.lifted = Some(lifted);
         Ok(self)
     }
@@ -390,11 +514,25 @@ impl Model {
         self.lifted.as_ref().map_or(&[][..], |l| &l.consts[..])
     }
 
+    /// A fresh conversion environment for this model.
+    fn env(&self) -> convert::Env {
+        convert::Env::new(self.opset, self.types.clone())
+    }
+
     /// Binds the model's inputs as graph inputs of their declared types.
     fn bind_inputs(&self, g: &mut Graph, env: &mut convert::Env) {
         for (n, t) in &self.inputs {
             let v = g.input(n, t.dtype, t.shape.clone());
-            env.bind(n, v);
+            env.bind_input(n, v);
+        }
+    }
+
+    /// Binds the values every call sees as constants: the bound inputs and (after lifting)
+    /// the lifted constants.
+    fn bind_constants(&self, g: &mut Graph, env: &mut convert::Env) {
+        for (name, t) in self.bound.iter().chain(self.consts()) {
+            let c = g.constant(t.clone());
+            env.bind(name, c);
         }
     }
 

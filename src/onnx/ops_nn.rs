@@ -4,11 +4,13 @@
 //! `Reduce*` family and `ArgMax` / `ArgMin`.
 //!
 //! Invariants: ONNX's NCHW layout is transposed to our NHWC around each conv / pool and back
-//! (the simplifier folds adjacent transposes); explicit pads become a `pad` (zeros for conv,
+//! (the simplifier folds adjacent transposes; an operand computed from an earlier layer's
+//! NHWC result through layout-free ops is rebuilt in NHWC instead, see `layout`); explicit pads become a `pad` (zeros for conv,
 //! -inf for max pooling) followed by a VALID window, and average pooling that does not count
 //! padding divides by the pooled count of ones, so no padding mode is approximated.
 
 use super::convert::NodeCx;
+use super::layout;
 use super::ops_shape::{fixed_shape, norm_axis};
 use crate::error::Result;
 use crate::ir::{Graph, ValueId};
@@ -110,6 +112,15 @@ fn convert_one(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
                 return Err(n.unsupported("training outputs (running mean / variance)"));
             }
             let eps = n.attr_f("epsilon", 1e-5);
+            if let Some(c) = layout::conv_result(g, x)? {
+                // folded into the conv: s = scale / sqrt(var + eps), t = bias - mean * s
+                let v = g.add_scalar(n.input(4)?, eps)?;
+                let s = g.rsqrt(v)?;
+                let s = g.mul(s, n.input(1)?)?;
+                let ms = g.mul(n.input(3)?, s)?;
+                let t = g.sub(n.input(2)?, ms)?;
+                return layout::fold_batch_norm(g, &c, s, t);
+            }
             let r = g.shape(x)?.rank();
             // per-channel operands [C] broadcast as [C, 1, ...]
             let chan = |g: &mut Graph, k: usize| -> Result<ValueId> {
@@ -183,6 +194,17 @@ pub(super) struct Window {
     pub(super) pads: Vec<(usize, usize)>,
 }
 
+/// The (before, after) padding of `auto_pad` SAME_UPPER (`upper`; TF's and our
+/// [`Padding::Same`]) or SAME_LOWER for one spatial dim: the output has `ceil(in / stride)`
+/// elements.
+fn same_pads(in_dim: usize, kernel: usize, stride: usize, dilation: usize, upper: bool) -> (usize, usize) {
+    let eff = (kernel - 1) * dilation + 1;
+    let out = in_dim.div_ceil(stride);
+    let total = ((out - 1) * stride + eff).saturating_sub(in_dim);
+    let small = total / 2;
+    if upper { (small, total - small) } else { (total - small, small) }
+}
+
 pub(super) fn window(n: &NodeCx, in_dims: &[usize], kernel: Vec<usize>, ceil_mode: bool) -> Result<Window> {
     let s = in_dims.len();
     let ints = |name: &str| -> Result<Vec<usize>> {
@@ -202,11 +224,7 @@ pub(super) fn window(n: &NodeCx, in_dims: &[usize], kernel: Vec<usize>, ceil_mod
         "VALID" => {}
         same => {
             for i in 0..s {
-                let eff = (kernel[i] - 1) * dilations[i] + 1;
-                let out = in_dims[i].div_ceil(strides[i]);
-                let total = ((out - 1) * strides[i] + eff).saturating_sub(in_dims[i]);
-                let small = total / 2;
-                pads[i] = if same == "SAME_UPPER" { (small, total - small) } else { (total - small, small) };
+                pads[i] = same_pads(in_dims[i], kernel[i], strides[i], dilations[i], same == "SAME_UPPER");
             }
         }
     }
@@ -249,7 +267,10 @@ pub(super) fn to_nhwc(g: &mut Graph, n: &NodeCx, x: ValueId) -> Result<(ValueId,
             let x4 = g.reshape(x, &[dims[0] as i64, dims[1] as i64, 1, dims[2] as i64])?;
             Ok((g.transpose(x4, &[0, 2, 3, 1])?, 1))
         }
-        4 => Ok((g.transpose(x, &[0, 2, 3, 1])?, 2)),
+        4 => match layout::nhwc_of(g, &n.layout, x)? {
+            Some(y) => Ok((y, 2)),
+            None => Ok((g.transpose(x, &layout::TO_NHWC)?, 2)),
+        },
         r => {
             Err(n.unsupported(format!("{} over {} spatial dims (1 and 2 are supported)", n.op(), r.saturating_sub(2))))
         }
@@ -288,11 +309,13 @@ fn conv(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
     let group = n.attr_i("group", 1).max(1) as usize;
     let win = window(n, &xd[2..], kernel, false)?;
     let (xh, spatial) = to_nhwc(g, n, x)?;
-    let xh = pad_nhwc(g, xh, &win, 0.0)?;
+    // pads that SAME would choose need no padded copy: the kernels pad as they read
+    let same = (0..win.pads.len())
+        .all(|i| win.pads[i] == same_pads(xd[2 + i], win.kernel[i], win.strides[i], win.dilations[i], true));
+    let (xh, padding) = if same { (xh, Padding::Same) } else { (pad_nhwc(g, xh, &win, 0.0)?, Padding::Valid) };
     // filter [M, C/g, k...] → [KH, KW, C/g, M]
     let w4 = if spatial == 1 { g.reshape(w, &[wd[0] as i64, wd[1] as i64, 1, wd[2] as i64])? } else { w };
-    let params =
-        Conv2dParams { strides: as_2d(&win.strides, 1), padding: Padding::Valid, dilations: as_2d(&win.dilations, 1) };
+    let params = Conv2dParams { strides: as_2d(&win.strides, 1), padding, dilations: as_2d(&win.dilations, 1) };
     let (c, m) = (xd[1], wd[0]);
     let y = if group == 1 {
         let f = g.transpose(w4, &[2, 3, 1, 0])?;
@@ -314,6 +337,8 @@ fn conv(g: &mut Graph, n: &NodeCx) -> Result<ValueId> {
         g.concat(&ys, 3)?
     };
     let y = match n.opt_input(2) {
+        // B is [M]: channels last, a bias_add (which the plan fuses into the conv)
+        Some(b) if g.shape(b)?.rank() == 1 => g.bias_add(y, b)?,
         Some(b) => g.add(y, b)?,
         None => y,
     };

@@ -85,6 +85,17 @@ binary_kinds! {
 
 impl BinaryKind {
     /// True for the kinds whose output is bool.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Raises, binary};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(BinaryKind::Less.returns_bool() && BinaryKind::LogicalAnd.returns_bool());
+    /// assert!(!BinaryKind::Add.returns_bool());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn returns_bool(self) -> bool {
         matches!(self.dtype_rule(), BinaryDtypeRule::Compare | BinaryDtypeRule::Equality | BinaryDtypeRule::Logical)
     }
@@ -92,6 +103,17 @@ impl BinaryKind {
     /// Which inputs' values can make the op fail on operands of `dtype` ([`Raises`]): the
     /// divisor of i64 `div`, `floor_div`, `floor_mod` (zero) and the exponent of i64 `pow`
     /// (negative); nothing else (float math is IEEE, i64 overflow wraps).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Raises, binary};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(BinaryKind::Div.raises(Some(DType::I64)), Raises::On(&[1])); // a zero divisor
+    /// assert_eq!(BinaryKind::Div.raises(Some(DType::F32)), Raises::Never); // IEEE: inf or NaN
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn raises(self, dtype: Option<DType>) -> Raises {
         use BinaryKind::*;
         match self {
@@ -101,6 +123,16 @@ impl BinaryKind {
     }
 
     /// How pfor batches the op ([`Batching`]): numpy broadcasting, every kind.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Raises, binary};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(BinaryKind::Mul.batching(), Batching::Broadcasting);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batching(self) -> Batching {
         Batching::Broadcasting
     }
@@ -129,6 +161,18 @@ fn check_dtype(k: BinaryKind, a: DType, b: DType) -> Result<DType> {
 }
 
 /// Shape and dtype inference.
+///
+/// ```
+/// use pfor::ops::{Batching, BinaryKind, Raises, binary};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let (a, b) = (TensorType::new(DType::F64, [3, 1]), TensorType::new(DType::F64, [4]));
+/// assert_eq!(binary::infer(BinaryKind::Mul, &[a.clone(), b.clone()])?, [TensorType::new(DType::F64, [3, 4])]);
+/// assert_eq!(binary::infer(BinaryKind::Less, &[a, b])?[0].dtype, DType::Bool);
+/// # Ok(())
+/// # }
+/// ```
 pub fn infer(k: BinaryKind, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
     let op = k.name();
     expect_arity(op, inputs, 2)?;
@@ -531,6 +575,19 @@ pub(crate) fn f32_apply(k: BinaryKind, dst: &mut [f32], a: F32Arg<'_>, b: F32Arg
 }
 
 /// Evaluate.
+///
+/// ```
+/// use pfor::ops::{Batching, BinaryKind, Raises, binary};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let out = binary::eval(BinaryKind::Sub, vec![Tensor::vec1(&[5i64, 7]), Tensor::scalar(1i64)])?;
+/// assert_eq!(out[0].to_vec::<i64>()?, [4, 6]);
+/// let e = binary::eval(BinaryKind::Div, vec![Tensor::vec1(&[1i64]), Tensor::vec1(&[0i64])]);
+/// assert!(e.is_err()); // i64 division by zero is an error, not a panic
+/// # Ok(())
+/// # }
+/// ```
 pub fn eval(k: BinaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     let op = k.name();
     expect_arity(op, &inputs, 2)?;

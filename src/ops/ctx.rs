@@ -28,16 +28,53 @@ pub struct CancelToken(Arc<AtomicBool>);
 
 impl CancelToken {
     /// A token that is not cancelled.
+    ///
+    /// ```
+    /// use pfor::ops::FunctionRunner;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let token = CancelToken::new();
+    /// assert!(!token.is_cancelled());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new() -> CancelToken {
         CancelToken::default()
     }
 
     /// Cancel every run holding this token (now or later: cancellation is sticky).
+    ///
+    /// ```
+    /// use pfor::ops::FunctionRunner;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let token = CancelToken::new();
+    /// let clone = token.clone(); // e.g. moved to another thread
+    /// clone.cancel();
+    /// assert!(token.is_cancelled()); // clones share one flag
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }
 
     /// Whether [`cancel`](Self::cancel) was called.
+    ///
+    /// ```
+    /// use pfor::ops::FunctionRunner;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let token = CancelToken::new();
+    /// token.cancel();
+    /// token.cancel(); // sticky and idempotent
+    /// assert!(token.is_cancelled());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
     }
@@ -55,11 +92,38 @@ type RunFn = dyn Fn(&Function, Vec<Tensor>) -> Result<Vec<Tensor>> + Send + Sync
 
 impl FunctionRunner {
     /// A runner calling `f`.
+    ///
+    /// ```
+    /// use pfor::ops::FunctionRunner;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // a runner that evaluates with the built-in options (see ExecOptions::function_runner)
+    /// let runner = FunctionRunner::new(|f, args| pfor::exec::run_function(f, args));
+    /// let ty = [TensorType::new(DType::F64, [2])];
+    /// let f = Function::build(&Graph::new(), &ty, |g, p| Ok(vec![g.neg(p[0])?]))?;
+    /// assert_eq!(runner.run(&f, vec![Tensor::vec1(&[1.0f64, 2.0])])?[0].to_vec::<f64>()?, [-1.0, -2.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(f: impl Fn(&Function, Vec<Tensor>) -> Result<Vec<Tensor>> + Send + Sync + 'static) -> FunctionRunner {
         FunctionRunner(Arc::new(f))
     }
 
     /// Run `f` on `args`.
+    ///
+    /// ```
+    /// use pfor::ops::FunctionRunner;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let runner = ExecOptions::builtin().function_runner();
+    /// let ty = [TensorType::new(DType::I64, Shape::scalar())];
+    /// let f = Function::build(&Graph::new(), &ty, |g, p| Ok(vec![g.add(p[0], p[0])?]))?;
+    /// assert_eq!(runner.run(&f, vec![Tensor::scalar(21i64)])?[0].scalar_i64()?, 42);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run(&self, f: &Function, args: Vec<Tensor>) -> Result<Vec<Tensor>> {
         (self.0)(f, args)
     }

@@ -54,6 +54,16 @@ impl ElementwiseKind {
     pub const ALL: &'static [ElementwiseKind] =
         &[ElementwiseKind::Select, ElementwiseKind::Cast, ElementwiseKind::Clip];
     /// The op name.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, ElementwiseKind, ElementwiseOp, Raises};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(ElementwiseKind::Select.name(), "select");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             ElementwiseKind::Select => "select",
@@ -63,11 +73,32 @@ impl ElementwiseKind {
     }
     /// Which inputs' values can make the op fail ([`Raises`]): none (`cast` saturates,
     /// `clip` with `lo > hi` returns `hi`).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, ElementwiseKind, ElementwiseOp, Raises};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(ElementwiseKind::Cast.raises(), Raises::Never); // a cast saturates
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn raises(self) -> Raises {
         Raises::Never
     }
     /// How pfor batches the op ([`Batching`]): `clip` stacks `x` only when a bound is
     /// stacked, by hand (`converters/elementwise.rs`).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, ElementwiseKind, ElementwiseOp, Raises};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(ElementwiseKind::Select.batching(), Batching::Broadcasting);
+    /// assert_eq!(ElementwiseKind::Clip.batching(), Batching::Custom); // its own converter
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batching(self) -> Batching {
         match self {
             ElementwiseKind::Select => Batching::Broadcasting,
@@ -104,6 +135,16 @@ fn same_dtype(op: &str, what: &str, want: DType, got: DType) -> Result<()> {
 
 impl ElementwiseOp {
     /// The kind.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, ElementwiseKind, ElementwiseOp, Raises};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(ElementwiseOp::Cast { to: DType::I64 }.kind(), ElementwiseKind::Cast);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn kind(&self) -> ElementwiseKind {
         match self {
             ElementwiseOp::Select => ElementwiseKind::Select,
@@ -113,6 +154,21 @@ impl ElementwiseOp {
     }
 
     /// Shape and dtype inference.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, ElementwiseKind, ElementwiseOp, Raises};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let cast = ElementwiseOp::Cast { to: DType::I64 };
+    /// assert_eq!(cast.infer(&[TensorType::new(DType::F32, [2])])?, [TensorType::new(DType::I64, [2])]);
+    /// let cond = TensorType::new(DType::Bool, [2, 1]);
+    /// let x = TensorType::new(DType::F32, [3]);
+    /// let out = ElementwiseOp::Select.infer(&[cond, x.clone(), x])?; // 3-way broadcasting
+    /// assert_eq!(out, [TensorType::new(DType::F32, [2, 3])]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
         let op = self.kind().name();
         match self {

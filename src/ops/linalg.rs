@@ -28,10 +28,11 @@ use ndarray::{ArcArray, IxDyn};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::ir::{Graph, ValueId};
 use crate::kernels::gemm::PAR_FLOPS;
 use crate::ops::{Op, Raises, expect_arity, expect_float};
 use crate::tensor::{Dim, Element, Shape, Tensor, TensorType};
+
+mod builders;
 
 /// Total work (≈ flops) of a batch above which batch items are spread over rayon.
 const BATCH_PAR_WORK: usize = 1 << 15;
@@ -688,51 +689,5 @@ fn triangular_solve<T: LaElem>(
 fn zero_strict_upper<T: LaElem>(out: &mut [T], n: usize) {
     for i in 0..n {
         out[i * n + i + 1..(i + 1) * n].fill(T::default());
-    }
-}
-
-impl Graph {
-    fn linalg1(&mut self, o: LinalgOp, a: ValueId) -> Result<ValueId> {
-        self.add_op(Op::Linalg(o), &[a])
-    }
-    /// Inverse of each square matrix `[..., n, n]` (singular → `Error::Numerical`).
-    pub fn matrix_inverse(&mut self, a: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::MatrixInverse, a)
-    }
-    /// Determinant of each square matrix: `[..., n, n] → [...]`.
-    pub fn determinant(&mut self, a: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::Determinant, a)
-    }
-    /// `ln |det|` of each square matrix: `[..., n, n] → [...]` (`-inf` when singular).
-    pub fn log_abs_det(&mut self, a: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::MatrixLogDet, a)
-    }
-    /// Lower Cholesky factor `L` (`A = L Lᵀ`) of each positive definite matrix.
-    pub fn cholesky(&mut self, a: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::Cholesky, a)
-    }
-    /// Solve `A X = B` for `A` `[..., n, n]`, `B` `[..., n, k]` (equal batch dims).
-    pub fn solve(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
-        self.solve_t(a, b, false)
-    }
-    /// Solve `A X = B`, or `Aᵀ X = B` when `adjoint`.
-    pub fn solve_t(&mut self, a: ValueId, b: ValueId, adjoint: bool) -> Result<ValueId> {
-        self.add_op(Op::Linalg(LinalgOp::Solve { adjoint }), &[a, b])
-    }
-    /// Solve `op(A) X = B` for a lower (or upper) triangular `A`; `op` transposes when `adjoint`.
-    pub fn triangular_solve(&mut self, a: ValueId, b: ValueId, lower: bool, adjoint: bool) -> Result<ValueId> {
-        self.add_op(Op::Linalg(LinalgOp::TriangularSolve { lower, adjoint }), &[a, b])
-    }
-    /// Diagonal matrices from vectors: `[..., n] → [..., n, n]`.
-    pub fn matrix_diag(&mut self, d: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::MatrixDiag, d)
-    }
-    /// Main diagonals: `[..., m, n] → [..., min(m, n)]`.
-    pub fn matrix_diag_part(&mut self, a: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::MatrixDiagPart, a)
-    }
-    /// Sum of each main diagonal: `[..., m, n] → [...]`.
-    pub fn trace(&mut self, a: ValueId) -> Result<ValueId> {
-        self.linalg1(LinalgOp::Trace, a)
     }
 }

@@ -366,6 +366,25 @@ impl Graph {
     /// broadcast), with `expand_dims` / `squeeze` around it for rank-1 operands; pfor and
     /// the derivatives see only those kinds. A rank-0 operand or disagreeing inner dims are
     /// an `Err` naming both shapes.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let a = g.input("a", DType::F32, [8, 2, 3]); // a batch of 8 matrices
+    /// let w = g.input("w", DType::F32, [3, 4]); // one matrix, broadcast over the batch
+    /// let v = g.input("v", DType::F32, [3]);
+    /// let aw = g.matmul(a, w)?;
+    /// let av = g.matmul(a, v)?; // matrix · vector
+    /// let vv = g.matmul(v, v)?; // vector · vector: a scalar
+    /// assert_eq!(g.shape(aw)?.as_fixed(), Some(vec![8, 2, 4]));
+    /// assert_eq!(g.shape(av)?.as_fixed(), Some(vec![8, 2]));
+    /// assert_eq!(g.shape(vv)?.rank(), 0);
+    /// assert!(g.matmul(w, w).is_err()); // [3, 4] · [3, 4]: inner dims differ
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn matmul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
         self.matmul_t(a, b, false, false)
     }
@@ -373,6 +392,18 @@ impl Graph {
     /// [`matmul`](Self::matmul) of `op(a)` and `op(b)`, `op` transposing the last two dims
     /// where its flag is set. A rank-1 operand is a vector, the same transposed or not (its
     /// flag is ignored).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let a = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0])?);
+    /// let ata = g.matmul_t(a, a, true, false)?; // aᵀ a
+    /// assert_eq!(run_once(&g, &[ata], &[])?[0].to_vec::<f32>()?, [10.0, 14.0, 14.0, 20.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn matmul_t(&mut self, a: ValueId, b: ValueId, transpose_a: bool, transpose_b: bool) -> Result<ValueId> {
         let (ra, rb) = (self.value_type(a)?.rank(), self.value_type(b)?.rank());
         if ra == 2 && rb == 2 {
@@ -407,11 +438,37 @@ impl Graph {
 
     /// Batched matrix product over the last two dims (rank >= 2 each); leading dims
     /// broadcast. [`matmul`](Self::matmul) accepts this and every other rank.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let a = g.input("a", DType::F64, [5, 2, 3]);
+    /// let b = g.input("b", DType::F64, [1, 3, 4]); // batch dims broadcast
+    /// let c = g.batch_matmul(a, b)?;
+    /// assert_eq!(g.shape(c)?.as_fixed(), Some(vec![5, 2, 4]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batch_matmul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
         self.batch_matmul_t(a, b, false, false)
     }
 
     /// Batched `adj(a) · adj(b)` over the last two dims, `adj` transposing where asked.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let a = g.input("a", DType::F32, [5, 3, 2]);
+    /// let b = g.input("b", DType::F32, [5, 4, 3]);
+    /// let c = g.batch_matmul_t(a, b, true, true)?; // aᵀ bᵀ per item
+    /// assert_eq!(g.shape(c)?.as_fixed(), Some(vec![5, 2, 4]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batch_matmul_t(&mut self, a: ValueId, b: ValueId, adj_a: bool, adj_b: bool) -> Result<ValueId> {
         self.add_op(Op::Linear(LinearOp::BatchMatMul { adj_a, adj_b }), &[a, b])
     }

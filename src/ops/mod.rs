@@ -138,10 +138,33 @@ pub enum Raises {
 
 impl Raises {
     /// True unless [`Raises::Never`].
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(!Raises::Never.any());
+    /// assert!(Raises::On(&[1]).any() && Raises::Any.any());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn any(self) -> bool {
         self != Raises::Never
     }
     /// True if the value of input `k` can make the op fail.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let r = Raises::On(&[1]); // e.g. integer division: only the divisor can make it fail
+    /// assert!(!r.on(0) && r.on(1));
+    /// assert!(Raises::Any.on(7) && !Raises::Never.on(0));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn on(self, k: usize) -> bool {
         match self {
             Raises::Never => false,
@@ -237,6 +260,18 @@ pub enum OpKind {
 
 impl OpKind {
     /// Every built-in op kind (Custom excluded).
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let kinds = OpKind::all();
+    /// assert!(kinds.contains(&OpKind::Unary(UnaryKind::Exp)));
+    /// assert!(kinds.len() > 100);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn all() -> Vec<OpKind> {
         let mut v = vec![OpKind::Input, OpKind::Const];
         v.extend(UnaryKind::ALL.iter().map(|k| OpKind::Unary(*k)));
@@ -257,6 +292,16 @@ impl OpKind {
     }
 
     /// The op's name.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(OpKind::Binary(BinaryKind::Add).name(), "add");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> &'static str {
         match self {
             OpKind::Input => "input",
@@ -280,6 +325,17 @@ impl OpKind {
     }
 
     /// The family name (the file name shared by ops/, converters/, autodiff/rules/).
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // the family: the file name in src/ops/, converters/ and src/autodiff/rules/
+    /// assert_eq!(OpKind::Unary(UnaryKind::Tanh).family(), "unary");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn family(&self) -> &'static str {
         match self {
             OpKind::Input | OpKind::Const => "core",
@@ -310,6 +366,19 @@ impl fmt::Display for OpKind {
 
 impl Op {
     /// The op's kind.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// assert_eq!(g.node(y.node)?.op.kind(), OpKind::Unary(UnaryKind::Exp));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn kind(&self) -> OpKind {
         match self {
             Op::Input { .. } => OpKind::Input,
@@ -333,6 +402,19 @@ impl Op {
     }
 
     /// The op's name (for a custom op, its own name).
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.sqrt(x)?;
+    /// assert_eq!(g.node(y.node)?.op.name(), "sqrt");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(&self) -> String {
         match self {
             Op::Custom(c) => c.name().to_string(),
@@ -341,6 +423,19 @@ impl Op {
     }
 
     /// Shape and dtype inference.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let op = Op::Binary(BinaryKind::Add);
+    /// let (a, b) = (TensorType::new(DType::F32, [2, 1]), TensorType::new(DType::F32, [3]));
+    /// assert_eq!(op.infer(&[a, b.clone()])?, [TensorType::new(DType::F32, [2, 3])]); // broadcasting
+    /// assert!(op.infer(&[b, TensorType::new(DType::I64, [3])]).is_err()); // dtypes differ
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
         match self {
             Op::Const { value } => {
@@ -395,6 +490,16 @@ impl Op {
 
     /// True for ops whose effect is not captured by their outputs (variable writes,
     /// stateful custom ops): never pruned, never reordered.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(!Op::Unary(UnaryKind::Exp).has_side_effects());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn has_side_effects(&self) -> bool {
         match self {
             Op::State(s) => s.has_side_effects(),
@@ -407,6 +512,21 @@ impl Op {
     /// Which inputs' run-time values can make the op fail ([`Raises`]; conservative).
     /// `inputs` are the op's input types (integer division raises, float division does
     /// not); `lib` resolves calls, which are checked transitively.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let i64s = [TensorType::new(DType::I64, [2]), TensorType::new(DType::I64, [2])];
+    /// let f32s = [TensorType::new(DType::F32, [2]), TensorType::new(DType::F32, [2])];
+    /// let div = Op::Binary(BinaryKind::Div);
+    /// assert_eq!(div.raises(&i64s, g.library()), Raises::On(&[1])); // a zero divisor
+    /// assert_eq!(div.raises(&f32s, g.library()), Raises::Never); // inf / NaN instead
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn raises(&self, inputs: &[TensorType], lib: &Library) -> Raises {
         let dtype = inputs.first().map(|t| t.dtype);
         match self {
@@ -436,12 +556,37 @@ impl Op {
     }
 
     /// True if some input value can make the op fail ([`Op::raises`]).
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let g = Graph::new();
+    /// let t = [TensorType::new(DType::F64, [3])];
+    /// assert!(!Op::Unary(UnaryKind::Log).may_raise(&t, g.library())); // log(-1) is NaN, no error
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn may_raise(&self, inputs: &[TensorType], lib: &Library) -> bool {
         self.raises(inputs, lib).any()
     }
 
     /// True for ops that pfor must not reuse unconverted even when all inputs are
     /// loop-invariant: random ops (each iteration draws differently by default), state.
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, Raises, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.exp(x)?;
+    /// assert!(!g.node(y.node)?.op.is_stateful()); // random ops and variable reads/writes are
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_stateful(&self) -> bool {
         match self {
             Op::Random(r) => r.is_stateful(),

@@ -536,34 +536,128 @@ impl fmt::Display for NnOp {
 
 impl Graph {
     /// `x [..., C] + b [C]` (bias along the last axis).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f32, 2.0, 3.0, 4.0])?);
+    /// let b = g.constant(Tensor::vec1(&[10.0f32, 20.0]));
+    /// let y = g.bias_add(x, b)?;
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<f32>()?, [11.0, 22.0, 13.0, 24.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn bias_add(&mut self, x: ValueId, b: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::BiasAdd), &[x, b])
     }
     /// Numerically stable softmax along `axis` (negative counts from the end).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[0.0f64, 0.0, 1000.0])); // no overflow
+    /// let p = g.softmax(x, -1)?;
+    /// assert_eq!(run_once(&g, &[p], &[])?[0].to_vec::<f64>()?, [0.0, 0.0, 1.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn softmax(&mut self, x: ValueId, axis: i64) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::Softmax { axis }), &[x])
     }
     /// Numerically stable log-softmax along `axis` (negative counts from the end).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[1.0f64, 1.0]));
+    /// let l = g.log_softmax(x, 0)?;
+    /// let r = run_once(&g, &[l], &[])?[0].to_vec::<f64>()?;
+    /// assert!(r.iter().all(|v| (v + 2f64.ln()).abs() < 1e-12)); // log(1/2) each
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn log_softmax(&mut self, x: ValueId, axis: i64) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::LogSoftmax { axis }), &[x])
     }
     /// Per-row loss `-sum(labels * log_softmax(logits))` over the last axis: `[..., C]` → `[...]`.
     /// Arguments in TF's order: `labels` (a distribution per row) first, then `logits`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let labels = g.constant(Tensor::from_vec(&[1, 2], vec![0.5f64, 0.5])?);
+    /// let logits = g.constant(Tensor::from_vec(&[1, 2], vec![3.0f64, 3.0])?);
+    /// let loss = g.softmax_cross_entropy(labels, logits)?; // [1]: one row
+    /// let r = run_once(&g, &[loss], &[])?;
+    /// assert!((r[0].to_vec::<f64>()?[0] - 2f64.ln()).abs() < 1e-12);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn softmax_cross_entropy(&mut self, labels: ValueId, logits: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::SoftmaxCrossEntropy), &[logits, labels])
     }
     /// Per-row loss `-log_softmax(logits)[label]` with i64 `labels` `[...]` and `logits`
     /// `[..., C]` (TF's order: labels first); a label outside `[0, C)` fails at run time with
     /// `Error::IndexOutOfRange`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let labels = g.input("labels", DType::I64, [2]);
+    /// let logits = g.constant(Tensor::from_vec(&[2, 2], vec![0.0f64, 0.0, 5.0, 5.0])?);
+    /// let loss = g.sparse_softmax_cross_entropy(labels, logits)?; // [2]
+    /// let r = run_once(&g, &[loss], &[(labels, Tensor::vec1(&[1i64, 0]))])?;
+    /// assert!(r[0].to_vec::<f64>()?.iter().all(|v| (v - 2f64.ln()).abs() < 1e-12));
+    /// // a label outside [0, 2) fails when it runs
+    /// assert!(run_once(&g, &[loss], &[(labels, Tensor::vec1(&[2i64, 0]))]).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sparse_softmax_cross_entropy(&mut self, labels: ValueId, logits: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::SparseSoftmaxCrossEntropy), &[logits, labels])
     }
     /// Elementwise stable sigmoid cross-entropy of (same-shape) `labels` and `logits`, in
     /// TF's order (labels first).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let labels = g.constant(Tensor::vec1(&[1.0f64, 0.0]));
+    /// let logits = g.constant(Tensor::vec1(&[0.0f64, 0.0]));
+    /// let loss = g.sigmoid_cross_entropy(labels, logits)?; // -log(sigmoid(0)) both
+    /// let r = run_once(&g, &[loss], &[])?;
+    /// assert!(r[0].to_vec::<f64>()?.iter().all(|v| (v - 2f64.ln()).abs() < 1e-12));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sigmoid_cross_entropy(&mut self, labels: ValueId, logits: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::SigmoidCrossEntropy), &[logits, labels])
     }
     /// Scalar `sum(x²) / 2`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[3.0f32, 4.0]));
+    /// let l = g.l2_loss(x)?;
+    /// assert_eq!(run_once(&g, &[l], &[])?[0].scalar_f64()?, 12.5);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn l2_loss(&mut self, x: ValueId) -> Result<ValueId> {
         self.add_op(Op::Nn(NnOp::L2Loss), &[x])
     }
@@ -574,6 +668,21 @@ impl Graph {
     /// shapes). Per-channel `[C]` parameters make one fused node; any other shape normalizes
     /// with unit scale in that node (the last dim must then be fixed) and applies the
     /// parameters with a broadcasting `mul` and `add`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f64, 3.0, 2.0, 6.0])?);
+    /// let gamma = g.constant(Tensor::vec1(&[1.0f64, 2.0])); // per channel: [C]
+    /// let beta = g.constant(Tensor::scalar(1.0f64)); // broadcast as Keras does
+    /// let y = g.layer_norm(x, gamma, beta, 0.0)?;
+    /// // each row normalizes to [-1, 1], then * gamma + beta
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<f64>()?, [0.0, 3.0, 0.0, 3.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn layer_norm(&mut self, x: ValueId, gamma: ValueId, beta: ValueId, epsilon: f64) -> Result<ValueId> {
         let op = "layer_norm";
         let xt = self.value_type(x)?.clone();
@@ -608,6 +717,22 @@ impl Graph {
     }
     /// Inference batch normalization over the last (channel) axis:
     /// `(x - mean) / sqrt(variance + epsilon) * scale + offset` (`epsilon` finite and `>= 0`).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f64, 2.0, 3.0, 4.0])?);
+    /// let mean = g.constant(Tensor::vec1(&[2.0f64, 3.0]));
+    /// let variance = g.constant(Tensor::vec1(&[1.0f64, 4.0]));
+    /// let offset = g.constant(Tensor::vec1(&[0.0f64, 10.0]));
+    /// let scale = g.constant(Tensor::vec1(&[1.0f64, 1.0]));
+    /// let y = g.batch_norm(x, mean, variance, offset, scale, 0.0)?;
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<f64>()?, [-1.0, 9.5, 1.0, 10.5]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batch_norm(
         &mut self,
         x: ValueId,

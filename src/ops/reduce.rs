@@ -297,6 +297,23 @@ impl Graph {
     /// rank, `Some(axes)` = those axes (negative axes count from the end; `Some(&[])` = each
     /// element its own group); `keep_dims` keeps reduced dims as size 1. An `Err` naming the
     /// kind if it is not an axis reduction (argmax, argmin, cumsum, cumprod).
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 3], vec![1.0f32, 5.0, 3.0, 4.0, 2.0, 6.0])?);
+    /// let rows = g.reduce(ReduceKind::Max, x, Some(&[1]), false)?; // [2]
+    /// let all = g.reduce(ReduceKind::Max, x, None, true)?; // [1, 1]
+    /// let r = run_once(&g, &[rows, all], &[])?;
+    /// assert_eq!(r[0].to_vec::<f32>()?, [5.0, 6.0]);
+    /// assert_eq!((r[1].shape(), r[1].to_vec::<f32>()?), (&[1usize, 1][..], vec![6.0]));
+    /// assert!(g.reduce(ReduceKind::ArgMax, x, None, false).is_err()); // use `argmax`
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn reduce(&mut self, kind: ReduceKind, x: ValueId, axes: Option<&[i64]>, keep_dims: bool) -> Result<ValueId> {
         let axes = match axes {
             Some(a) => a.to_vec(),
@@ -307,28 +324,114 @@ impl Graph {
         self.add_op(Op::Reduce(op), &[x])
     }
     /// Sum over every axis (a scalar): `reduce_sum(x, None, false)`.
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 2], vec![1i64, 2, 3, 4])?);
+    /// let s = g.sum_all(x)?;
+    /// assert_eq!(run_once(&g, &[s], &[])?[0].scalar_i64()?, 10);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sum_all(&mut self, x: ValueId) -> Result<ValueId> {
         self.reduce_sum(x, None, false)
     }
     /// Mean over every axis (a scalar; float only): `reduce_mean(x, None, false)`.
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 2], vec![1.0f64, 2.0, 3.0, 6.0])?);
+    /// let m = g.mean_all(x)?;
+    /// assert_eq!(run_once(&g, &[m], &[])?[0].scalar_f64()?, 3.0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn mean_all(&mut self, x: ValueId) -> Result<ValueId> {
         self.reduce_mean(x, None, false)
     }
     /// Index (i64) of the maximum along `axis`, which is removed. Ties → smallest index;
     /// the first NaN wins.
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 3], vec![1.0f32, 7.0, 7.0, 9.0, 2.0, 3.0])?);
+    /// let i = g.argmax(x, -1)?; // per row; a tie gives the first index
+    /// assert_eq!(run_once(&g, &[i], &[])?[0].to_vec::<i64>()?, [1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn argmax(&mut self, x: ValueId, axis: i64) -> Result<ValueId> {
         self.add_op(Op::Reduce(ReduceOp::Arg { kind: ReduceKind::ArgMax, axis }), &[x])
     }
     /// Index (i64) of the minimum along `axis`, which is removed. Ties → smallest index;
     /// the first NaN wins.
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::from_vec(&[2, 2], vec![4.0f32, 1.0, 0.5, 2.0])?);
+    /// let i = g.argmin(x, 0)?; // per column
+    /// assert_eq!(run_once(&g, &[i], &[])?[0].to_vec::<i64>()?, [1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn argmin(&mut self, x: ValueId, axis: i64) -> Result<ValueId> {
         self.add_op(Op::Reduce(ReduceOp::Arg { kind: ReduceKind::ArgMin, axis }), &[x])
     }
     /// Cumulative sum along `axis` (`exclusive`: first output 0; `reverse`: from the end).
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[1i64, 2, 3, 4]));
+    /// let inclusive = g.cumsum(x, 0, false, false)?;
+    /// let exclusive = g.cumsum(x, 0, true, false)?;
+    /// let reverse = g.cumsum(x, 0, false, true)?;
+    /// let r = run_once(&g, &[inclusive, exclusive, reverse], &[])?;
+    /// assert_eq!(r[0].to_vec::<i64>()?, [1, 3, 6, 10]);
+    /// assert_eq!(r[1].to_vec::<i64>()?, [0, 1, 3, 6]);
+    /// assert_eq!(r[2].to_vec::<i64>()?, [10, 9, 7, 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cumsum(&mut self, x: ValueId, axis: i64, exclusive: bool, reverse: bool) -> Result<ValueId> {
         self.add_op(Op::Reduce(ReduceOp::Scan { kind: ReduceKind::CumSum, axis, exclusive, reverse }), &[x])
     }
     /// Cumulative product along `axis` (`exclusive`: first output 1; `reverse`: from the end).
+    ///
+    /// ```
+    /// use pfor::ops::ReduceKind;
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[1.0f64, 2.0, 3.0, 4.0]));
+    /// let p = g.cumprod(x, 0, false, false)?;
+    /// let q = g.cumprod(x, 0, true, false)?; // starts at 1
+    /// let r = run_once(&g, &[p, q], &[])?;
+    /// assert_eq!(r[0].to_vec::<f64>()?, [1.0, 2.0, 6.0, 24.0]);
+    /// assert_eq!(r[1].to_vec::<f64>()?, [1.0, 1.0, 2.0, 6.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cumprod(&mut self, x: ValueId, axis: i64, exclusive: bool, reverse: bool) -> Result<ValueId> {
         self.add_op(Op::Reduce(ReduceOp::Scan { kind: ReduceKind::CumProd, axis, exclusive, reverse }), &[x])
     }

@@ -59,6 +59,17 @@ pub enum Linearity {
 
 impl Linearity {
     /// True if the op is linear in input `k`.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let l = Linearity::LinearIn(&[0]); // e.g. gather: linear in params, not in the indices
+    /// assert!(l.linear_in(0) && !l.linear_in(1));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn linear_in(self, k: usize) -> bool {
         match self {
             Linearity::Linear => true,
@@ -67,6 +78,16 @@ impl Linearity {
         }
     }
     /// True unless [`Linearity::NonLinear`].
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(Linearity::Linear.is_linear() && !Linearity::NonLinear.is_linear());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_linear(self) -> bool {
         self != Linearity::NonLinear
     }
@@ -74,6 +95,18 @@ impl Linearity {
 
 impl OpKind {
     /// The kind's batching class (custom ops answer through [`Op::batching`]).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(OpKind::Unary(UnaryKind::Exp).batching(), Batching::Elementwise);
+    /// assert_eq!(OpKind::Binary(BinaryKind::Mul).batching(), Batching::Broadcasting);
+    /// assert_eq!(OpKind::Reduce(ReduceKind::Sum).batching(), Batching::AxisMapped);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batching(&self) -> Batching {
         match self {
             OpKind::Unary(k) => k.batching(),
@@ -87,6 +120,17 @@ impl OpKind {
     }
 
     /// The kind's linearity (custom ops: [`Linearity::NonLinear`]; they write their jvp).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(OpKind::Unary(UnaryKind::Neg).linearity(), Linearity::Linear);
+    /// assert_eq!(OpKind::Unary(UnaryKind::Exp).linearity(), Linearity::NonLinear);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn linearity(&self) -> Linearity {
         match self {
             OpKind::Unary(k) => k.linearity(),
@@ -100,6 +144,19 @@ impl OpKind {
 
 impl Op {
     /// The op's batching class: its kind's, or what a custom op declares.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2]);
+    /// let y = g.tanh(x)?;
+    /// assert_eq!(g.node(y.node)?.op.batching(), Batching::Elementwise);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batching(&self) -> Batching {
         match self {
             Op::Custom(c) => c.batching(),
@@ -108,6 +165,19 @@ impl Op {
     }
 
     /// The op's linearity ([`OpKind::linearity`]).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 3]);
+    /// let s = g.reduce_sum(x, Some(&[1]), false)?;
+    /// assert!(g.node(s.node)?.op.linearity().is_linear()); // its JVP is derived
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn linearity(&self) -> Linearity {
         self.kind().linearity()
     }
@@ -115,6 +185,21 @@ impl Op {
     /// The op with every axis attribute mapped through `f` (the [`Batching::AxisMapped`]
     /// rewrite); `None` for an op without axis attributes. A custom op maps its own
     /// ([`CustomOp::map_axes`](super::CustomOp::map_axes)).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, BinaryKind, Linearity, ReduceKind, UnaryKind};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let x = g.input("x", DType::F32, [2, 3]);
+    /// let s = g.reduce_sum(x, Some(&[1]), false)?;
+    /// // what pfor does to an axis-mapped op: non-negative axes move past the new loop axis
+    /// let moved = g.node(s.node)?.op.map_axes(&|a| if a >= 0 { a + 1 } else { a });
+    /// assert_eq!(moved.map(|op| op.to_string()), Some("reduce_sum{axes=[2], keep_dims=false}".to_string()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn map_axes(&self, f: &dyn Fn(i64) -> i64) -> Option<Op> {
         match self {
             Op::Reduce(o) => Some(Op::Reduce(o.map_axes(f))),

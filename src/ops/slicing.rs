@@ -103,12 +103,42 @@ pub struct StridedSlicePlan {
 
 impl StridedSliceSpec {
     /// A spec with the given begin/end/strides and no masks.
+    ///
+    /// ```
+    /// use pfor::ops::slicing::{AxisSelect, StridedSliceSpec};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // x[1:5:2] (numpy)
+    /// let spec = StridedSliceSpec::new(&[1], &[5], &[2]);
+    /// let mut g = Graph::new();
+    /// let x = g.constant(Tensor::vec1(&[0i64, 1, 2, 3, 4, 5]));
+    /// let y = g.strided_slice(x, &spec)?;
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<i64>()?, [1, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(begin: &[i64], end: &[i64], strides: &[i64]) -> StridedSliceSpec {
         StridedSliceSpec { begin: begin.to_vec(), end: end.to_vec(), strides: strides.to_vec(), ..Default::default() }
     }
     /// Resolve against input dims (dynamic dims give [`AxisSelect::Dynamic`]). Errors: length
     /// mismatch, more than one ellipsis, more indexed dims than the rank, a zero stride, a
     /// non-positive stride on a shrink axis, a shrink index out of range of a fixed dim.
+    ///
+    /// ```
+    /// use pfor::ops::slicing::{AxisSelect, StridedSliceSpec};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// // x[-1] on a [4, 3] input: the last row, axis 0 removed (shrink_axis_mask bit 0)
+    /// let spec = StridedSliceSpec::new(&[-1], &[0], &[1]).with_shrink_axis_mask(1);
+    /// let plan = spec.resolve(&[Dim::fixed(4), Dim::fixed(3)])?;
+    /// assert_eq!(plan.axes[0], AxisSelect::Index(3));
+    /// assert_eq!(plan.out, [Some(1)]); // the output's one axis is input axis 1
+    /// assert!(StridedSliceSpec::new(&[0], &[1], &[0]).resolve(&[Dim::fixed(4)]).is_err()); // a zero stride
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn resolve(&self, dims: &[Dim]) -> Result<StridedSlicePlan> {
         const OP: &str = "strided_slice";
         let n = self.begin.len();
@@ -255,6 +285,20 @@ fn resolve_axis(
 
 impl StridedSlicePlan {
     /// The static output shape for input dims `dims` (those the plan was resolved with).
+    ///
+    /// ```
+    /// use pfor::ops::slicing::{AxisSelect, StridedSliceSpec};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let dims = [Dim::dynamic("n"), Dim::fixed(10)];
+    /// // x[:, ::3]
+    /// let spec = StridedSliceSpec::new(&[0, 0], &[0, 0], &[1, 3]).with_begin_mask(0b11).with_end_mask(0b11);
+    /// let plan = spec.resolve(&dims)?;
+    /// assert_eq!(plan.output_shape(&dims), Shape::from_dims([Dim::dynamic("n"), Dim::fixed(4)]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn output_shape(&self, dims: &[Dim]) -> Shape {
         Shape::from_dims(self.out.iter().map(|o| match o.map(|ax| (ax, &self.axes[ax])) {
             None | Some((_, AxisSelect::Index(_))) => Dim::Fixed(1),

@@ -50,6 +50,16 @@ impl StateKind {
     /// Every kind.
     pub const ALL: &'static [StateKind] = &[StateKind::Read, StateKind::Assign, StateKind::AssignAdd];
     /// The op name.
+    ///
+    /// ```
+    /// use pfor::ops::{Raises, StateKind, StateOp};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(StateKind::AssignAdd.name(), "assign_add");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             StateKind::Read => "read_variable",
@@ -59,6 +69,16 @@ impl StateKind {
     }
     /// Which inputs' values can make the op fail ([`Raises`]): none (variables and value
     /// types are checked when the node is built).
+    ///
+    /// ```
+    /// use pfor::ops::{Raises, StateKind, StateOp};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(StateKind::Assign.raises(), Raises::Never); // types are checked when built
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn raises(self) -> Raises {
         Raises::Never
     }
@@ -66,6 +86,18 @@ impl StateKind {
 
 impl StateOp {
     /// The kind.
+    ///
+    /// ```
+    /// use pfor::ops::{Raises, StateKind, StateOp};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let read = StateOp::Read { var: "w".into(), ty: TensorType::new(DType::F32, [2]) };
+    ///
+    /// assert_eq!(read.kind(), StateKind::Read);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn kind(&self) -> StateKind {
         match self {
             StateOp::Read { .. } => StateKind::Read,
@@ -74,17 +106,52 @@ impl StateOp {
         }
     }
     /// The variable name.
+    ///
+    /// ```
+    /// use pfor::ops::{Raises, StateKind, StateOp};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(StateOp::Assign { var: "w".into() }.var(), "w");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn var(&self) -> &str {
         match self {
             StateOp::Read { var, .. } | StateOp::Assign { var } | StateOp::AssignAdd { var } => var,
         }
     }
     /// Writes have side effects.
+    ///
+    /// ```
+    /// use pfor::ops::{Raises, StateKind, StateOp};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let read = StateOp::Read { var: "w".into(), ty: TensorType::new(DType::F32, [2]) };
+    ///
+    /// assert!(!read.has_side_effects());
+    /// assert!(StateOp::AssignAdd { var: "w".into() }.has_side_effects()); // never pruned or reordered
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn has_side_effects(&self) -> bool {
         !matches!(self, StateOp::Read { .. })
     }
     /// Shape and dtype inference (writes are checked against the variable at build time by
     /// the builders, and at run time against the stored value).
+    ///
+    /// ```
+    /// use pfor::ops::{Raises, StateKind, StateOp};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let read = StateOp::Read { var: "w".into(), ty: TensorType::new(DType::F32, [2]) };
+    ///
+    /// assert_eq!(read.infer(&[])?, [TensorType::new(DType::F32, [2])]); // the variable's type
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
         let op = self.kind().name();
         match self {

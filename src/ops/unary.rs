@@ -89,15 +89,46 @@ unary_kinds! {
 impl UnaryKind {
     /// Which inputs' values can make the op fail ([`Raises`]): none (float math is IEEE,
     /// i64 `neg`/`abs`/`square` wrap).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, Linearity, Raises, UnaryKind, unary};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(UnaryKind::Log.raises(), Raises::Never); // log(-1) is NaN, never an error
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn raises(self) -> Raises {
         Raises::Never
     }
     /// How pfor batches the op ([`Batching`]): elementwise, every kind.
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, Linearity, Raises, UnaryKind, unary};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(UnaryKind::Sin.batching(), Batching::Elementwise);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn batching(self) -> Batching {
         Batching::Elementwise
     }
     /// Where the op is linear ([`Linearity`]): `neg` only (the others have a local
     /// derivative in `autodiff/rules/unary.rs`).
+    ///
+    /// ```
+    /// use pfor::ops::{Batching, Linearity, Raises, UnaryKind, unary};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert_eq!(UnaryKind::Neg.linearity(), Linearity::Linear);
+    /// assert_eq!(UnaryKind::Sin.linearity(), Linearity::NonLinear);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn linearity(self) -> Linearity {
         match self {
             UnaryKind::Neg => Linearity::Linear,
@@ -260,6 +291,20 @@ fn f_i64(k: UnaryKind, x: i64) -> i64 {
 }
 
 /// Shape and dtype inference.
+///
+/// ```
+/// use pfor::ops::{Batching, Linearity, Raises, UnaryKind, unary};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let t = TensorType::new(DType::F32, [2, 3]);
+/// assert_eq!(unary::infer(UnaryKind::Exp, &[t.clone()])?, [t]);
+/// // float-only kinds refuse integers, naming the op
+/// let e = unary::infer(UnaryKind::Exp, &[TensorType::new(DType::I64, [2])]).unwrap_err();
+/// assert!(e.to_string().contains("exp"));
+/// # Ok(())
+/// # }
+/// ```
 pub fn infer(k: UnaryKind, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
     let op = k.name();
     expect_arity(op, inputs, 1)?;
@@ -367,6 +412,17 @@ fn fast_f32(mut a: ndarray::ArcArray<f32, ndarray::IxDyn>, kernel: fn(&mut [f32]
 }
 
 /// Evaluate.
+///
+/// ```
+/// use pfor::ops::{Batching, Linearity, Raises, UnaryKind, unary};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let out = unary::eval(UnaryKind::Abs, vec![Tensor::vec1(&[-2.0f32, 3.0])])?;
+/// assert_eq!(out[0].to_vec::<f32>()?, [2.0, 3.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn eval(k: UnaryKind, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
     expect_arity(k.name(), &inputs, 1)?;
     let x = inputs.into_iter().next().expect("arity checked");

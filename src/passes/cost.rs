@@ -53,12 +53,41 @@ pub struct Cost {
 
 impl Cost {
     /// Multiply-adds of a contraction (`flops / 2`).
+    ///
+    /// ```
+    /// use pfor::ops::{BinaryKind, UnaryKind};
+    /// use pfor::passes::cost::{binary_flops, elementwise_flops, graph_cost, op_cost, unary_flops};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// let a = g.input("a", DType::F32, [8, 16]);
+    /// let b = g.input("b", DType::F32, [16, 4]);
+    /// let c = g.matmul(a, b)?;
+    ///
+    /// let node = g.node(c.node)?;
+    /// let ins = [g.value_type(a)?, g.value_type(b)?];
+    /// assert_eq!(op_cost(&node.op, &ins, &node.outputs).multiply_adds(), 8 * 16 * 4);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn multiply_adds(&self) -> u64 {
         self.flops / 2
     }
 }
 
 /// Per-element operations of a unary kind: transcendental kernels cost ~8× an add.
+///
+/// ```
+/// use pfor::ops::{BinaryKind, UnaryKind};
+/// use pfor::passes::cost::{binary_flops, elementwise_flops, graph_cost, op_cost, unary_flops};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert!(unary_flops(UnaryKind::Exp) > unary_flops(UnaryKind::Neg)); // transcendental: dearer
+/// # Ok(())
+/// # }
+/// ```
 pub fn unary_flops(k: UnaryKind) -> u64 {
     use UnaryKind as U;
     match k {
@@ -68,6 +97,17 @@ pub fn unary_flops(k: UnaryKind) -> u64 {
 }
 
 /// Per-element operations of a binary kind (`pow` and the floor forms ~8× an add).
+///
+/// ```
+/// use pfor::ops::{BinaryKind, UnaryKind};
+/// use pfor::passes::cost::{binary_flops, elementwise_flops, graph_cost, op_cost, unary_flops};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert!(binary_flops(BinaryKind::Pow) > binary_flops(BinaryKind::Add));
+/// # Ok(())
+/// # }
+/// ```
 pub fn binary_flops(k: BinaryKind) -> u64 {
     match k {
         BinaryKind::Pow | BinaryKind::FloorMod | BinaryKind::FloorDiv => 8,
@@ -77,6 +117,18 @@ pub fn binary_flops(k: BinaryKind) -> u64 {
 
 /// Per-element operations of an elementwise op (unary, binary, `bias_add`); `None` for
 /// other ops.
+///
+/// ```
+/// use pfor::ops::{BinaryKind, UnaryKind};
+/// use pfor::passes::cost::{binary_flops, elementwise_flops, graph_cost, op_cost, unary_flops};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert_eq!(elementwise_flops(&Op::Binary(BinaryKind::Add)), Some(binary_flops(BinaryKind::Add)));
+/// assert_eq!(elementwise_flops(&Op::Unary(UnaryKind::Exp)), Some(unary_flops(UnaryKind::Exp)));
+/// # Ok(())
+/// # }
+/// ```
 pub fn elementwise_flops(op: &Op) -> Option<u64> {
     match op {
         Op::Unary(k) => Some(unary_flops(*k)),
@@ -108,6 +160,26 @@ fn contracted(l: &LinearOp, a: Option<&TensorType>) -> usize {
 }
 
 /// The cost of one evaluation of `op` on inputs of types `ins` with results `outs`.
+///
+/// ```
+/// use pfor::ops::{BinaryKind, UnaryKind};
+/// use pfor::passes::cost::{binary_flops, elementwise_flops, graph_cost, op_cost, unary_flops};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let a = g.input("a", DType::F32, [8, 16]);
+/// let b = g.input("b", DType::F32, [16, 4]);
+/// let c = g.matmul(a, b)?;
+///
+/// let node = g.node(c.node)?;
+/// let cost = op_cost(&node.op, &[g.value_type(a)?, g.value_type(b)?], &node.outputs);
+/// assert_eq!(cost.flops, 2 * 8 * 16 * 4);
+/// assert_eq!(cost.bytes, 4 * (8 * 16 + 16 * 4 + 8 * 4)); // inputs and output, f32
+/// assert!(!cost.dynamic);
+/// # Ok(())
+/// # }
+/// ```
 pub fn op_cost(op: &Op, ins: &[&TensorType], outs: &[TensorType]) -> Cost {
     let dynamic = ins.iter().any(|t| !t.shape.is_fixed()) || outs.iter().any(|t| !t.shape.is_fixed());
     let largest = ins.iter().map(|t| elements(t)).chain(outs.iter().map(elements)).max().unwrap_or(0);
@@ -148,6 +220,24 @@ pub struct GraphCost {
 }
 
 /// [`op_cost`] summed over the nodes of `g`.
+///
+/// ```
+/// use pfor::ops::{BinaryKind, UnaryKind};
+/// use pfor::passes::cost::{binary_flops, elementwise_flops, graph_cost, op_cost, unary_flops};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let a = g.input("a", DType::F32, [8, 16]);
+/// let b = g.input("b", DType::F32, [16, 4]);
+/// let c = g.matmul(a, b)?;
+///
+/// let total = graph_cost(&g);
+/// assert_eq!((total.nodes, total.control), (3, 0)); // two inputs and the matmul
+/// assert_eq!(total.flops, 2 * 8 * 16 * 4);
+/// # Ok(())
+/// # }
+/// ```
 pub fn graph_cost(g: &Graph) -> GraphCost {
     let mut total = GraphCost::default();
     for n in g.node_ids() {

@@ -8,7 +8,8 @@
 //! - `dead` (`dead.rs`): drop the region nodes nothing reads;
 //! - `rewrite` (`simplify.rs`): one forward sweep of local rewrites — forward
 //!   identities and no-op views, fold view and transpose chains, bypass redundant
-//!   broadcasts, and fold pure ops on constants (`fold.rs`);
+//!   broadcasts (pure ops on constants are not folded here: [`fold_constants`] does that,
+//!   and plans run it on their own copy of the graph, see `fold.rs`);
 //! - `narrow` (`narrow.rs`): narrow a matmul to the one column range a split of its result
 //!   reads;
 //! - `dead` again: what the rewrites left unread.

@@ -51,6 +51,22 @@ pub trait Dataflow {
 }
 
 /// The one node reading `v`, when `v` is read exactly once and is not pinned.
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [2]);
+/// let y = g.neg(x)?;
+/// let z = g.exp(y)?;
+/// let view = GraphView { graph: &g, outputs: &[z] };
+/// assert_eq!(sole_reader(&view, y), Some(z.node));
+/// assert_eq!(sole_reader(&view, z), None); // pinned: an output stays observable
+/// # Ok(())
+/// # }
+/// ```
 pub fn sole_reader<D: Dataflow>(d: &D, v: D::Value) -> Option<D::Node> {
     if d.pinned(v) {
         return None;
@@ -63,6 +79,23 @@ pub fn sole_reader<D: Dataflow>(d: &D, v: D::Value) -> Option<D::Node> {
 
 /// The producer of input `i` of node `n`, when its op satisfies `kind` and `n` is the sole
 /// reader of that value ([`sole_reader`]).
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [2]);
+/// let y = g.neg(x)?;
+/// let z = g.exp(y)?;
+/// let view = GraphView { graph: &g, outputs: &[z] };
+/// // the `neg` feeding input 0 of the `exp`, read by nothing else: a fusion candidate
+/// assert_eq!(sole_producer(&view, z.node, 0, |op| op.name() == "neg"), Some(y.node));
+/// assert_eq!(sole_producer(&view, z.node, 0, |op| op.name() == "tanh"), None);
+/// # Ok(())
+/// # }
+/// ```
 pub fn sole_producer<D: Dataflow>(d: &D, n: D::Node, i: usize, kind: impl Fn(&Op) -> bool) -> Option<D::Node> {
     let v = *d.inputs(n).get(i)?;
     let p = d.producer(v)?;
@@ -70,16 +103,49 @@ pub fn sole_producer<D: Dataflow>(d: &D, n: D::Node, i: usize, kind: impl Fn(&Op
 }
 
 /// The dims of `t` when every dim is fixed.
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert_eq!(fixed_dims(&TensorType::new(DType::F32, [2, 3])), Some(vec![2, 3]));
+/// assert_eq!(fixed_dims(&TensorType::new(DType::F32, [Dim::dynamic("n")])), None);
+/// # Ok(())
+/// # }
+/// ```
 pub fn fixed_dims(t: &TensorType) -> Option<Vec<usize>> {
     t.shape.as_fixed()
 }
 
 /// Whether every dim of `t` is fixed.
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert!(is_static(&TensorType::new(DType::I64, Shape::scalar())));
+/// assert!(!is_static(&TensorType::new(DType::I64, [Dim::unknown()])));
+/// # Ok(())
+/// # }
+/// ```
 pub fn is_static(t: &TensorType) -> bool {
     t.shape.is_fixed()
 }
 
 /// Whether `perm` is the identity permutation.
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// assert!(is_identity_perm(&[0, 1, 2]));
+/// assert!(!is_identity_perm(&[1, 0]));
+/// # Ok(())
+/// # }
+/// ```
 pub fn is_identity_perm(perm: &[usize]) -> bool {
     perm.iter().enumerate().all(|(i, &p)| i == p)
 }
@@ -126,6 +192,20 @@ impl Dataflow for GraphView<'_> {
 }
 
 /// The tensor of `v` when its node is a constant.
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let c = g.constant(Tensor::scalar(2.0f32));
+/// let x = g.input("x", DType::F32, Shape::scalar());
+/// assert_eq!(const_value(&g, c), Some(&Tensor::scalar(2.0f32)));
+/// assert_eq!(const_value(&g, x), None);
+/// # Ok(())
+/// # }
+/// ```
 pub fn const_value(g: &Graph, v: ValueId) -> Option<&Tensor> {
     match &g.find_node(v.node)?.op {
         Op::Const { value } => Some(value),
@@ -135,6 +215,24 @@ pub fn const_value(g: &Graph, v: ValueId) -> Option<&Tensor> {
 
 /// Replace every read of `old` by `new` (same static type): readers are rewired and
 /// `outputs` updated. Returns the readers rewired.
+///
+/// ```
+/// use pfor::passes::pattern::*;
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let mut g = Graph::new();
+/// let x = g.input("x", DType::F32, [2]);
+/// let y = g.identity(x)?;
+/// let z = g.exp(y)?;
+/// let mut outputs = [z, y];
+/// let rewired = redirect_uses(&mut g, y, x, &mut outputs)?; // read x where y was read
+/// assert_eq!(rewired, [z.node]);
+/// assert_eq!(outputs, [z, x]);
+/// assert_eq!(g.node(z.node)?.inputs, [x]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn redirect_uses(g: &mut Graph, old: ValueId, new: ValueId, outputs: &mut [ValueId]) -> Result<Vec<NodeId>> {
     let readers = g.consumers(old.node);
     for &c in &readers {

@@ -4,6 +4,19 @@ use super::Tensor;
 use crate::error::{Error, Result};
 
 /// Largest absolute elementwise difference (as f64); `None` if dtype or shape differ.
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{Verdict, assert_close, max_abs_diff};
+///
+/// # fn main() -> Result<()> {
+/// let a = Tensor::vec1(&[1.0f32, 2.0, f32::NAN]);
+/// let b = Tensor::vec1(&[1.0f32, 2.5, f32::NAN]); // NaN matches NaN
+/// assert_eq!(max_abs_diff(&a, &b), Some(0.5));
+/// assert_eq!(max_abs_diff(&a, &Tensor::vec1(&[1.0f32])), None); // shapes differ
+/// # Ok(())
+/// # }
+/// ```
 pub fn max_abs_diff(a: &Tensor, b: &Tensor) -> Option<f64> {
     if a.dtype() != b.dtype() || a.shape() != b.shape() {
         return None;
@@ -27,6 +40,20 @@ pub(crate) fn allclose(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> bool {
 
 /// `Ok(())` if `a ≈ b` (every element: `|a - b| <= atol + rtol * |b|`, NaN matching NaN),
 /// else an error describing the first mismatch, with the tolerances used.
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{Verdict, assert_close, max_abs_diff};
+///
+/// # fn main() -> Result<()> {
+/// let a = Tensor::vec1(&[1.0f64, 100.0]);
+/// let b = Tensor::vec1(&[1.0f64, 100.5]);
+/// assert!(assert_close(&a, &b, 1e-2, 0.0).is_ok()); // |diff| <= rtol * |b|
+/// let e = assert_close(&a, &b, 1e-4, 1e-6).unwrap_err();
+/// assert!(e.to_string().contains("with rtol = 1e-4, atol = 1e-6")); // names the tolerances
+/// # Ok(())
+/// # }
+/// ```
 pub fn assert_close(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) -> Result<()> {
     if a.dtype() != b.dtype() || a.shape() != b.shape() {
         return Err(Error::InvalidArgument(format!(
@@ -66,6 +93,22 @@ pub struct Verdict {
 
 impl Verdict {
     /// Compare `got[k]` with `want[k]` for every `k`.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// use pfor::tensor::{Verdict, assert_close, max_abs_diff};
+    ///
+    /// # fn main() -> Result<()> {
+    /// let got = [Tensor::vec1(&[1.0f32, 2.00001])];
+    /// let want = [Tensor::vec1(&[1.0f32, 2.0])];
+    /// let v = Verdict::compare(&got, &want, 1e-4);
+    /// assert!(v.matches());
+    /// assert!(v.to_string().starts_with("verdict: matches the reference (max |diff| = "));
+    /// // a shape, dtype or count that differs is an infinite difference
+    /// assert_eq!(Verdict::compare(&got, &[], 1e-4).max_diff, f64::INFINITY);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn compare(got: &[Tensor], want: &[Tensor], tol: f64) -> Verdict {
         let mut max_diff = if got.len() == want.len() { 0.0f64 } else { f64::INFINITY };
         for (a, b) in got.iter().zip(want) {
@@ -87,11 +130,36 @@ impl Verdict {
     }
 
     /// True if the largest difference is within the tolerance.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// use pfor::tensor::{Verdict, assert_close, max_abs_diff};
+    ///
+    /// # fn main() -> Result<()> {
+    /// assert!(Verdict { max_diff: 1e-5, tol: 1e-4 }.matches());
+    /// assert!(!Verdict { max_diff: f64::NAN, tol: 1e-4 }.matches());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn matches(&self) -> bool {
         self.max_diff <= self.tol
     }
 
     /// `Ok(())` if it matches, else an error stating the difference (so `main` exits non-zero).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    /// use pfor::tensor::{Verdict, assert_close, max_abs_diff};
+    ///
+    /// # fn main() -> Result<()> {
+    /// // what an example's `main` ends with: an `Err` (a non-zero exit) on a mismatch
+    /// let v = Verdict { max_diff: 0.5, tol: 1e-4 };
+    /// assert_eq!(v.to_string(), "verdict: MISMATCH with the reference (max |diff| = 5.00e-1 > tol 1e-4)");
+    /// assert!(v.into_result().is_err());
+    /// assert!(Verdict { max_diff: 0.0, tol: 0.0 }.into_result().is_ok());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn into_result(self) -> Result<()> {
         if self.matches() { Ok(()) } else { Err(Error::InvalidArgument(format!("{self}"))) }
     }

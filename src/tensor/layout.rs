@@ -13,6 +13,19 @@
 use ndarray::{ArrayD, ArrayViewD, Axis, IxDyn};
 
 /// The elements of `v` in row-major order.
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use pfor::prelude::*;
+/// use pfor::tensor::layout::{concat_standard, extend_standard, stack_standard, standard_array, standard_vec};
+///
+/// # fn main() -> Result<()> {
+/// let a = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![1, 2, 3, 4]).expect("4 elements");
+/// let t = a.t(); // a transposed view: not in row-major order in memory
+/// assert_eq!(standard_vec(&t.view()), [1, 3, 2, 4]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn standard_vec<T: Copy>(v: &ArrayViewD<'_, T>) -> Vec<T> {
     if let Some(s) = v.as_slice() {
         return s.to_vec();
@@ -24,6 +37,20 @@ pub fn standard_vec<T: Copy>(v: &ArrayViewD<'_, T>) -> Vec<T> {
 
 /// Appends the elements of `v` to `out` in row-major order (callers that must not abort on
 /// a failed allocation reserve `out` first).
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use pfor::prelude::*;
+/// use pfor::tensor::layout::{concat_standard, extend_standard, stack_standard, standard_array, standard_vec};
+///
+/// # fn main() -> Result<()> {
+/// let a = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![1, 2, 3, 4]).expect("4 elements");
+/// let mut out = vec![0];
+/// extend_standard(&a.t(), &mut out);
+/// assert_eq!(out, [0, 1, 3, 2, 4]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn extend_standard<T: Copy>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
     if let Some(s) = v.as_slice() {
         out.extend_from_slice(s);
@@ -63,6 +90,20 @@ pub fn extend_standard<T: Copy>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
 }
 
 /// `v` copied into a standard-layout array of the same shape.
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use pfor::prelude::*;
+/// use pfor::tensor::layout::{concat_standard, extend_standard, stack_standard, standard_array, standard_vec};
+///
+/// # fn main() -> Result<()> {
+/// let a = ArrayD::from_shape_vec(IxDyn(&[2, 3]), (0..6).collect()).expect("6 elements");
+/// let s = standard_array(&a.t());
+/// assert!(s.is_standard_layout());
+/// assert_eq!(s.shape(), [3, 2]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn standard_array<T: Copy>(v: &ArrayViewD<'_, T>) -> ArrayD<T> {
     let data = standard_vec(v);
     // The element count matches the shape by construction.
@@ -74,6 +115,21 @@ const PAR_COPY: usize = 1 << 18;
 
 /// Stack views of one shape along a new axis `axis` (≤ their rank) into a standard-layout
 /// array (see [`concat_standard`]; `buf` is reused for the output, its content discarded).
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use pfor::prelude::*;
+/// use pfor::tensor::layout::{concat_standard, extend_standard, stack_standard, standard_array, standard_vec};
+///
+/// # fn main() -> Result<()> {
+/// let a = ArrayD::from_shape_vec(IxDyn(&[2]), vec![1.0f32, 2.0]).expect("2 elements");
+/// let b = ArrayD::from_shape_vec(IxDyn(&[2]), vec![3.0f32, 4.0]).expect("2 elements");
+/// let s = stack_standard(&[a.view(), b.view()], 1, Vec::new()).expect("one shape");
+/// assert_eq!(s.shape(), [2, 2]);
+/// assert_eq!(s.iter().copied().collect::<Vec<_>>(), [1.0, 3.0, 2.0, 4.0]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn stack_standard<T: Copy + Send + Sync>(
     parts: &[ArrayViewD<'_, T>],
     axis: usize,
@@ -92,6 +148,21 @@ pub fn stack_standard<T: Copy + Send + Sync>(
 /// (a `memcpy` each; on the rayon pool when the result is large). `None` if the parts
 /// disagree on a dim other than `axis` or have different ranks. `buf` is reused for the
 /// output (its content is discarded).
+///
+/// ```
+/// use ndarray::{ArrayD, IxDyn};
+/// use pfor::prelude::*;
+/// use pfor::tensor::layout::{concat_standard, extend_standard, stack_standard, standard_array, standard_vec};
+///
+/// # fn main() -> Result<()> {
+/// let a = ArrayD::from_shape_vec(IxDyn(&[2, 1]), vec![1i64, 2]).expect("2 elements");
+/// let b = ArrayD::from_shape_vec(IxDyn(&[2, 2]), vec![3i64, 4, 5, 6]).expect("4 elements");
+/// let c = concat_standard(&[a.view(), b.view()], 1, Vec::new()).expect("rows agree");
+/// assert_eq!(c.iter().copied().collect::<Vec<_>>(), [1, 3, 4, 2, 5, 6]);
+/// assert!(concat_standard(&[a.view(), b.view()], 0, Vec::new()).is_none()); // columns differ
+/// # Ok(())
+/// # }
+/// ```
 pub fn concat_standard<T: Copy + Send + Sync>(
     parts: &[ArrayViewD<'_, T>],
     axis: usize,

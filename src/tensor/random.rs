@@ -12,6 +12,20 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// Derive a new key from a key and a salt (e.g. a loop index): `fold_in`.
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let key = 42;
+/// // per-iteration keys (JAX `fold_in`): reproducible, and different per salt
+/// assert_eq!(mix_key(key, 0), mix_key(key, 0));
+/// assert_ne!(mix_key(key, 0), mix_key(key, 1));
+/// # Ok(())
+/// # }
+/// ```
 pub fn mix_key(key: u64, salt: u64) -> u64 {
     mix(mix(key) ^ salt.wrapping_mul(0xD6E8_FEB8_6659_FD93))
 }
@@ -23,11 +37,37 @@ pub fn counter_bits(key: u64, c: u64) -> u64 {
 
 /// The per-stream part of `counter_bits`, computed once per key by loops that draw many
 /// counters of one stream: `counter_bits(key, c) == stream_bits(stream_base(key), c)`.
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let base = stream_base(7); // once per stream, then cheap draws
+/// let u: Vec<f64> = (0..3).map(|c| stream_uniform(base, c)).collect();
+/// assert_eq!(u[1], counter_uniform(7, 1)); // the values of the per-counter functions
+/// # Ok(())
+/// # }
+/// ```
 pub fn stream_base(key: u64) -> u64 {
     mix(key)
 }
 
 /// `counter_bits` from a [`stream_base`].
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let base = stream_base(7);
+/// let draws: Vec<u64> = (0..4).map(|c| stream_bits(base, c)).collect();
+/// assert_eq!(draws[2], stream_bits(base, 2)); // a pure function of (key, counter): any order
+/// # Ok(())
+/// # }
+/// ```
 pub fn stream_bits(base: u64, c: u64) -> u64 {
     mix(base.wrapping_add(c.wrapping_mul(0x9E37_79B9_7F4A_7C15)) ^ 0x5851_F42D_4C95_7F2D)
 }
@@ -38,16 +78,55 @@ fn unit(bits: u64) -> f64 {
 }
 
 /// Uniform `[0, 1)` for counter `c` of stream `key`.
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let u = counter_uniform(1, 0);
+/// assert!((0.0..1.0).contains(&u));
+/// assert_eq!(u, stream_uniform(stream_base(1), 0));
+/// # Ok(())
+/// # }
+/// ```
 pub fn counter_uniform(key: u64, c: u64) -> f64 {
     unit(counter_bits(key, c))
 }
 
 /// [`counter_uniform`] from a [`stream_base`].
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let base = stream_base(3);
+/// let mean = (0..10_000).map(|c| stream_uniform(base, c)).sum::<f64>() / 10_000.0;
+/// assert!((mean - 0.5).abs() < 0.02);
+/// # Ok(())
+/// # }
+/// ```
 pub fn stream_uniform(base: u64, c: u64) -> f64 {
     unit(stream_bits(base, c))
 }
 
 /// Standard normal for counter `c` of stream `key` (Box–Muller on two sub-counters).
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let xs: Vec<f64> = (0..10_000).map(|c| counter_normal(5, c)).collect();
+/// let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+/// assert!(mean.abs() < 0.05 && xs.iter().all(|x| x.is_finite()));
+/// # Ok(())
+/// # }
+/// ```
 pub fn counter_normal(key: u64, c: u64) -> f64 {
     let u1 = (counter_bits(key, 2 * c) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
     let u2 = counter_uniform(key, 2 * c + 1);
@@ -63,6 +142,21 @@ pub fn counter_normal(key: u64, c: u64) -> f64 {
 /// from a private sequence seeded by those bits, so the value stays a pure function of
 /// `(key, c)`. About ten times cheaper than [`counter_normal`]'s Box–Muller (two logs, a
 /// square root and a cosine per value), which `Tensor::randn` keeps.
+///
+/// ```
+/// use pfor::prelude::*;
+/// use pfor::tensor::{counter_normal, counter_uniform, mix_key};
+/// use pfor::tensor::{stream_base, stream_bits, stream_normal, stream_uniform};
+///
+/// # fn main() -> Result<()> {
+/// let base = stream_base(9);
+/// let xs: Vec<f64> = (0..10_000).map(|c| stream_normal(base, c)).collect();
+/// let var = xs.iter().map(|x| x * x).sum::<f64>() / xs.len() as f64;
+/// assert!((var - 1.0).abs() < 0.1);
+/// assert_eq!(xs[17], stream_normal(base, 17)); // reproducible
+/// # Ok(())
+/// # }
+/// ```
 pub fn stream_normal(base: u64, c: u64) -> f64 {
     let bits = stream_bits(base, c);
     let t = ziggurat();

@@ -15,7 +15,11 @@
 //! - **ghost norm**: `reduce_sum_{1,2}(P ⊙ P)` (a `square` or a self-`mul`) →
 //!   `|L_i|²·|R_i|²` when `T = 1` (rank 1), `⟨A_iᵀA_i, B_iB_iᵀ⟩` (two `[n, T, T]` Gram
 //!   matrices) when that costs less than writing `P` (`T·(k+o) < k·o`, Li et al. 2021's
-//!   ghost clipping); otherwise nothing changes (the product is materialized).
+//!   ghost clipping); otherwise the product is materialized and its norm is one batched dot
+//!   of it with itself (`[n, 1, k·o] · [n, 1, k·o]ᵀ`: one read, no squared copy written);
+//! - **weighted sum**: `reduce_sum_0(s ⊙ V)` of a value `V` that stays materialized (a
+//!   product its norm also reads, e.g. a conv filter gradient over many positions) →
+//!   `s'ᵀ · V'`, one row-vector product `[1, n] · [n, m]` (one read of `V`, no scaled copy).
 //!
 //! Matching (all types static, one dtype): `P` is a `batch_matmul` of two rank-3 operands
 //! with the same leading `n` (no broadcasting), or an `add` tree of such products with equal
@@ -53,8 +57,13 @@ pub struct ProductReport {
     pub ghost_rank1: usize,
     /// Squared norms of products computed from Gram matrices `⟨AᵀA, BBᵀ⟩`.
     pub ghost_gram: usize,
-    /// Squared norms of products left materialized because the ghost form costs more.
+    /// Squared norms of products left materialized because the ghost form costs more (each
+    /// then computed as one batched dot of the product with itself, not its square).
     pub materialized: usize,
+    /// Sums over the pfor axis of a per-iteration scalar times a materialized value (a
+    /// product something else also reads, e.g. its norm) computed as one row-vector product
+    /// `[1, n] · [n, m]` instead of writing the scaled value.
+    pub weighted_sums: usize,
     /// The clean-up simplification (`None` when nothing was rewritten).
     pub simplified: Option<SimplifyReport>,
 }
@@ -151,22 +160,29 @@ fn rewrite(g: &mut Graph, n: NodeId, pass: Pass, report: &mut ProductReport) -> 
         (0..rank).filter(|&d| keep || !reduced(d)).map(|d| if reduced(d) { 1 } else { xd[d] as i64 }).collect()
     };
     if axes == [0] && pass == Pass::Sums {
-        let Some((s, p)) = scaled_product(g, x, n)? else { return Ok(None) };
-        report.contractions += 1;
-        let p = product(g, p)?;
-        let m = contraction(g, s, &p)?;
+        let m = if let Some((s, p)) = scaled_product(g, x, n)? {
+            report.contractions += 1;
+            let p = product(g, p)?;
+            contraction(g, s, &p)?
+        } else if let Some((s, v)) = scaled_value(g, x)? {
+            report.weighted_sums += 1;
+            weighted_sum(g, s, v, &xd)?
+        } else {
+            return Ok(None);
+        };
         return g.reshape(m, &out_dims(&|d| d == 0)).map(Some);
     }
     if axes.len() == rank - 1 && axes[0] == 1 && pass == Pass::Norms {
-        let Some(p) = squared(g, x)? else { return Ok(None) };
-        let Some(p) = plan(g, unview(g, p)?)? else { return Ok(None) };
+        let Some(v) = squared(g, x)? else { return Ok(None) };
+        let Some(p) = plan(g, unview(g, v)?)? else { return Ok(None) };
         if p.t == 1 {
             report.ghost_rank1 += 1;
         } else if p.t * (p.k + p.o) < p.k * p.o {
             report.ghost_gram += 1;
         } else {
             report.materialized += 1;
-            return Ok(None);
+            let d = self_dot(g, v, &xd)?;
+            return g.reshape(d, &out_dims(&|d| d > 0)).map(Some);
         }
         let p = product(g, p)?;
         let v = ghost_norm(g, &p)?;
@@ -221,6 +237,47 @@ fn scaled_product(g: &Graph, x: ValueId, reduce: NodeId) -> Result<Option<(Optio
         }
     }
     Ok(None)
+}
+
+/// `x = s ⊙ v` with `s` `[n, 1, ..., 1]` and `v` of `x`'s shape (no broadcasting), read only
+/// by the reduction: `(s, v)` (a per-iteration weighted sum of any materialized value).
+fn scaled_value(g: &Graph, x: ValueId) -> Result<Option<(ValueId, ValueId)>> {
+    let node = g.node(x.node)?;
+    if !matches!(node.op, Op::Binary(BinaryKind::Mul)) || g.consumers(x.node).len() != 1 {
+        return Ok(None);
+    }
+    let (a, b) = (node.inputs[0], node.inputs[1]);
+    let Some((xd, dt)) = float_dims(g, x)? else { return Ok(None) };
+    for (s, v) in [(a, b), (b, a)] {
+        let (Some((sd, sdt)), Some((vd, vdt))) = (float_dims(g, s)?, float_dims(g, v)?) else { continue };
+        if sdt == dt
+            && vdt == dt
+            && vd == xd
+            && sd.len() == xd.len()
+            && sd[0] == xd[0]
+            && sd[1..].iter().all(|&d| d == 1)
+        {
+            return Ok(Some((s, v)));
+        }
+    }
+    Ok(None)
+}
+
+/// `Σ_i s_i v_i` as one row-vector product `[1, n] · [n, m]` → `[1, m]` (`xd` = `v`'s dims,
+/// `m` their product after the first): one read of `v`, no scaled copy.
+fn weighted_sum(g: &mut Graph, s: ValueId, v: ValueId, xd: &[usize]) -> Result<ValueId> {
+    let (n, m) = (xd[0] as i64, xd[1..].iter().product::<usize>() as i64);
+    let s = g.reshape(s, &[1, n])?;
+    let v = g.reshape(v, &[n, m])?;
+    g.matmul(s, v)
+}
+
+/// `Σ_j v_{i,j}²` for every `i` as one batched dot `[n, 1, m] · [n, 1, m]ᵀ` → `[n, 1, 1]`
+/// (`xd` = `v`'s dims): one read of `v` instead of writing and reading back its square.
+fn self_dot(g: &mut Graph, v: ValueId, xd: &[usize]) -> Result<ValueId> {
+    let (n, m) = (xd[0] as i64, xd[1..].iter().product::<usize>() as i64);
+    let v = g.reshape(v, &[n, 1, m])?;
+    g.batch_matmul_t(v, v, false, true)
 }
 
 /// `x = P ⊙ P` (a `square`, or a `mul` of a value by itself): `P`.

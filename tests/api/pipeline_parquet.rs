@@ -155,3 +155,48 @@ fn parquet_errors_name_the_file_and_the_column() {
     let t = record_batch_to_tensors(batch.slice(1, 2), &["x"]).unwrap();
     assert_eq!(t[0].to_vec::<f32>().unwrap(), [2.0, 3.0]);
 }
+
+/// Record batches of a `FixedSizeList<Float32, 2>` column `x` with `rows` rows each, values
+/// `row * 10 + k`; `null_leaf`: the leaf value made null in the last batch.
+fn list_batches(rows: &[usize], null_leaf: usize) -> Vec<Result<RecordBatch>> {
+    use arrow_array::FixedSizeListArray;
+    use arrow_schema::{DataType, Field};
+    let mut base = 0;
+    let mut out = Vec::new();
+    for (b, &n) in rows.iter().enumerate() {
+        let leaves: Vec<Option<f32>> = (0..2 * n)
+            .map(|l| (b + 1 < rows.len() || l != null_leaf).then_some(((base + l / 2) * 10 + l % 2) as f32))
+            .collect();
+        let field = Arc::new(Field::new_list_field(DataType::Float32, true));
+        let list = FixedSizeListArray::try_new(field, 2, Arc::new(Float32Array::from(leaves)), None).unwrap();
+        out.push(Ok(RecordBatch::try_from_iter([("x", Arc::new(list) as ArrayRef)]).unwrap()));
+        base += n;
+    }
+    out
+}
+
+#[test]
+fn a_null_in_a_row_stops_the_pipeline_at_that_record() {
+    use pfor::api::pipeline::arrow::ArrowRows;
+    // rows 0..4 in the first record batch, 4..12 in the second; leaf 11 of the second batch
+    // is the second value of its row 5: record 9
+    let mut p =
+        Pipeline::new(&[TensorType::new(DType::F32, [2])], PipelineConfig::new(3), |g, x| Ok(vec![g.sum_all(x[0])?]))
+            .unwrap();
+    let mut sunk = Vec::new();
+    let e = p
+        .run(ArrowRows::new(list_batches(&[4, 8], 11).into_iter(), &["x"]), Ok, |b| {
+            sunk.extend(b.outputs[0].to_vec::<f32>()?);
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(matches!(e, Error::AtRecord { index: 9, .. }), "{e}");
+    assert!(e.to_string().contains("row 9 (row 5 of its record batch): column 'x' has a null"), "{e}");
+    // the records before it are mapped, in order
+    assert_eq!(sunk, (0..9).map(|r| (20 * r + 1) as f32).collect::<Vec<_>>());
+    // a null in a row's first value, directly as an iterator: the rows before it, then its error
+    let rows: Vec<Result<Vec<Tensor>>> = ArrowRows::new(list_batches(&[3, 3], 2).into_iter(), &["x"]).collect();
+    assert_eq!(rows.len(), 5);
+    assert_eq!(rows[3].as_ref().unwrap()[0].to_vec::<f32>().unwrap(), [30.0, 31.0]);
+    assert!(rows[4].as_ref().unwrap_err().to_string().contains("row 4 (row 1"), "{:?}", rows[4]);
+}

@@ -206,3 +206,31 @@ fn conv_filter_gradients_take_the_patch_form_rules() {
     assert_eq!((rep.ghost_gram, rep.contractions), (1, 1), "{g}");
     assert!(!has_shape(&g, &rep.outputs, &[n, 2, 2, 8, 16]), "{g}");
 }
+
+/// How many live values computing `outs` have exactly the static shape `dims`.
+fn count_shape(g: &Graph, outs: &[ValueId], dims: &[usize]) -> usize {
+    g.ancestors(outs)
+        .unwrap()
+        .into_iter()
+        .map(|n| g.node(n).unwrap().outputs.iter().filter(|t| t.shape.as_fixed().as_deref() == Some(dims)).count())
+        .sum()
+}
+
+#[test]
+fn a_materialized_product_is_read_once_by_its_norm_and_once_by_its_clipped_sum() {
+    // T (k + o) = 6 * 7 > k o = 12: the product stays; its squared norm is a batched self-dot
+    // and its scaled sum over the rows one row-vector product, so no squared or scaled
+    // [n, k, o] copy is written (before: square, mul and the product: three such values)
+    let (n, k, t, o) = (5, 3, 6, 4);
+    let (g, rep) = golden(
+        n,
+        &[&[k * t], &[t * o], &[]],
+        |g, r| {
+            let p = product(g, r[0], r[1], [3, 6], [6, 4])?;
+            Ok(vec![sq_norm(g, p)?, g.mul(r[2], p)?])
+        },
+        |g, outs| Ok(vec![outs[0], g.reduce_sum(outs[1], Some(&[0]), false)?]),
+    );
+    assert_eq!((rep.materialized, rep.weighted_sums, rep.contractions), (1, 1, 0), "{g}");
+    assert_eq!(count_shape(&g, &rep.outputs, &[n, k, o]), 1, "only the product itself\n{g}");
+}

@@ -2,6 +2,7 @@
 
 mod boundaries;
 mod dispatch;
+mod examples;
 mod exec;
 mod fuse;
 mod fuse_elementwise;

@@ -1,8 +1,8 @@
 //! Op coverage of the importer on one-node models built in memory: per-op version awareness
 //! (opsets 1 to 28, refusals naming op, version and opset), uint64 tensors, and the ops added
-//! for the node suite (losses, normalizations, indexing, `Resize`, `Attention`) against
-//! hand-computed values, under `pfor` against the loop, and their gradients against finite
-//! differences.
+//! for the node suite (losses, normalizations, indexing, `Resize`, `Attention`, `DFT`,
+//! `AffineGrid`, `GridSample`) against hand-computed values, under `pfor` against the loop,
+//! and their gradients against finite differences.
 
 use super::encode::{Attr, FLOAT, Msg, model, node, tensor_f32, tensor_i64, value_info};
 use pfor::autodiff::gradients;
@@ -396,4 +396,19 @@ fn conv_transpose_of_ones_counts_the_overlapping_taps() {
     let m = one("ConvTranspose", 11, &[&[1, 1, 3]], &w, &["x0", "w"], 1, &[]);
     let r = run(&m, &[t(&[1, 1, 3], &[1.0, 1.0, 1.0])]).unwrap();
     close(&r[0], &t(&[1, 1, 4], &[1.0, 2.0, 2.0, 1.0]));
+}
+
+#[test]
+fn dft_affine_grid_and_grid_sample_agree_under_pfor_with_fd_gradients() {
+    let m = one64("DFT", 17, &[&[2, 5, 2]], &[], &["x0"], &[Attr::Int("axis", 1), Attr::Int("inverse", 1)]);
+    check_pfor_and_gradient(&m, &[f64t(&[2, 5, 2], 21)]);
+    let size = ("size", tensor_i64("size", &[4], &[2, 1, 3, 4]));
+    let m = one64("AffineGrid", 20, &[&[2, 2, 3]], &[size], &["x0", "size"], &[]);
+    check_pfor_and_gradient(&m, &[f64t(&[2, 2, 3], 22)]);
+    // the gradient w.r.t. the image (x0); grid points inside and outside [-1, 1]
+    for (mode, padding) in [("linear", "zeros"), ("cubic", "border"), ("nearest", "reflection")] {
+        let attrs = [Attr::Str("mode", mode), Attr::Str("padding_mode", padding)];
+        let m = one64("GridSample", 20, &[&[1, 2, 3, 4], &[1, 2, 2, 2]], &[], &["x0", "x1"], &attrs);
+        check_pfor_and_gradient(&m, &[f64t(&[1, 2, 3, 4], 23), f64t(&[1, 2, 2, 2], 24)]);
+    }
 }

@@ -17,7 +17,9 @@
 //! buffers the Parquet reader allocates (their layout is not a `Vec`'s, so ndarray cannot own
 //! them), and every `Boolean` column (Arrow packs booleans into bits).
 //!
-//! Nulls have no tensor form: a column with a null is an [`Error::Data`] naming the row.
+//! Nulls have no tensor form: a column with a null is an [`Error::Data`] naming the row. As a
+//! pipeline source, [`ArrowRows`] yields the rows before the first row holding a null (at any
+//! list level) and then that row's error, so the engine stops at that record's index.
 
 use std::sync::Arc;
 
@@ -256,6 +258,10 @@ pub struct ArrowRows<I> {
     current: Vec<Tensor>,
     row: usize,
     rows: usize,
+    /// Rows of the batches before the current one.
+    base: usize,
+    /// The error of the row after the current batch's last (a row with a null).
+    pending: Option<Error>,
     failed: bool,
 }
 
@@ -268,7 +274,51 @@ impl<I: Iterator<Item = Result<RecordBatch>>> ArrowRows<I> {
             current: Vec::new(),
             row: 0,
             rows: 0,
+            base: 0,
+            pending: None,
             failed: false,
+        }
+    }
+
+    /// Take `batch` as the current one: its rows before the first null, and that row's error.
+    fn load(&mut self, batch: RecordBatch) -> Result<()> {
+        self.base += self.rows;
+        let names: Vec<&str> = self.columns.iter().map(String::as_str).collect();
+        let null = names
+            .iter()
+            .filter_map(|&c| Some((c, first_null_row(batch.column_by_name(c)?.as_ref())?)))
+            .min_by_key(|(_, r)| *r);
+        let batch = match null {
+            Some((c, r)) => {
+                self.pending = Some(Error::Data {
+                    op: "ArrowRows".into(),
+                    msg: format!("row {} (row {r} of its record batch): column '{c}' has a null", self.base + r),
+                });
+                batch.slice(0, r)
+            }
+            None => batch,
+        };
+        let rows = batch.num_rows();
+        (self.current, self.row, self.rows) = (record_batch_to_tensors(batch, &names)?, 0, rows);
+        Ok(())
+    }
+}
+
+/// The first row of the column `a` with a null at any list level.
+fn first_null_row(a: &dyn Array) -> Option<usize> {
+    let (mut level, mut per_row, mut first) = (a, 1usize, None::<usize>);
+    loop {
+        if let Some(i) =
+            level.nulls().filter(|n| n.null_count() > 0).and_then(|n| (0..level.len()).find(|&i| n.is_null(i)))
+        {
+            first = Some(first.map_or(i / per_row, |f| f.min(i / per_row)));
+        }
+        match level.data_type() {
+            DataType::FixedSizeList(_, size) => {
+                per_row = per_row.saturating_mul(usize::try_from(*size).unwrap_or(1).max(1));
+                level = level.as_fixed_size_list().values().as_ref();
+            }
+            _ => return first,
         }
     }
 }
@@ -280,16 +330,13 @@ impl<I: Iterator<Item = Result<RecordBatch>>> Iterator for ArrowRows<I> {
             if self.failed {
                 return None;
             }
-            let names: Vec<&str> = self.columns.iter().map(String::as_str).collect();
-            match self.batches.next()?.and_then(|b| {
-                let rows = b.num_rows();
-                Ok((rows, record_batch_to_tensors(b, &names)?))
-            }) {
-                Ok((rows, tensors)) => (self.current, self.row, self.rows) = (tensors, 0, rows),
-                Err(e) => {
-                    self.failed = true;
-                    return Some(Err(e));
-                }
+            if let Some(e) = self.pending.take() {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            if let Err(e) = self.batches.next()?.and_then(|b| self.load(b)) {
+                self.failed = true;
+                return Some(Err(e));
             }
         }
         let r = self.row;

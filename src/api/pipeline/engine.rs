@@ -91,6 +91,17 @@ macro_rules! setters {
 
 impl PipelineConfig {
     /// Defaults: 2 decode threads, 4 batches in flight, no byte budget, fail on a record error.
+    ///
+    /// ```
+    /// use pfor::api::{Pipeline, PipelineConfig};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let config = PipelineConfig::new(32).decode_threads(4); // then adjust with the setters
+    /// assert_eq!((config.batch_size, config.decode_threads, config.prefetch), (32, 4, 4));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(batch_size: usize) -> PipelineConfig {
         PipelineConfig {
             batch_size,
@@ -149,6 +160,20 @@ pub struct PipelineStats {
 
 impl PipelineStats {
     /// Rows through the sink per second of wall time.
+    ///
+    /// ```
+    /// use pfor::api::{Pipeline, PipelineConfig};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let types = [TensorType::new(DType::F32, [2])];
+    /// let mut p = Pipeline::new(&types, PipelineConfig::new(8), |g, x| Ok(vec![g.neg(x[0])?]))?;
+    /// let stats = p.run((0..20).map(Ok), |k: i32| Ok(vec![Tensor::vec1(&[k as f32, 0.0])]), |_| Ok(()))?;
+    /// assert_eq!((stats.rows, stats.batches), (20, 3)); // 8, 8 and 4
+    /// assert!(stats.rows_per_second() > 0.0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn rows_per_second(&self) -> f64 {
         if self.wall_seconds > 0.0 { self.rows as f64 / self.wall_seconds } else { 0.0 }
     }
@@ -196,6 +221,20 @@ impl Pipeline {
     /// Vectorize the per-example function `f` (examples typed by `elem_types`) and compile
     /// it once for every batch size. Errors on a bad setting (a zero size, a byte budget with
     /// dynamic example types or smaller than one full batch) or when `f` does not vectorize.
+    ///
+    /// ```
+    /// use pfor::api::{Pipeline, PipelineConfig};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let types = [TensorType::new(DType::F32, [3])];
+    /// // the per-example function, vectorized and compiled once for every batch size
+    /// let p = Pipeline::new(&types, PipelineConfig::new(16), |g, x| Ok(vec![g.reduce_max(x[0], None, false)?]))?;
+    /// assert_eq!(p.config().batch_size, 16);
+    /// assert!(Pipeline::new(&types, PipelineConfig::new(0), |_, x| Ok(x.to_vec())).is_err()); // a zero batch
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(
         elem_types: &[TensorType],
         config: PipelineConfig,
@@ -233,6 +272,18 @@ impl Pipeline {
     }
 
     /// The settings.
+    ///
+    /// ```
+    /// use pfor::api::{Pipeline, PipelineConfig};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let types = [TensorType::new(DType::I64, Shape::scalar())];
+    /// let p = Pipeline::new(&types, PipelineConfig::new(4).prefetch(2), |g, x| Ok(vec![g.add(x[0], x[0])?]))?;
+    /// assert_eq!(p.config().prefetch, 2);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn config(&self) -> &PipelineConfig {
         &self.config
     }
@@ -240,6 +291,25 @@ impl Pipeline {
     /// Run over `source`: each record is decoded into one example by `decode` (on the decode
     /// threads), examples are batched and mapped, and `sink` receives each batch's outputs in
     /// source order. A source item `Err` stops the run (after the records before it).
+    ///
+    /// ```
+    /// use pfor::api::{Pipeline, PipelineConfig};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let types = [TensorType::new(DType::I64, Shape::scalar())];
+    /// let mut p = Pipeline::new(&types, PipelineConfig::new(4), |g, x| Ok(vec![g.mul(x[0], x[0])?]))?;
+    /// let mut squares = Vec::new();
+    /// // source -> decode (on the decode threads) -> batches of 4 -> the map -> sink, in order
+    /// let stats = p.run((0..10i64).map(Ok), |k| Ok(vec![Tensor::scalar(k)]), |b| {
+    ///     squares.extend(b.outputs[0].to_vec::<i64>()?);
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(squares, (0..10i64).map(|k| k * k).collect::<Vec<_>>());
+    /// assert_eq!(stats.batches, 3);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run<R, S, D, K>(&mut self, source: S, decode: D, sink: K) -> Result<PipelineStats>
     where
         R: Send,
@@ -253,6 +323,21 @@ impl Pipeline {
 
     /// [`run`](Self::run), calling `progress` on the calling thread with the stats so far
     /// after every batch (e.g. to move a progress bar).
+    ///
+    /// ```
+    /// use pfor::api::{Pipeline, PipelineConfig};
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let types = [TensorType::new(DType::F64, Shape::scalar())];
+    /// let mut p = Pipeline::new(&types, PipelineConfig::new(5), |g, x| Ok(vec![g.exp(x[0])?]))?;
+    /// let mut seen = Vec::new(); // e.g. a progress bar's position
+    /// let decode = |k: u32| Ok(vec![Tensor::scalar(f64::from(k))]);
+    /// p.run_with_progress((0..12u32).map(Ok), decode, |_| Ok(()), |s| seen.push(s.rows))?;
+    /// assert_eq!(seen, [5, 10, 12]); // after every batch
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run_with_progress<R, S, D, K, P>(
         &mut self,
         source: S,

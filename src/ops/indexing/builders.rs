@@ -28,6 +28,20 @@ impl Graph {
 
     /// Batched gather: the first `batch_dims` dims of params and indices are equal and
     /// each batch gathers from its own params (`batch_dims <= axis`).
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// # fn main() -> Result<()> {
+    /// let mut g = Graph::new();
+    /// // two batches, each gathering from its own row
+    /// let params = g.constant(Tensor::from_vec(&[2, 3], vec![10i64, 11, 12, 20, 21, 22])?);
+    /// let idx = g.constant(Tensor::from_vec(&[2, 1], vec![2i64, 0])?);
+    /// let y = g.gather_batched(params, idx, 1, 1)?; // [2, 1]
+    /// assert_eq!(run_once(&g, &[y], &[])?[0].to_vec::<i64>()?, [12, 20]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn gather_batched(
         &mut self,
         params: ValueId,
