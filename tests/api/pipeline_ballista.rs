@@ -70,6 +70,9 @@ fn ballista_scheduler_and_two_executors_give_the_pipelines_predictions() {
         )
         .await
         .unwrap();
+        // `remote_with_state` keeps the state's configuration but not its function registry:
+        // the client plans the SQL, so it needs the UDF by name too
+        ctx.register_udf(ScalarUDF::new_from_shared_impl(client_udf.clone()));
         ctx.register_parquet("t", dir.to_str().unwrap(), ParquetReadOptions::default()).await.unwrap();
         let query = async { ctx.sql("SELECT id, predict(features) AS p FROM t").await?.collect().await };
         tokio::time::timeout(LIMIT, query).await.expect("query in time").unwrap()
