@@ -3,13 +3,17 @@
 //! A column holds one value per row; its tensor has the rows on axis 0:
 //! - a primitive column of `Float32`, `Float64`, `Int64` or `Boolean` ↔ a tensor `[rows]`;
 //! - a `FixedSizeList` of such values (nested to any depth) ↔ `[rows, d1, d2, ...]`, one list
-//!   level per dim (a tensor of rank `r` is written as `r - 1` nested lists).
+//!   level per dim (a tensor of rank `r` is written as `r - 1` nested lists);
+//! - a `List` / `LargeList` whose rows all have the same length reads like a `FixedSizeList`
+//!   of that length (rows of different lengths are an error naming the first such row);
+//!   tensors are always written as `FixedSizeList`s.
 //!
 //! **Copies**: converting *by value* is zero-copy when the layout allows: an Arrow buffer that
 //! is uniquely owned, unsliced and was allocated as a `Vec` of its element type (e.g. one
 //! that came from a tensor) becomes the tensor's storage, and a uniquely owned, contiguous
 //! f32/f64/i64 tensor becomes the Arrow buffer. Everything else is copied once: buffers shared
-//! with another array or a record batch still alive, sliced arrays, the 64-byte-aligned
+//! with another array or a record batch still alive, sliced arrays (a list column whose first
+//! offset is not 0 too), the 64-byte-aligned
 //! buffers the Parquet reader allocates (their layout is not a `Vec`'s, so ndarray cannot own
 //! them), and every `Boolean` column (Arrow packs booleans into bits).
 //!
@@ -21,12 +25,14 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ArrowPrimitiveType, Float32Type, Float64Type, Int64Type};
-use arrow_array::{Array, ArrayRef, BooleanArray, FixedSizeListArray, PrimitiveArray, RecordBatch};
+use arrow_array::{
+    Array, ArrayRef, BooleanArray, FixedSizeListArray, GenericListArray, OffsetSizeTrait, PrimitiveArray, RecordBatch,
+};
 use arrow_buffer::ScalarBuffer;
-use arrow_schema::{DataType, Field, Schema};
+use arrow_schema::{DataType, Field, FieldRef, Schema};
 
 use crate::error::{Error, Result};
-use crate::tensor::{Element, Tensor};
+use crate::tensor::{DType, Element, Tensor};
 
 fn data_err(op: &str, msg: impl Into<String>) -> Error {
     Error::Data { op: op.into(), msg: msg.into() }
@@ -48,13 +54,32 @@ pub fn array_to_tensor(array: ArrayRef) -> Result<Tensor> {
     const OP: &str = "array_to_tensor";
     let mut dims = vec![array.len()];
     let mut a = array;
-    while let DataType::FixedSizeList(_, size) = a.data_type() {
-        no_nulls(OP, a.as_ref())?;
-        dims.push(usize::try_from(*size).map_err(|_| data_err(OP, format!("list size {size}")))?);
+    loop {
         // own the list (and drop the Arc) so that its child may be uniquely owned
-        let list: FixedSizeListArray = a.as_fixed_size_list().clone();
-        drop(a);
-        a = list.into_parts().2;
+        let (len, child) = match a.data_type() {
+            DataType::FixedSizeList(_, size) => {
+                no_nulls(OP, a.as_ref())?;
+                let len = usize::try_from(*size).map_err(|_| data_err(OP, format!("list size {size}")))?;
+                let list: FixedSizeListArray = a.as_fixed_size_list().clone();
+                drop(a);
+                (len, list.into_parts().2)
+            }
+            DataType::List(_) => {
+                no_nulls(OP, a.as_ref())?;
+                let list = a.as_list::<i32>().clone();
+                drop(a);
+                uniform_list_child(OP, list)?
+            }
+            DataType::LargeList(_) => {
+                no_nulls(OP, a.as_ref())?;
+                let list = a.as_list::<i64>().clone();
+                drop(a);
+                uniform_list_child(OP, list)?
+            }
+            _ => break,
+        };
+        dims.push(len);
+        a = child;
     }
     no_nulls(OP, a.as_ref())?;
     let n: usize = dims.iter().product();
@@ -68,6 +93,25 @@ pub fn array_to_tensor(array: ArrayRef) -> Result<Tensor> {
         DataType::Boolean => Tensor::from_vec(&dims, a.as_boolean().iter().map(|b| b.unwrap_or(false)).collect()),
         t => Err(data_err(OP, format!("a column of {t} has no tensor dtype (f32, f64, i64, bool)"))),
     }
+}
+
+/// The length every row of `list` has and its values (exactly those the rows cover), or an
+/// error naming the first row of another length.
+fn uniform_list_child<O: OffsetSizeTrait>(op: &str, list: GenericListArray<O>) -> Result<(usize, ArrayRef)> {
+    let (_, offsets, values, _) = list.into_parts();
+    let o: &[O] = &offsets;
+    let start = o.first().map_or(0, |x| x.as_usize());
+    let len = o.get(1).map_or(0, |x| x.as_usize() - start);
+    if let Some(r) = o.windows(2).position(|w| w[1].as_usize() - w[0].as_usize() != len) {
+        let got = o[r + 1].as_usize() - o[r].as_usize();
+        return Err(data_err(
+            op,
+            format!("row {r} of a list column has {got} values, row 0 has {len}: a tensor needs rows of one length"),
+        ));
+    }
+    let n = len * (o.len() - 1);
+    let child = if start == 0 && values.len() == n { values } else { values.slice(start, n) };
+    Ok((len, child))
 }
 
 fn primitive_to_tensor<P, T>(a: ArrayRef, dims: &[usize]) -> Result<Tensor>
@@ -101,12 +145,48 @@ pub fn tensor_to_array(t: Tensor) -> Result<ArrayRef> {
         Tensor::Bool(a) => Arc::new(BooleanArray::from(a.iter().copied().collect::<Vec<bool>>())),
     };
     for &d in shape[1..].iter().rev() {
-        let size = i32::try_from(d).map_err(|_| data_err(OP, format!("dim {d} of {shape:?} exceeds a list size")))?;
-        let field = Arc::new(Field::new_list_field(array.data_type().clone(), false));
-        let list = FixedSizeListArray::try_new(field, size, array, None).map_err(|e| data_err(OP, e.to_string()))?;
+        let list =
+            FixedSizeListArray::try_new(list_field(array.data_type().clone()), list_size(OP, d, &shape)?, array, None)
+                .map_err(|e| data_err(OP, e.to_string()))?;
         array = Arc::new(list);
     }
     Ok(array)
+}
+
+/// The Arrow type of a column whose rows are tensors of `dtype` and shape `row_shape`: the
+/// type [`tensor_to_array`] gives a tensor `[rows, row_shape...]` (nested non-null
+/// `FixedSizeList`s, one per dim, around the primitive type).
+///
+/// ```
+/// use pfor::api::pipeline::arrow::{column_type, tensor_to_array};
+/// use pfor::prelude::*;
+///
+/// # fn main() -> Result<()> {
+/// let column = tensor_to_array(Tensor::zeros(DType::F32, &[5, 2, 3])?)?;
+/// assert_eq!(&column_type(DType::F32, &[2, 3])?, column.data_type());
+/// # Ok(())
+/// # }
+/// ```
+pub fn column_type(dtype: DType, row_shape: &[usize]) -> Result<DataType> {
+    let mut t = match dtype {
+        DType::F32 => DataType::Float32,
+        DType::F64 => DataType::Float64,
+        DType::I64 => DataType::Int64,
+        DType::Bool => DataType::Boolean,
+    };
+    for &d in row_shape.iter().rev() {
+        t = DataType::FixedSizeList(list_field(t), list_size("column_type", d, row_shape)?);
+    }
+    Ok(t)
+}
+
+/// The item field of the lists this module writes.
+fn list_field(item: DataType) -> FieldRef {
+    Arc::new(Field::new_list_field(item, false))
+}
+
+fn list_size(op: &str, d: usize, shape: &[usize]) -> Result<i32> {
+    i32::try_from(d).map_err(|_| data_err(op, format!("dim {d} of {shape:?} exceeds a list size")))
 }
 
 /// The elements of `t` in logical (row-major) order: its own buffer when it is uniquely

@@ -13,7 +13,9 @@
 //!   [`PipelineStats`].
 //!
 //! With the `parquet` feature, `arrow` converts Arrow arrays and record batches to and from
-//! tensors and `parquet` reads and writes Parquet files for the engine.
+//! tensors and `parquet` reads and writes Parquet files for the engine. With the
+//! `datafusion` feature, `sql` makes a serialized per-example function a DataFusion scalar
+//! UDF that runs the model stage on each record batch (SQL over Parquet, and Ballista).
 //!
 //! With [`pipeline_axes`], an example component whose in-axis is `None` is broadcast: it
 //! must be the same tensor in every example of a batch (checked), and is fed once per
@@ -25,6 +27,8 @@ mod engine;
 mod model;
 #[cfg(feature = "parquet")]
 pub mod parquet;
+#[cfg(feature = "datafusion")]
+pub mod sql;
 
 pub use engine::{BatchOutput, ErrorPolicy, Pipeline, PipelineConfig, PipelineStats};
 

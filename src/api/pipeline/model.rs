@@ -38,6 +38,21 @@ impl BatchModel {
         f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
         axes: &MapAxes,
     ) -> Result<BatchModel> {
+        let (g, outs, assembler) = BatchModel::vectorize(&Graph::new(), elem_types, options, f, axes)?;
+        let session = Session::new(&g, &outs)?;
+        Ok(BatchModel { session, assembler })
+    }
+
+    /// The vectorized graph of `f` (built in a child of `parent`, sharing its function
+    /// library), its outputs and its assembler, not yet compiled: for callers that compile
+    /// several sessions of one model (one per worker thread).
+    pub(crate) fn vectorize(
+        parent: &Graph,
+        elem_types: &[TensorType],
+        options: &PforOptions,
+        f: impl FnOnce(&mut Graph, &[ValueId]) -> Result<Vec<ValueId>>,
+        axes: &MapAxes,
+    ) -> Result<(Graph, Vec<ValueId>, Assembler)> {
         let mapped: Vec<bool> = match axes.in_axes_of() {
             None => vec![true; elem_types.len()],
             Some(a) if a.len() != elem_types.len() => {
@@ -60,7 +75,7 @@ impl BatchModel {
                 })
                 .collect::<Result<_>>()?,
         };
-        let mut g = Graph::new();
+        let mut g = parent.new_child();
         let inputs: Vec<ValueId> = elem_types
             .iter()
             .zip(&mapped)
@@ -71,8 +86,7 @@ impl BatchModel {
             })
             .collect();
         let outs = vectorized_map_axes_with(&mut g, f, &inputs, axes, options)?;
-        let session = Session::new(&g, &outs)?;
-        Ok(BatchModel { session, assembler: Assembler { inputs, elem_types: elem_types.to_vec(), mapped } })
+        Ok((g, outs, Assembler { inputs, elem_types: elem_types.to_vec(), mapped }))
     }
 }
 
