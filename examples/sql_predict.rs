@@ -174,6 +174,7 @@ fn main() -> Result<()> {
     let got: Vec<Tensor> = results.concat();
     let want2: Vec<Tensor> = want.iter().chain(&want).cloned().collect();
     let verdict = Verdict::compare(&got, &want2, 1e-4);
-    println!("{} rows x 2 runs vs the pipeline: {verdict}", a.rows);
+    println!("{} rows x 2 runs vs the pipeline:", a.rows);
+    println!("{verdict}");
     verdict.into_result()
 }
