@@ -114,3 +114,23 @@ fn a_named_dim_may_repeat_within_one_input() {
     let e = sess.run(&[(m, f64t(&[2, 1], &[1.0, 2.0]))]).unwrap_err();
     assert!(e.to_string().contains("dim 'k' is 1 in input 'm' [2, 1] but 2 in input 'm'"), "{e}");
 }
+
+/// Explicit conv pads that overflow, or that ask for an output no budget can hold, are
+/// errors naming the op (at build or at run), never a panic or an abort.
+#[test]
+fn hostile_explicit_conv_pads_are_errors() {
+    use pfor::ops::{Conv2dParams, Padding};
+    for pads in [[(usize::MAX, 1), (0, 0)], [(0, 0), (1, usize::MAX)], [(1 << 40, 1 << 40), (1 << 40, 1 << 40)]] {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, [1, 4, 4, 2]);
+        let w = g.input("w", DType::F32, [3, 3, 2, 2]);
+        let params = Conv2dParams { padding: Padding::Explicit(pads), ..Conv2dParams::default() };
+        let Ok(y) = g.conv2d(x, w, params) else { continue };
+        let feeds = [
+            (x, Tensor::zeros(DType::F32, &[1, 4, 4, 2]).unwrap()),
+            (w, Tensor::zeros(DType::F32, &[3, 3, 2, 2]).unwrap()),
+        ];
+        let e = run_once(&g, &[y], &feeds).expect_err("a conv output beyond any budget");
+        assert!(e.to_string().contains("conv2d") || matches!(e, Error::OutOfMemory { .. }), "{e}");
+    }
+}
