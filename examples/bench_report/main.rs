@@ -12,10 +12,12 @@
 //! written last) when it holds results, else `benches/peers/reference` (medians measured
 //! earlier on this machine kind); see [`peers::default_dir`].
 //! pfor's numbers are medians too, of 5-50 runs after 100 ms of warm-up runs (`--quick`:
-//! within 0.3 s); the peers time theirs after one warm-up call.
+//! within 0.3 s); the peers time theirs after one warm-up call. The modes of one row (pfor /
+//! loop / hand, W3's four) are built together and timed A/B interleaved in rounds ([`rates`]),
+//! so a change in the machine's load while a row runs shifts every mode alike, not the ratios.
 //!
 //! Every table ends with a `peak MB` column: the most memory resident while that row's modes
-//! ran (see [`mem`]); each row's sessions and buffers are dropped and the freed heap handed
+//! (all alive at once) ran (see [`mem`]); each row's sessions and buffers are dropped and the freed heap handed
 //! back to the OS before the next row, and the last line gives each workload's peak. A
 //! progress bar on stderr (hidden when stderr is not a terminal) counts the rows.
 
@@ -48,12 +50,17 @@ const WARM_UP: Duration = Duration::from_millis(100);
 
 /// Median wall time of `f` over at least 5 runs (after a warm-up), more while within
 /// `budget` (at most 50): the statistic the peer scripts report (`benches/peers/peerlib.py`).
-fn median_time(budget: Duration, mut f: impl FnMut()) -> f64 {
+fn median_time(budget: Duration, f: impl FnMut()) -> f64 {
     // warm up for WARM_UP (at least one run): the first ~10 ms of back-to-back runs after a
     // quiet spell ran at half rate here (W1 n = 64: whichever mode was timed first)
+    median_time_after(WARM_UP, budget, f)
+}
+
+/// [`median_time`] after `warm_up` of warm-up runs (at least one).
+fn median_time_after(warm_up: Duration, budget: Duration, mut f: impl FnMut()) -> f64 {
     let warm = Instant::now();
     f();
-    while warm.elapsed() < WARM_UP {
+    while warm.elapsed() < warm_up {
         f();
     }
     let mut times = Vec::new();
@@ -73,6 +80,37 @@ fn rate(w: &mut Workload, budget: Duration) -> f64 {
         / median_time(budget, || {
             w.run();
         })
+}
+
+/// Rounds of [`rates`] (`--quick` / full).
+const ROUNDS: [usize; 2] = [3, 5];
+
+/// The rates of the modes of one table row, measured A/B interleaved so that the ratios
+/// between modes do not depend on when each was timed on a shared, noisy machine: every mode
+/// is built first, then `rounds` rounds each time every mode for `budget / rounds` (a median
+/// of at least 5 runs, after a warm-up: [`WARM_UP`] in the first round, 20 ms after); a
+/// mode's rate is the median of its round medians. `None` workloads stay `None`.
+fn rates(a: &Args, ws: &mut [Option<Workload>]) -> Vec<Option<f64>> {
+    let rounds = ROUNDS[usize::from(!a.quick)];
+    let mut times = vec![Vec::with_capacity(rounds); ws.len()];
+    for round in 0..rounds {
+        let warm_up = if round == 0 { WARM_UP } else { Duration::from_millis(20) };
+        for (w, t) in ws.iter_mut().zip(&mut times) {
+            if let Some(w) = w {
+                t.push(median_time_after(warm_up, a.budget / rounds as u32, || {
+                    w.run();
+                }));
+            }
+        }
+    }
+    ws.iter()
+        .zip(&mut times)
+        .map(|(w, t)| {
+            let w = w.as_ref()?;
+            t.sort_by(f64::total_cmp);
+            Some(w.units / t[t.len() / 2])
+        })
+        .collect()
 }
 
 fn faer_gemm_rate(n: usize, budget: Duration) -> f64 {
@@ -171,9 +209,11 @@ fn main() -> pfor::Result<()> {
     pfor::tune_system_allocator()?;
     let a = args();
     println!(
-        "machine: {} logical cores (rayon), {}; throughputs from median run times after 100 ms of warm-up runs",
+        "machine: {} logical cores (rayon), {}; throughputs from median run times after 100 ms of warm-up runs; \
+         the modes of a row timed A/B interleaved, {} rounds (the median of the round medians)",
         rayon::current_num_threads(),
-        std::env::consts::ARCH
+        std::env::consts::ARCH,
+        ROUNDS[usize::from(!a.quick)]
     );
     match &a.peers.source {
         Some(d) => println!("peers: {}", d.display()),
@@ -239,13 +279,12 @@ fn w1_table(a: &Args) -> pfor::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for n in [1usize, 8, 64, 512, 4096] {
         let row = a.row("W1", n);
-        let mut r = [None; 3];
-        for (k, mode) in Mode::ALL.iter().enumerate() {
-            if *mode == Mode::Loop && n > 512 {
-                continue;
-            }
-            r[k] = Some(rate(&mut w1(n, *mode)?, a.budget) / 1e9);
+        let mut ws = Vec::new();
+        for mode in Mode::ALL {
+            ws.push(if mode == Mode::Loop && n > 512 { None } else { Some(w1(n, mode)?) });
         }
+        let r: Vec<_> = rates(a, &mut ws).into_iter().map(|r| r.map(|r| r / 1e9)).collect();
+        drop(ws);
         let f = Some(faer_gemm_rate(n, a.budget));
         let p = a.peers.vectorized("W1_linear", n);
         println!(
@@ -276,15 +315,16 @@ fn dense_table(a: &Args, title: &str, peer_wl: &str, sizes: &[usize], prec: usiz
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for &n in sizes {
         let row = a.row(title.split(' ').next().unwrap_or(peer_wl), n);
-        let mut r = [None; 3];
-        for (k, mode) in Mode::ALL.iter().enumerate() {
-            match build(n, *mode) {
-                Ok(mut w) => r[k] = Some(rate(&mut w, a.budget)),
-                Err(pfor::Error::InvalidArgument(_)) if *mode == Mode::Hand => {}
+        let mut ws = Vec::new();
+        for mode in Mode::ALL {
+            ws.push(match build(n, mode) {
+                Ok(w) => Some(w),
+                Err(pfor::Error::InvalidArgument(_)) if mode == Mode::Hand => None,
                 Err(e) => return Err(e),
-            }
-            mem::release(); // the mode's session is gone: its freed heap too
+            });
         }
+        let r = rates(a, &mut ws);
+        drop(ws); // the row's sessions are gone: `row.end` hands their freed heap back
         let p = a.peers.vectorized(peer_wl, n);
         println!(
             "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -371,10 +411,12 @@ fn w3_table(a: &Args) -> pfor::Result<()> {
     println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for n in [1usize, 16, 128, 512] {
         let row = a.row("W3", n);
-        let mut r = [None; 4];
-        for (k, mode) in W3Mode::ALL.iter().enumerate() {
-            r[k] = Some(rate(&mut w3(n, *mode)?, a.budget));
+        let mut ws = Vec::new();
+        for mode in W3Mode::ALL {
+            ws.push(Some(w3(n, mode)?));
         }
+        let r = rates(a, &mut ws);
+        drop(ws);
         let p = a.peers.vectorized("W3_lstm_varlen", n);
         println!(
             "| {n} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -29,7 +29,7 @@ use pfor::prelude::*;
 
 use super::peers::{cell, ratio};
 use super::workloads::{Mode, Workload};
-use super::{Args, rate};
+use super::{Args, rates};
 
 /// One model of the table.
 struct Spec {
@@ -158,16 +158,17 @@ pub(super) fn onnx_table(a: &Args) -> Result<()> {
         let model = onnx::load(&spec.path)?;
         for &n in &sizes {
             let row = a.row(spec.workload, n);
-            let mut r = [None; 3];
-            for (k, mode) in Mode::ALL.iter().enumerate() {
-                match workload(&model, spec.example, n, *mode) {
-                    Ok(mut w) => r[k] = Some(rate(&mut w, a.budget)),
+            let mut ws = Vec::new();
+            for mode in Mode::ALL {
+                ws.push(match workload(&model, spec.example, n, mode) {
+                    Ok(w) => Some(w),
                     // the batched import of a graph that pins batch 1: no number
-                    Err(_) if *mode == Mode::Hand => {}
+                    Err(_) if mode == Mode::Hand => None,
                     Err(e) => return Err(e),
-                }
-                super::mem::release();
+                });
             }
+            let r = rates(a, &mut ws);
+            drop(ws);
             let ort = ["batched", "sequential"].map(|m| a.peers.get("ort", spec.workload, m, n));
             println!(
                 "| {} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
