@@ -12,10 +12,12 @@ use pfor::prelude::*;
 use pfor::vectorize::{PforOptions, pfor_with_report};
 use workloads::{mnist_example, mnist_params, w5_forward, w5_input};
 
-/// A workload body: the graph's inputs set up by `setup`, then the body for index `i`.
-type Setup = fn(&mut Graph) -> (Vec<(ValueId, Tensor)>, Box<dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>>);
+/// A per-example body for index `i`.
+type Body = Box<dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>>;
+/// A workload's feeds and body, set up in a graph.
+type Setup = fn(&mut Graph) -> (Vec<(ValueId, Tensor)>, Body);
 
-fn w1(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Box<dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>>) {
+fn w1(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Body) {
     let x = g.input("x", DType::F32, [1, 64]);
     let w = g.constant(Tensor::randn(&[64, 64], 1).unwrap());
     let body = move |g: &mut Graph, i: ValueId| {
@@ -26,7 +28,7 @@ fn w1(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Box<dyn Fn(&mut Graph, ValueId)
     (vec![(x, Tensor::randn(&[1, 64], 2).unwrap())], Box::new(body))
 }
 
-fn w2(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Box<dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>>) {
+fn w2(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Body) {
     let x = g.input("x", DType::F32, [1, 28, 28, 1]);
     let p = mnist_params(g);
     let body = move |g: &mut Graph, i: ValueId| mnist_example(g, &p, x, i);
@@ -34,7 +36,7 @@ fn w2(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Box<dyn Fn(&mut Graph, ValueId)
 }
 
 /// W5 at one output: the VJP of the LSTM's output with the cotangent row `i` of the identity.
-fn w5(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Box<dyn Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>>) {
+fn w5(g: &mut Graph) -> (Vec<(ValueId, Tensor)>, Body) {
     let (x, y) = w5_forward(g, 1).unwrap();
     let eye = g.constant(Tensor::ones(DType::F32, &[1, 1]).unwrap());
     let body = move |g: &mut Graph, i: ValueId| {
