@@ -53,7 +53,7 @@ pub fn w5(out: usize, mode: Mode) -> Result<Workload> {
     let mut g = Graph::new();
     let (x, y) = w5_forward(&mut g, out)?;
     let j = match mode {
-        Mode::Pfor => jacobian_with(&mut g, y, x, &PforOptions::strict())?,
+        Mode::Pfor => jacobian_with(&mut g, y, x, &super::pfor_options())?,
         Mode::Loop => jacobian_loop(&mut g, y, x)?,
         Mode::Hand => return Err(Error::InvalidArgument("W5 has no hand-batched mode".into())),
     };

@@ -74,12 +74,18 @@ impl Workload {
     }
 }
 
+/// The workloads' pfor options: strict; `PFOR_ONE_ROW=0` turns the static one-row form off
+/// (`PforOptions::one_row`), for A/B measurements of n = 1 against the converted form.
+pub fn pfor_options() -> PforOptions {
+    PforOptions::strict().with_one_row(std::env::var("PFOR_ONE_ROW").as_deref() != Ok("0"))
+}
+
 fn per_example<F>(g: &mut Graph, n: usize, mode: Mode, body: F) -> Result<Vec<ValueId>>
 where
     F: Fn(&mut Graph, ValueId) -> Result<Vec<ValueId>>,
 {
     match mode {
-        Mode::Pfor => pfor_with(g, n, &PforOptions::strict(), body),
+        Mode::Pfor => pfor_with(g, n, &pfor_options(), body),
         Mode::Loop => for_loop(g, n, body),
         Mode::Hand => unreachable!("hand mode builds its own graph"),
     }

@@ -37,6 +37,11 @@ pub struct PforReport {
     pub fallbacks: Vec<FallbackRecord>,
     /// What the simplification pass did (`None` when [`PforOptions::simplify`] is off).
     pub simplified: Option<SimplifyReport>,
+    /// True when the loop length is statically 1 and the result is the body itself applied
+    /// to iteration 0 (the one-row form: the loop's body without its bookkeeping), chosen
+    /// after the normal conversion succeeded; false for a body with a per-iteration effect
+    /// (a stateful random op, a variable write), which keeps the conversion.
+    pub one_row: bool,
 }
 
 /// Vectorize `body` over `n` iterations with default options. The body is traced once
@@ -157,7 +162,19 @@ pub(crate) fn pfor_outputs(
         _ => {
             let info = full_loop(g, n.static_value(), n_val)?;
             let w = convert_body_report(g, i, body_start, &info, options, &outs, &mut report)?;
-            w.iter().zip(&keep).map(|(w, k)| finish_output(g, &info, *w, *k)).collect::<Result<Vec<_>>>()?
+            let res = w.iter().zip(&keep).map(|(w, k)| finish_output(g, &info, *w, *k)).collect::<Result<Vec<_>>>()?;
+            match n.static_value() {
+                Some(1) if options.one_row => {
+                    match super::one_row::one_row_outputs(g, i, body_start, &outs, &res, options)? {
+                        Some(rows) => {
+                            report.one_row = true;
+                            rows
+                        }
+                        None => res,
+                    }
+                }
+                _ => res,
+            }
         }
     };
     let stacked: Vec<bool> = res.iter().map(|(_, s)| *s).collect();

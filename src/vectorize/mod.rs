@@ -24,6 +24,7 @@ mod ctx;
 mod derived;
 mod driver;
 pub mod handoff;
+mod one_row;
 mod products;
 mod registry;
 
@@ -130,6 +131,10 @@ pub struct PforOptions {
     /// sums over the pfor axis and squared norms of per-iteration matrix products (e.g.
     /// per-example dense-layer gradients) computed without the stacked products.
     pub products: bool,
+    /// At a loop length statically 1, emit the body itself on iteration 0 (default: on;
+    /// see [`PforReport::one_row`]): the loop's program without its bookkeeping, never
+    /// slower than the loop. The conversion still runs first, so its errors are raised.
+    pub one_row: bool,
 }
 
 impl Default for PforOptions {
@@ -142,6 +147,7 @@ impl Default for PforOptions {
             registry: Arc::new(Registry::builtin()),
             simplify: true,
             products: true,
+            one_row: true,
         }
     }
 }
@@ -243,6 +249,19 @@ impl PforOptions {
     /// ```
     pub fn with_products(mut self, on: bool) -> Self {
         self.products = on;
+        self
+    }
+    /// With the static one-row form (see [`PforOptions::one_row`]) on or off.
+    ///
+    /// ```
+    /// use pfor::prelude::*;
+    ///
+    /// // at n = 1, keep the vectorized conversion (e.g. to test a converter at one row)
+    /// let opts = PforOptions::strict().with_one_row(false);
+    /// assert!(!opts.one_row);
+    /// ```
+    pub fn with_one_row(mut self, on: bool) -> Self {
+        self.one_row = on;
         self
     }
     /// With a registry.

@@ -37,7 +37,7 @@ fn paper_section4_example_has_no_loop_and_no_gather() {
 }
 
 #[derive(Debug)]
-struct Scale2;
+pub(crate) struct Scale2;
 impl CustomOp for Scale2 {
     fn name(&self) -> &str {
         "scale2"
@@ -50,7 +50,7 @@ impl CustomOp for Scale2 {
     }
 }
 
-fn custom_body(g: &mut Graph, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
+pub(crate) fn custom_body(g: &mut Graph, x: ValueId, i: ValueId) -> Result<Vec<ValueId>> {
     let xi = g.gather(x, i, 0)?;
     let y = g.add_op(Op::Custom(Arc::new(Scale2)), &[xi])?;
     Ok(vec![g.exp(y)?])

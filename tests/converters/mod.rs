@@ -13,6 +13,7 @@ pub mod linalg;
 pub mod linear;
 pub mod lstm;
 pub mod nn;
+pub mod one_row;
 pub mod oracle;
 pub mod products;
 pub mod props;

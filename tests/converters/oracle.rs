@@ -1,6 +1,7 @@
 //! The oracle: `run(pfor(body)) == stack_i run(body(i))` for every stacked/unstacked pattern
 //! of the body's inputs, several loop lengths (0 and 1 included), static and dynamic n, with
-//! `Fallback::Error` so a missing converter fails loudly.
+//! `Fallback::Error` so a missing converter fails loudly. A static n = 1 is checked in the
+//! one-row form (`PforOptions::one_row`, the default) and in the converters' form.
 #![allow(dead_code)]
 
 use crate::common::coverage::pfor_recorded;
@@ -98,7 +99,13 @@ pub fn check_case(
     seed: u64,
     body: Body,
 ) -> Result<(), String> {
-    check_case_with(specs, stacked, n, dynamic_n, seed, &PforOptions::strict(), body)
+    check_case_with(specs, stacked, n, dynamic_n, seed, &PforOptions::strict(), body)?;
+    if n == 1 && !dynamic_n {
+        // a static n = 1 takes the one-row form (the body on row 0); the converters' own
+        // forms at one row are checked too
+        check_case_with(specs, stacked, n, dynamic_n, seed, &PforOptions::strict().with_one_row(false), body)?;
+    }
+    Ok(())
 }
 
 /// [`check_case`] with the given pfor options.
