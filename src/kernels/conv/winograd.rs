@@ -20,7 +20,7 @@
 //! L2 cache): input transform (tiles inside the image read the input in place, edge tiles
 //! go through a zero-padded copy), register-blocked GEMMs of 6 tiles x 64 channels over the
 //! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
-//! the output transform with the `+ bias`, `relu` epilogue in registers. [`conv2d_pool`]
+//! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. [`conv2d_pool`]
 //! (F(2x2, 5x5) only) also applies the fused 2x2 max pool there: an output tile is exactly
 //! one pooling window.
 //!
@@ -199,7 +199,7 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
         }
     }
     // a fresh buffer per call: not worth keeping
-    run(t, dy, &wt, Epilogue { bias: None, relu: false }, dx, false, false)
+    run(t, dy, &wt, Epilogue::new(None, false), dx, false, false)
 }
 
 /// Shapes of one call, shared by its tasks.
@@ -232,6 +232,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
     let len = if pooled { g.n * (g.oh / 2) * (g.ow / 2) * g.o } else { g.n * g.oh * g.ow * g.o };
     if !applies(g)
         || epi.bias.is_some_and(|b| b.len() != g.o)
+        || epi.residual.is_some_and(|r| pooled || r.len() != g.n * g.oh * g.ow * g.o)
         || w.len() != k * k * g.c * g.o
         || x.len() != g.n * g.h * g.w * g.c
         || out.len() != len
@@ -351,14 +352,16 @@ mod avx512 {
         for (t, f) in tiles.enumerate() {
             let (n, ty, tx) = at(f);
             let size = [(ph - pm * ty).min(pm), (pw - pm * tx).min(pm)];
-            let dst = &mut chunk[((n * ph + pm * ty) * pw + pm * tx) * o - base..];
+            let at = ((n * ph + pm * ty) * pw + pm * tx) * o;
+            let dst = &mut chunk[at - base..];
+            let res = job.epi.residual.map(|r| &r[at..]);
             let (p, orow) = (s.m[t * o..].as_ptr(), pw * o);
             // SAFETY: `p` holds point q of this tile at q * batch * O, o channels each; the
             // `size` block of pixels at `dst` lies in `chunk`.
             unsafe {
                 match job.alg {
-                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, dst, orow, size, job.pooled),
-                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, dst, orow, size, job.pooled),
+                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, res, dst, orow, size, job.pooled),
+                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, res, dst, orow, size, job.pooled),
                 }
             }
         }
@@ -465,12 +468,17 @@ mod avx512 {
         y
     }
 
-    /// `v + bias`, then relu, as the separate kernels compute them (see `narrow`).
+    /// `v + bias`, then `+ residual`, then relu, as the separate kernels compute them (see
+    /// `narrow`).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn finish(v: __m512, bias: Option<__m512>, relu: bool) -> __m512 {
+    fn finish(v: __m512, bias: Option<__m512>, res: Option<__m512>, relu: bool) -> __m512 {
         let v = match bias {
             Some(b) => _mm512_add_ps(v, b),
+            None => v,
+        };
+        let v = match res {
+            Some(r) => _mm512_add_ps(v, r),
             None => v,
         };
         if relu { _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps()), v) } else { v }
@@ -484,9 +492,10 @@ mod avx512 {
         Some(unsafe { _mm512_loadu_ps(b.as_ptr()) })
     }
 
-    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied;
-    /// with `pool`, its `rows x cols` 2x2 max-pooled pixels instead: window taps in row-major
-    /// order, a later tap wins where `direct::better` says so.
+    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied
+    /// (the residual `res` laid out as `dst`); with `pool` (never with a residual), its
+    /// `rows x cols` 2x2 max-pooled pixels instead: window taps in row-major order, a later
+    /// tap wins where `direct::better` says so.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
     unsafe fn output_tile<const M: usize>(
@@ -494,6 +503,7 @@ mod avx512 {
         stride: usize,
         o: usize,
         epi: &super::Epilogue<'_, f32>,
+        res: Option<&[f32]>,
         dst: &mut [f32],
         orow: usize,
         [rows, cols]: [usize; 2],
@@ -506,9 +516,9 @@ mod avx512 {
             for a in 0..rows {
                 for bx in 0..cols {
                     let v = if pool {
-                        let mut best = finish(y[2 * a][2 * bx], b, epi.relu);
+                        let mut best = finish(y[2 * a][2 * bx], b, None, epi.relu);
                         for v in [y[2 * a][2 * bx + 1], y[2 * a + 1][2 * bx], y[2 * a + 1][2 * bx + 1]] {
-                            let v = finish(v, b, epi.relu);
+                            let v = finish(v, b, None, epi.relu);
                             // (v > best or v is NaN) and best is not NaN
                             let take = (_mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best)
                                 | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v))
@@ -517,7 +527,10 @@ mod avx512 {
                         }
                         best
                     } else {
-                        finish(y[a][bx], b, epi.relu)
+                        let i = a * orow + bx * o + ov;
+                        // SAFETY: the residual holds LANES f32 at `i`, laid out as `dst`.
+                        let r = res.map(|r| unsafe { _mm512_loadu_ps(r[i..i + LANES].as_ptr()) });
+                        finish(y[a][bx], b, r, epi.relu)
                     };
                     let d = &mut dst[a * orow + bx * o + ov..][..LANES];
                     // SAFETY: `d` holds LANES f32.
