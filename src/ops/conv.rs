@@ -276,6 +276,9 @@ pub(crate) struct ConvEpilogue<'a> {
     pub residual: Option<&'a Tensor>,
     /// Apply relu after the bias.
     pub relu: bool,
+    /// The filter's Winograd transform, made when the plan was compiled (not output work:
+    /// the kernel's filter operand, ready).
+    pub winograd: Option<&'a crate::kernels::conv::winograd::Prepared>,
 }
 
 impl ConvOp {
@@ -567,7 +570,12 @@ impl ConvOp {
                 let residual = residual
                     .as_ref()
                     .map(|r| r.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous residual")));
-                let epi = im2col::Epilogue { bias: bias.transpose()?, residual: residual.transpose()?, relu: epi.relu };
+                let epi = im2col::Epilogue {
+                    bias: bias.transpose()?,
+                    residual: residual.transpose()?,
+                    relu: epi.relu,
+                    winograd: epi.winograd,
+                };
                 im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi, buf, kernels)?
             }
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {

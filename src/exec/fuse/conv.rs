@@ -8,6 +8,10 @@
 //! in cache, so the conv output is never written; other convs run their kernel and then the
 //! pool op inside the same step.
 //!
+//! A conv whose filter is a constant that the Winograd kernel will take holds the filter's
+//! transform, made when the plan is compiled (`exec::pretranspose::winograd_filter`); such a
+//! conv is a chain of its own even with nothing after it.
+//!
 //! Invariants:
 //! - only values with exactly one consumer that are not fetched are fused away, so no one
 //!   can observe a skipped intermediate; the fused step replaces the chain's LAST step (its
@@ -26,12 +30,15 @@
 //!   `[O]` of the input dtype) run the chain op by op instead, so every error is the unfused
 //!   one, naming the node that raised it.
 
+use std::sync::Arc;
+
 use hashbrown::HashSet;
 
 use super::PlanView;
 use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
+use crate::kernels::conv::winograd::Prepared;
 use crate::ops::conv::ConvEpilogue;
 use crate::ops::{BinaryKind, ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
 use crate::passes::pattern::{Dataflow, sole_reader};
@@ -63,6 +70,8 @@ pub(crate) struct ConvChain {
     /// Static output channels of the conv.
     channels: usize,
     tail: Vec<Tail>,
+    /// The constant filter's Winograd transform, made when the plan was compiled.
+    winograd: Option<Arc<Prepared>>,
 }
 
 impl ConvChain {
@@ -114,7 +123,8 @@ impl ConvChain {
             return self.eval_unfused(x, w, bias, residual, ctx);
         }
         let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
-        let epi = ConvEpilogue { bias: bias.as_ref(), residual: residual.as_ref(), relu };
+        let epi =
+            ConvEpilogue { bias: bias.as_ref(), residual: residual.as_ref(), relu, winograd: self.winograd.as_deref() };
         if let Some(Tail::MaxPool(..)) = self.tail.last() {
             // conv + epilogue + pool in one kernel where it applies; the pool's output shape
             // is the conv output's with OH, OW halved (the fusion checked the dims between)
@@ -215,8 +225,10 @@ fn residual_operand(view: &PlanView<'_>, st: &Step, cur: usize) -> Option<usize>
 }
 
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
-/// are the fetched slots.
-pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
+/// are the fetched slots. With `winograd`, a conv whose constant filter the Winograd kernel
+/// will take holds the filter's transform (a conv without a tail then becomes a chain of its
+/// own, with an empty tail).
+pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winograd: bool) {
     // Match every chain first (on the unchanged plan), then rewrite.
     let view = PlanView::new(steps, pinned);
     // (conv step, fused chain, fused-away steps after the conv, the bias and residual slots)
@@ -282,7 +294,12 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
             chain.push(c);
             (cur, cur_ty) = (st.outputs[0], st.out_types[0].clone());
         }
-        if keep == 0 {
+        let prepared = if winograd {
+            crate::exec::pretranspose::winograd_filter(steps, view.producers(), a).map(Arc::new)
+        } else {
+            None
+        };
+        if keep == 0 && prepared.is_none() {
             continue;
         }
         tail.truncate(keep);
@@ -290,13 +307,14 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
         // The bias and the residual are computed before the bias_add and the add
         // (topological order), hence before the chain's last step.
         let early = |v: Option<usize>| v.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1]));
-        debug_assert!(early(bias) && early(residual));
-        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail };
+        debug_assert!(keep == 0 || (early(bias) && early(residual)));
+        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail, winograd: prepared };
         found.push((a, fused, chain, bias, residual));
     }
     let mut removed = vec![false; steps.len()];
     for (a, fused, chain, bias, residual) in found {
-        let Some((&last, before)) = chain.split_last() else { continue };
+        // an empty chain: the conv step itself becomes the fused step
+        let (last, before) = chain.split_last().map_or((a, &[][..]), |(&l, b)| (l, b));
         let mut inputs = steps[a].inputs.clone();
         for v in [bias, residual].into_iter().flatten() {
             inputs.push((v, false));
@@ -304,7 +322,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
         let st = &mut steps[last];
         st.inputs = inputs;
         st.fused = Some(Box::new(super::Fused::Conv(fused)));
-        removed[a] = true;
+        removed[a] = last != a;
         for &c in before {
             removed[c] = true;
         }

@@ -36,12 +36,15 @@ pub(crate) struct Epilogue<'a, T> {
     pub residual: Option<&'a [T]>,
     /// Apply `relu` (NaN propagates; `-0.0` and negatives become `0.0`).
     pub relu: bool,
+    /// Not output work: the filter's Winograd transform, made when the plan was compiled
+    /// (the Winograd kernel uses it instead of transforming the filter; see `winograd`).
+    pub winograd: Option<&'a super::winograd::Prepared>,
 }
 
 impl<'a, T: Float> Epilogue<'a, T> {
     /// Bias and relu only.
     pub(crate) fn new(bias: Option<&'a [T]>, relu: bool) -> Self {
-        Epilogue { bias, residual: None, relu }
+        Epilogue { bias, residual: None, relu, winograd: None }
     }
     /// Nothing to apply.
     pub(crate) fn is_none(&self) -> bool {

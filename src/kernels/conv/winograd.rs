@@ -10,9 +10,9 @@
 //! `M_p [tiles, O] = V_p [tiles, C] · U_p [C, O]`: 2.8x (5x5) and 4x (3x3) fewer multiplies
 //! than im2col, less where the last tile row or column hangs over the output's edge. Both
 //! algorithms interpolate at the points `0, ±1, ±2, ∞` (Lavin & Gray's F(4x4, 3x3)), so they
-//! share `Bᵀ`; `G` carries the fractions so that `Bᵀ` and `Aᵀ` are small integers. The
-//! filter transform is computed once per filter buffer and kept (see `filter`: a plan's
-//! constant filter is transformed on its first run only).
+//! share `Bᵀ`; `G` carries the fractions so that `Bᵀ` and `Aᵀ` are small integers. A
+//! plan's constant filter is transformed once, when the plan is compiled (see `filter`: the
+//! epilogue hands the kernel the [`Prepared`] transform); other filters on every call.
 //!
 //! Work is split into tasks of whole tile rows (consecutive in the output, across images); a
 //! task works through batches of tiles (across its rows and images, sized so the
@@ -44,6 +44,8 @@
 //! session, leaving the im2col path; outside a run it is on.
 
 mod filter;
+
+pub(crate) use filter::{Prepared, transforms_on_this_thread};
 
 use rayon::prelude::*;
 
@@ -149,14 +151,14 @@ const MIN_TILES3: usize = 16;
 /// [`applies`] and [`profitable`] hold; every element of `out` is written. False (nothing
 /// written) otherwise.
 pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && run(g, x, w, epi, out, false, true)
+    profitable(g) && run(g, x, w, epi, out, false)
 }
 
 /// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]` (an F(2x2, 5x5)
 /// tile is one pooling window, an F(4x4, 3x3) tile four). False (nothing written) where
 /// [`conv2d`] does not run or `OH`, `OW` are odd.
 pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true, true)
+    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true)
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
@@ -198,8 +200,7 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
             }
         }
     }
-    // a fresh buffer per call: not worth keeping
-    run(t, dy, &wt, Epilogue::new(None, false), dx, false, false)
+    run(t, dy, &wt, Epilogue::new(None, false), dx, false)
 }
 
 /// Shapes of one call, shared by its tasks.
@@ -208,7 +209,7 @@ struct Job<'a> {
     alg: Alg,
     x: &'a [f32],
     /// The transformed filter `U`, `[36, C, O]`.
-    u: std::sync::Arc<Vec<f32>>,
+    u: &'a [f32],
     epi: Epilogue<'a, f32>,
     pooled: bool,
     tiles_y: usize,
@@ -225,7 +226,7 @@ struct Scratch {
     patch: Vec<f32>,
 }
 
-fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool, keep: bool) -> bool {
+fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool) -> bool {
     let Some(alg) = Alg::of(g) else { return false };
     let (k, m) = (alg.k(), alg.m());
     let (tiles_y, tiles_x) = (g.oh.div_ceil(m), g.ow.div_ceil(m));
@@ -260,7 +261,15 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
             (rest, r0) = (tail, r1);
         }
         let batch = (BATCH_BYTES / (POINTS * (g.c + g.o) * 4)).clamp(6, MAX_BATCH) / 6 * 6;
-        let u = filter::transformed(alg, g.c, g.o, w, keep);
+        // the plan's transform of its constant filter, else this filter's
+        let fresh;
+        let u = match epi.winograd.and_then(|p| p.get(alg, g.c, g.o)) {
+            Some(u) => u,
+            None => {
+                fresh = filter::transform(alg, g.c, g.o, w);
+                &fresh[..]
+            }
+        };
         let job = Job { g, alg, x, u, epi, pooled, tiles_y, tiles_x, batch };
         let scratch = || Scratch {
             v: vec![0.0; POINTS * batch * g.c],
@@ -285,7 +294,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (x, w, keep);
+        let _ = (x, w);
         false
     }
 }
