@@ -458,3 +458,27 @@ fn vectorized_residual_blocks_fuse_and_match_the_loop() {
         assert_eq!(p - f, 4, "n = {n}: {f} fused vs {p} unfused steps");
     }
 }
+
+#[test]
+fn an_add_of_two_conv_chains_is_fused_into_one_of_them() {
+    // ResNet's projection shortcut: relu(bias_add(conv(x, w1), b1) + bias_add(conv(x, w2), b2)):
+    // each side is a conv chain that could take the add; exactly one does, the other's
+    // result is its residual
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2, 6, 5, 16]);
+    let mut side = |seed: u64| {
+        let w = g.constant(Tensor::randn(&[1, 1, 16, 32], seed).unwrap());
+        let b = g.constant(Tensor::randn(&[32], seed + 1).unwrap());
+        let c = g.conv2d(x, w, Conv2dParams::default()).unwrap();
+        g.bias_add(c, b).unwrap()
+    };
+    let (a, b) = (side(1), side(3));
+    let s = g.add(a, b).unwrap();
+    let y = g.relu(s).unwrap();
+    let feeds = [(x, Tensor::randn(&[2, 6, 5, 16], 9).unwrap())];
+    let mut fused = Session::new(&g, &[y]).unwrap();
+    let mut plain = Session::with_options(&g, &[y], unfused()).unwrap();
+    assert_eq!(bits(&fused.run(&feeds).unwrap()[0]), bits(&plain.run(&feeds).unwrap()[0]));
+    // conv, bias_add, add, relu and conv, bias_add: two steps
+    assert_eq!(plain.num_steps() - fused.num_steps(), 4);
+}

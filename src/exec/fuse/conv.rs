@@ -22,7 +22,9 @@
 //! - an `add` is fused only when both operands and its result have one fully static shape
 //!   (no broadcasting: the residual's element `i` in row-major order meets the conv output's
 //!   element `i`, reshapes being metadata only) and the residual is not the chain's own
-//!   value; `add` is commutative bit for bit (IEEE), so either operand order fuses;
+//!   value; `add` is commutative bit for bit (IEEE), so either operand order fuses; a step
+//!   belongs to one chain at most (the add of two conv chains' results, a projection
+//!   shortcut, goes to the chain whose conv comes first in the plan);
 //! - results are bit-identical to the unfused plan: the epilogue does the same float
 //!   operations in the same order per element, the in-kernel pool applies `max_pool`'s
 //!   selection rule to the same values, and reshapes are metadata only;
@@ -233,6 +235,9 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
     let view = PlanView::new(steps, pinned);
     // (conv step, fused chain, fused-away steps after the conv, the bias and residual slots)
     let mut found: Vec<(usize, ConvChain, Vec<usize>, Option<usize>, Option<usize>)> = Vec::new();
+    // Steps in a chain found so far: an `add` of two conv chains' results (a projection
+    // shortcut) belongs to the first chain only, the other's result is its residual.
+    let mut claimed: HashSet<usize> = HashSet::new();
     for a in 0..steps.len() {
         let Some(Op::Conv(conv @ ConvOp::Conv2D { .. })) = view.op(a) else { continue };
         if steps[a].outputs.len() != 1 || steps[a].inputs.len() != 2 {
@@ -246,7 +251,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
         let mut keep = 0;
         while let Some(c) = sole_reader(&view, cur) {
             let st = &steps[c];
-            if st.outputs.len() != 1 {
+            if st.outputs.len() != 1 || claimed.contains(&c) {
                 break;
             }
             let relu_seen = tail.iter().any(|t| matches!(t, Tail::Relu(_)));
@@ -304,6 +309,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
         }
         tail.truncate(keep);
         chain.truncate(keep);
+        claimed.extend(chain.iter().copied());
         // The bias and the residual are computed before the bias_add and the add
         // (topological order), hence before the chain's last step.
         let early = |v: Option<usize>| v.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1]));
