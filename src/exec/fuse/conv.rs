@@ -209,6 +209,10 @@ fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
     conv.shape.rank() == 4 && conv.shape.as_fixed().is_some() && conv.shape == x.shape
 }
 
+/// A chain found: (conv step, fused chain, fused-away steps after the conv, [the bias slot,
+/// the residual slot]).
+type Found = (usize, ConvChain, Vec<usize>, [Option<usize>; 2]);
+
 /// The residual slot of step `st` when it is an `add` of `cur` (the chain's value) and
 /// another value, all three of one fully static shape (no broadcasting).
 fn residual_operand(view: &PlanView<'_>, st: &Step, cur: usize) -> Option<usize> {
@@ -233,8 +237,7 @@ fn residual_operand(view: &PlanView<'_>, st: &Step, cur: usize) -> Option<usize>
 pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winograd: bool) {
     // Match every chain first (on the unchanged plan), then rewrite.
     let view = PlanView::new(steps, pinned);
-    // (conv step, fused chain, fused-away steps after the conv, the bias and residual slots)
-    let mut found: Vec<(usize, ConvChain, Vec<usize>, Option<usize>, Option<usize>)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
     // Steps in a chain found so far: an `add` of two conv chains' results (a projection
     // shortcut) belongs to the first chain only, the other's result is its residual.
     let mut claimed: HashSet<usize> = HashSet::new();
@@ -315,14 +318,14 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
         let early = |v: Option<usize>| v.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1]));
         debug_assert!(keep == 0 || (early(bias) && early(residual)));
         let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail, winograd: prepared };
-        found.push((a, fused, chain, bias, residual));
+        found.push((a, fused, chain, [bias, residual]));
     }
     let mut removed = vec![false; steps.len()];
-    for (a, fused, chain, bias, residual) in found {
+    for (a, fused, chain, extra) in found {
         // an empty chain: the conv step itself becomes the fused step
         let (last, before) = chain.split_last().map_or((a, &[][..]), |(&l, b)| (l, b));
         let mut inputs = steps[a].inputs.clone();
-        for v in [bias, residual].into_iter().flatten() {
+        for v in extra.into_iter().flatten() {
             inputs.push((v, false));
         }
         let st = &mut steps[last];
