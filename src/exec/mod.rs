@@ -394,7 +394,7 @@ impl Plan {
             pretranspose::pretranspose_constants(&mut steps, &mut n_slots, &pinned);
         }
         if fuse {
-            fuse::conv_chains(&mut steps, &pinned);
+            fuse::conv_chains(&mut steps, &pinned, options.winograd);
             fuse::patch_products(&mut steps, &pinned);
             fuse::split_biases(&mut steps, &mut n_slots, &pinned, fuse::fusable);
             fuse::elementwise_groups(&mut steps, &pinned);

@@ -26,6 +26,12 @@
 //! transpose would otherwise run, and the conv copy its result, on every run).
 //! `ExecOptions::pretranspose` (`PFOR_NO_PRETRANSPOSE=1`) turns the rewrite off (A/B timing).
 //!
+//! A constant conv filter that the Winograd kernel will multiply by (3x3 and 5x5 stride-1
+//! f32 convs, see `kernels::conv::winograd`) is also transformed here, once per plan
+//! ([`winograd_filter`]): the fused conv step holds the transform and hands it to the kernel,
+//! which otherwise transforms its filter on every call (36 x C x O values from a 9 or 25
+//! tap filter: ResNet-50's 3x3 layers at n = 1 spent about as long on it as on the conv).
+//!
 //! Invariants:
 //! - each product is unchanged: the copy holds exactly the elements of `op(W)`, so every
 //!   output element is the same dot product over the same `k` terms (the GEMM may block
@@ -41,7 +47,9 @@ use hashbrown::{HashMap, HashSet};
 use super::Step;
 use std::borrow::Cow;
 
-use crate::ops::{LinearOp, Op, ShapeOp};
+use crate::kernels::conv::Geom;
+use crate::kernels::conv::winograd::Prepared;
+use crate::ops::{ConvOp, LinearOp, Op, ShapeOp};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
 
 /// Rewrite every eligible `matmul` and conv step of `steps` (before fusion); new slots are
@@ -170,4 +178,43 @@ fn standard_operand(w: &Tensor) -> Option<Tensor> {
         let a = w.array::<T>().ok()?;
         (!a.is_standard_layout()).then(|| Tensor::from_array(crate::tensor::layout::standard_array(&a.view())))
     }, _ => None)
+}
+
+/// The Winograd transform of conv step `si`'s filter, made now, where the filter is a
+/// constant (a `Const` step) and the Winograd kernel will take the conv: f32, a static input
+/// shape (or one whose batch alone is dynamic) whose geometry the kernel applies to and, with
+/// a static batch, its cost rule picks.
+pub(super) fn winograd_filter(steps: &[Step], producer: &HashMap<usize, usize>, si: usize) -> Option<Prepared> {
+    let st = &steps[si];
+    let Op::Conv(conv @ ConvOp::Conv2D { params }) = &st.op else { return None };
+    let (&(xs, _), &(ws, _)) = (st.inputs.first()?, st.inputs.get(1)?);
+    let Op::Const { value: w } = &steps[*producer.get(&ws)?].op else { return None };
+    let ty = |s: usize| {
+        let p = &steps[*producer.get(&s)?];
+        p.outputs.iter().position(|&o| o == s).map(|k| &p.out_types[k])
+    };
+    let xt = ty(xs)?;
+    let dims = xt.shape.dims();
+    if xt.dtype != crate::tensor::DType::F32
+        || w.dtype() != crate::tensor::DType::F32
+        || dims.len() != 4
+        || w.rank() != 4
+    {
+        return None;
+    }
+    let fixed = |d: &Dim| match d {
+        Dim::Fixed(v) => Some(*v),
+        Dim::Dynamic(_) => None,
+    };
+    let n = fixed(&dims[0]);
+    let x = [n.unwrap_or(1), fixed(&dims[1])?, fixed(&dims[2])?, fixed(&dims[3])?];
+    let ws = w.shape();
+    let g = Geom::new(conv.kind().name(), x, [ws[0], ws[1]], ws[3], params.strides, params.dilations, params.padding)
+        .ok()?;
+    if ws[2] != g.c || (n.is_some() && !crate::kernels::conv::winograd::profitable(&g)) {
+        return None;
+    }
+    let a = w.array::<f32>().ok()?;
+    let a = a.as_standard_layout();
+    Prepared::new(&g, a.as_slice()?)
 }

@@ -16,6 +16,13 @@ pub mod gemm;
 pub(crate) mod micro;
 pub mod simd;
 
+/// Winograd filter transforms computed on the calling thread so far (for tests: a plan with
+/// a constant filter transforms it when compiled, not when run).
+#[doc(hidden)]
+pub fn winograd_filter_transforms() -> u64 {
+    conv::winograd::transforms_on_this_thread()
+}
+
 /// Elements above which elementwise-like kernels use rayon (rayon costs ~15–35 µs per call).
 pub const PAR_THRESHOLD: usize = 1 << 17;
 

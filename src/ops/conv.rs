@@ -265,13 +265,20 @@ impl ConvKind {
 }
 
 /// Elementwise work fused into a `conv2d` output by the executor (`exec::fuse`): `+ bias`
-/// per output channel, then `relu`, applied to each output chunk right after its GEMM.
+/// per output channel, then `+ residual` elementwise, then `relu`, applied to each output
+/// chunk right after its GEMM.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ConvEpilogue<'a> {
     /// Bias `[O]`, same dtype as the input.
     pub bias: Option<&'a Tensor>,
+    /// Added elementwise: as many elements as the output (any shape: read in row-major
+    /// order), same dtype as the input.
+    pub residual: Option<&'a Tensor>,
     /// Apply relu after the bias.
     pub relu: bool,
+    /// The filter's Winograd transform, made when the plan was compiled (not output work:
+    /// the kernel's filter operand, ready).
+    pub winograd: Option<&'a crate::kernels::conv::winograd::Prepared>,
 }
 
 impl ConvOp {
@@ -481,7 +488,7 @@ impl ConvOp {
         mut ctx: Option<&mut (dyn EvalCtx + '_)>,
     ) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
-        if (epi.bias.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
+        if (epi.bias.is_some() || epi.residual.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
             return Err(Error::Verify(format!("{op}: internal: only conv2d takes a fused epilogue")));
         }
         // Inference on the concrete types performs every check (incl. formerly dynamic dims).
@@ -546,7 +553,29 @@ impl ConvOp {
                 let bias = bias
                     .as_ref()
                     .map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
-                let epi = im2col::Epilogue { bias: bias.transpose()?, relu: epi.relu };
+                let len: usize = out_shape.iter().product();
+                let residual = match epi.residual {
+                    Some(r) if r.len() != len => {
+                        return Err(Error::shape(
+                            op,
+                            format!(
+                                "fused residual has shape {:?}, expected {len} elements ({out_shape:?})",
+                                r.shape()
+                            ),
+                        ));
+                    }
+                    Some(r) => Some(r.array::<T>()?.as_standard_layout()),
+                    None => None,
+                };
+                let residual = residual
+                    .as_ref()
+                    .map(|r| r.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous residual")));
+                let epi = im2col::Epilogue {
+                    bias: bias.transpose()?,
+                    residual: residual.transpose()?,
+                    relu: epi.relu,
+                    winograd: epi.winograd,
+                };
                 im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi, buf, kernels)?
             }
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {

@@ -1,6 +1,6 @@
-//! Core tests: plan-level fusion of `conv2d → [reshape] → bias_add → [reshape] → relu`
-//! (fused results bit-identical to the unfused plan; fetched or shared intermediates and
-//! mismatched operands disable it or fall back with the unfused errors).
+//! Core tests: plan-level fusion of `conv2d → [reshape] → bias_add → [reshape] → add(residual)
+//! → relu` (fused results bit-identical to the unfused plan; fetched or shared intermediates
+//! and mismatched operands disable it or fall back with the unfused errors).
 
 use pfor::ops::conv::{Conv2dParams, Padding};
 use pfor::prelude::*;
@@ -289,4 +289,196 @@ fn fusion_inside_functions_matches() {
     let got = pfor::run_function(&f, vec![xv.clone()]).unwrap();
     let want = Session::with_options(&g, &[r], unfused()).unwrap().run(&[(x, xv)]).unwrap();
     assert_eq!(bits(&got[0]), bits(&want[0]));
+}
+
+/// How a residual `add` follows the conv chain in [`residual_chain`].
+#[derive(Clone, Copy, Debug)]
+struct Residual {
+    bias: bool,
+    relu: bool,
+    /// The residual is the add's first operand.
+    first: bool,
+    /// Reshape the conv output to `[N*OH, OW, O]` before the bias and the add, flatten after.
+    reshapes: bool,
+}
+
+/// `relu(add(bias_add(conv(x, w), b), r))` (each part as `v` says) run fused and unfused
+/// (bit-identical results); returns (fused steps, unfused steps).
+fn residual_chain(nhwc: [usize; 4], k: [usize; 2], o: usize, v: Residual, dtype: DType, seed: u64) -> (usize, usize) {
+    let mut g = Graph::new();
+    let x = g.input("x", dtype, nhwc);
+    let w = g.constant(rand(dtype, &[k[0], k[1], nhwc[3], o], seed + 1));
+    let params = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
+    let mut h = g.conv2d(x, w, params).unwrap();
+    let shape: Vec<usize> = g.value_type(h).unwrap().shape.as_fixed().unwrap().to_vec();
+    let mut r_shape = shape.clone();
+    if v.reshapes {
+        r_shape = vec![shape[0] * shape[1], shape[2], o];
+        h = g.reshape(h, &r_shape.iter().map(|&d| d as i64).collect::<Vec<_>>()).unwrap();
+    }
+    if v.bias {
+        let b = g.constant(rand(dtype, &[o], seed + 2));
+        h = g.bias_add(h, b).unwrap();
+    }
+    let r = g.input("r", dtype, r_shape.as_slice());
+    h = if v.first { g.add(r, h).unwrap() } else { g.add(h, r).unwrap() };
+    if v.reshapes {
+        h = g.reshape(h, &[-1]).unwrap();
+    }
+    if v.relu {
+        h = g.relu(h).unwrap();
+    }
+    let mut rv = rand(dtype, &r_shape, seed + 3);
+    if rv.len() > 2 {
+        // a NaN residual propagates through the add and the relu identically
+        let mut a = rv.cast(DType::F64).to_array::<f64>().unwrap();
+        a.as_slice_mut().unwrap()[1] = f64::NAN;
+        rv = Tensor::from_array(a).cast(dtype);
+    }
+    let feeds = [(x, rand(dtype, &nhwc, seed)), (r, rv)];
+    let mut fused = Session::new(&g, &[h]).unwrap();
+    let mut plain = Session::with_options(&g, &[h], unfused()).unwrap();
+    let got = fused.run(&feeds).unwrap_or_else(|e| panic!("{nhwc:?} {k:?} {o} {v:?} {dtype}: {e}"));
+    let want = plain.run(&feeds).unwrap();
+    assert_eq!(bits(&got[0]), bits(&want[0]), "{nhwc:?} {k:?} {o} {v:?} {dtype}");
+    (fused.num_steps(), plain.num_steps())
+}
+
+#[test]
+fn fused_residual_adds_are_bit_identical_to_unfused() {
+    let cases: [([usize; 4], [usize; 2], usize); 9] = [
+        // im2col, odd shapes
+        ([2, 7, 9, 3], [3, 3], 5),
+        // 1x1 stride 1 (ResNet's bottleneck end): the input rows are the patch matrix
+        ([2, 5, 6, 16], [1, 1], 32),
+        // parallel chunks
+        ([4, 16, 16, 8], [3, 3], 32),
+        // wide layer: chunks in order, parallel GEMM
+        ([1, 8, 8, 64], [3, 3], 128),
+        // Winograd F(4x4, 3x3) and F(2x2, 5x5) on AVX-512 CPUs (tiles over the edges)
+        ([2, 10, 11, 16], [3, 3], 32),
+        ([2, 10, 10, 16], [5, 5], 16),
+        // single channel (the direct kernel declines a residual)
+        ([3, 12, 12, 1], [5, 5], 32),
+        // n = 0 and n = 1
+        ([0, 6, 6, 2], [3, 3], 3),
+        ([1, 6, 6, 2], [3, 3], 3),
+    ];
+    let variants = [
+        Residual { bias: true, relu: true, first: false, reshapes: false },
+        Residual { bias: true, relu: true, first: true, reshapes: true },
+        Residual { bias: false, relu: true, first: true, reshapes: false },
+        Residual { bias: true, relu: false, first: false, reshapes: false },
+        Residual { bias: false, relu: false, first: false, reshapes: true },
+    ];
+    for (i, &(nhwc, k, o)) in cases.iter().enumerate() {
+        for (j, &v) in variants.iter().enumerate() {
+            for dtype in [DType::F32, DType::F64] {
+                let (f, p) = residual_chain(nhwc, k, o, v, dtype, (300 + 100 * i + 10 * j) as u64);
+                // conv, bias_add, add, relu and the reshapes collapse to one step (a trailing
+                // reshape after the last fused op stays its own step)
+                let chain = 2
+                    + usize::from(v.bias)
+                    + usize::from(v.relu)
+                    + usize::from(v.reshapes)
+                    + usize::from(v.reshapes && v.relu);
+                assert_eq!(p - f, chain - 1, "{nhwc:?} {k:?} {o} {v:?} {dtype}: {f} fused vs {p} unfused steps");
+            }
+        }
+    }
+}
+
+#[test]
+fn broadcasting_or_self_adds_are_not_fused_as_residuals() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2, 6, 5, 3]);
+    let w = g.constant(Tensor::randn(&[3, 3, 3, 4], 7).unwrap());
+    let c = g.conv2d(x, w, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
+    // a broadcast `[4]` operand and the chain's own value are not residuals
+    let small = g.input("s", DType::F32, [4]);
+    let a = g.add(c, small).unwrap();
+    let twice = g.add(a, a).unwrap();
+    let y = g.relu(twice).unwrap();
+    let feeds = [(x, Tensor::randn(&[2, 6, 5, 3], 9).unwrap()), (small, Tensor::randn(&[4], 10).unwrap())];
+    let mut fused = Session::new(&g, &[y]).unwrap();
+    let want = Session::with_options(&g, &[y], unfused()).unwrap().run(&feeds).unwrap();
+    assert_eq!(bits(&fused.run(&feeds).unwrap()[0]), bits(&want[0]));
+}
+
+#[test]
+fn fused_residual_with_a_bad_residual_reports_the_unfused_error() {
+    // a residual fed with another shape or dtype than its input's: the unfused error (the
+    // fused step's run-time check falls back to op by op where the feed check lets one in)
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [1, 4, 4, 2]);
+    let r = g.input("r", DType::F32, [1, 4, 4, 3]);
+    let w = g.constant(Tensor::randn(&[3, 3, 2, 3], 1).unwrap());
+    let c = g.conv2d(x, w, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
+    let y = g.add(c, r).unwrap();
+    let z = g.relu(y).unwrap();
+    let mut fused = Session::new(&g, &[z]).unwrap();
+    assert_eq!(fused.num_steps() + 2, Session::with_options(&g, &[z], unfused()).unwrap().num_steps());
+    for bad in [Tensor::randn(&[1, 4, 4, 2], 3).unwrap(), Tensor::randn(&[1, 4, 4, 3], 3).unwrap().cast(DType::F64)] {
+        let feeds = [(x, Tensor::randn(&[1, 4, 4, 2], 2).unwrap()), (r, bad)];
+        let got = fused.run(&feeds).unwrap_err();
+        let want = Session::with_options(&g, &[z], unfused()).unwrap().run(&feeds).unwrap_err();
+        assert_eq!(got.to_string(), want.to_string());
+    }
+}
+
+#[test]
+fn vectorized_residual_blocks_fuse_and_match_the_loop() {
+    // A bottleneck's end, per example: relu(bias_add(conv1x1(h)) + x), under pfor (the conv
+    // runs on the batch, the add on `[n, ...]` values) fused like the plain graph.
+    let run = |n: usize, fuse: bool| {
+        let mut g = Graph::new();
+        let xs = g.input("xs", DType::F32, [n, 1, 5, 6, 16]);
+        let w = g.constant(Tensor::randn(&[1, 1, 16, 16], 1).unwrap());
+        let b = g.constant(Tensor::randn(&[16], 2).unwrap());
+        let ys = pfor::api::vectorized_map(
+            &mut g,
+            |g, x| {
+                let c = g.conv2d(x[0], w, Conv2dParams::default())?;
+                let c = g.bias_add(c, b)?;
+                let s = g.add(c, x[0])?;
+                Ok(vec![g.relu(s)?])
+            },
+            &[xs],
+        )
+        .unwrap();
+        let opts = ExecOptions { fuse, ..ExecOptions::default() };
+        let mut s = Session::with_options(&g, &ys, opts).unwrap();
+        let xv = Tensor::randn(&[n, 1, 5, 6, 16], 3).unwrap();
+        (s.run(&[(xs, xv)]).unwrap().remove(0), s.num_steps())
+    };
+    for n in [0, 1, 3] {
+        let ((got, f), (want, p)) = (run(n, true), run(n, false));
+        assert_eq!(bits(&got), bits(&want), "n = {n}");
+        // the conv, the bias_add, the add, the relu and a reshape between run as one step
+        assert_eq!(p - f, 4, "n = {n}: {f} fused vs {p} unfused steps");
+    }
+}
+
+#[test]
+fn an_add_of_two_conv_chains_is_fused_into_one_of_them() {
+    // ResNet's projection shortcut: relu(bias_add(conv(x, w1), b1) + bias_add(conv(x, w2), b2)):
+    // each side is a conv chain that could take the add; exactly one does, the other's
+    // result is its residual
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [2, 6, 5, 16]);
+    let mut side = |seed: u64| {
+        let w = g.constant(Tensor::randn(&[1, 1, 16, 32], seed).unwrap());
+        let b = g.constant(Tensor::randn(&[32], seed + 1).unwrap());
+        let c = g.conv2d(x, w, Conv2dParams::default()).unwrap();
+        g.bias_add(c, b).unwrap()
+    };
+    let (a, b) = (side(1), side(3));
+    let s = g.add(a, b).unwrap();
+    let y = g.relu(s).unwrap();
+    let feeds = [(x, Tensor::randn(&[2, 6, 5, 16], 9).unwrap())];
+    let mut fused = Session::new(&g, &[y]).unwrap();
+    let mut plain = Session::with_options(&g, &[y], unfused()).unwrap();
+    assert_eq!(bits(&fused.run(&feeds).unwrap()[0]), bits(&plain.run(&feeds).unwrap()[0]));
+    // conv, bias_add, add, relu and conv, bias_add: two steps
+    assert_eq!(plain.num_steps() - fused.num_steps(), 4);
 }

@@ -5,8 +5,8 @@
 //! Checked: every output against an f64 naive reference, with an error bound scaled by
 //! `Σ |x·w|` over the output's window; against the im2col path (different bits where the
 //! kernel ran); a batch gives each image's own results bit for bit; the fused `+ bias →
-//! relu` epilogue; NaN propagation; n = 0; the cached filter transform follows a fed filter
-//! whose values change between runs. Fused chains (also `→ max_pool`) give the unfused
+//! relu` epilogue; NaN propagation; n = 0; a fed filter whose values change between runs is
+//! transformed on every run; a constant filter once, when the plan compiles. Fused chains (also `→ max_pool`) give the unfused
 //! plan's bits in `core::fuse`.
 
 use super::conv_winograd::{conv, opts, reference, winograd_cpu, worst};
@@ -161,5 +161,47 @@ fn winograd3_filter_transform_follows_the_filter_values() {
         let w = Tensor::randn(&[3, 3, c, o], 70 + seed).unwrap();
         let again = s.run(&[(xi, x.clone()), (wi, w)]).unwrap().remove(0);
         assert_eq!(bits(&got), bits(&again), "run {seed}");
+    }
+}
+
+#[test]
+fn winograd3_constant_filter_is_transformed_when_the_plan_compiles() {
+    // A constant filter: the plan holds its transform (made once, at compile time) and no run
+    // transforms it; a fed filter with the same values is transformed on every run (nothing
+    // kept between runs) and gives the same bits. With and without a fused `bias → relu`.
+    let count = pfor::kernels::winograd_filter_transforms;
+    let (n, h, wd, c, o) = (2, 12, 12, 16, 32);
+    let x = Tensor::randn(&[n, h, wd, c], 5).unwrap();
+    let w = Tensor::randn(&[3, 3, c, o], 6).unwrap();
+    let b = Tensor::randn(&[o], 7).unwrap();
+    let expect = |k: u64| if winograd_cpu() { k } else { 0 };
+    for epilogue in [false, true] {
+        let mut g = Graph::new();
+        let xi = g.input("x", DType::F32, [n, h, wd, c]);
+        let (wc, wi) = (g.constant(w.clone()), g.input("w", DType::F32, [3, 3, c, o]));
+        let params = Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() };
+        let (mut yc, mut yi) = (g.conv2d(xi, wc, params).unwrap(), g.conv2d(xi, wi, params).unwrap());
+        if epilogue {
+            let bc = g.constant(b.clone());
+            yc = g.bias_add(yc, bc).unwrap();
+            yc = g.relu(yc).unwrap();
+            yi = g.bias_add(yi, bc).unwrap();
+            yi = g.relu(yi).unwrap();
+        }
+        let before = count();
+        let mut constant = Session::with_options(&g, &[yc], opts(true)).unwrap();
+        assert_eq!(count() - before, expect(1), "epilogue {epilogue}: one transform, at compile time");
+        let mut fed = Session::with_options(&g, &[yi], opts(true)).unwrap();
+        let mut first = None;
+        for run in 0..3 {
+            let before = count();
+            let got = constant.run(&[(xi, x.clone())]).unwrap().remove(0);
+            assert_eq!(count(), before, "epilogue {epilogue}, run {run}: no transform");
+            let again = fed.run(&[(xi, x.clone()), (wi, w.clone())]).unwrap().remove(0);
+            assert_eq!(count() - before, expect(1), "epilogue {epilogue}, run {run}: a fed filter, every run");
+            assert_eq!(bits(&got), bits(&again), "epilogue {epilogue}, run {run}");
+            first.get_or_insert_with(|| bits(&got));
+            assert_eq!(first.as_ref(), Some(&bits(&got)));
+        }
     }
 }

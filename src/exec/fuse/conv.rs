@@ -1,11 +1,16 @@
-//! Plan-level fusion: `conv2d → [reshape]* → bias_add → [reshape]* → relu` (bias and relu
-//! each optional, at least one present), optionally followed by `[reshape]* → max_pool`
-//! (2x2, stride 2, VALID, on a value with the conv output's dims), runs as ONE step whose
-//! conv kernel adds the bias and applies relu to each GEMM output chunk while it is cache
-//! resident, instead of three full passes over the output in memory. With a pool, the
+//! Plan-level fusion: `conv2d → [reshape]* → bias_add → [reshape]* → add(·, residual) →
+//! [reshape]* → relu` (bias, add and relu each optional, at least one present), optionally
+//! followed by `[reshape]* → max_pool` (2x2, stride 2, VALID, on a value with the conv
+//! output's dims; not after an add), runs as ONE step whose conv kernel adds the bias and the
+//! residual (ResNet's shortcut) and applies relu to each GEMM output chunk while it is cache
+//! resident, instead of up to four full passes over the output in memory. With a pool, the
 //! single-channel direct kernel (`ops::conv::narrow`) also pools each pair of conv rows
 //! in cache, so the conv output is never written; other convs run their kernel and then the
 //! pool op inside the same step.
+//!
+//! A conv whose filter is a constant that the Winograd kernel will take holds the filter's
+//! transform, made when the plan is compiled (`exec::pretranspose::winograd_filter`); such a
+//! conv is a chain of its own even with nothing after it.
 //!
 //! Invariants:
 //! - only values with exactly one consumer that are not fetched are fused away, so no one
@@ -14,6 +19,12 @@
 //!   consumer of the result still to come; slot releases are computed after fusion;
 //! - a `bias_add` is fused only when its input's static last dim equals the conv's static
 //!   output channels (reshapes in between keep the channel axis last);
+//! - an `add` is fused only when both operands and its result have one fully static shape
+//!   (no broadcasting: the residual's element `i` in row-major order meets the conv output's
+//!   element `i`, reshapes being metadata only) and the residual is not the chain's own
+//!   value; `add` is commutative bit for bit (IEEE), so either operand order fuses; a step
+//!   belongs to one chain at most (the add of two conv chains' results, a projection
+//!   shortcut, goes to the chain whose conv comes first in the plan);
 //! - results are bit-identical to the unfused plan: the epilogue does the same float
 //!   operations in the same order per element, the in-kernel pool applies `max_pool`'s
 //!   selection rule to the same values, and reshapes are metadata only;
@@ -21,14 +32,17 @@
 //!   `[O]` of the input dtype) run the chain op by op instead, so every error is the unfused
 //!   one, naming the node that raised it.
 
+use std::sync::Arc;
+
 use hashbrown::HashSet;
 
 use super::PlanView;
 use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
+use crate::kernels::conv::winograd::Prepared;
 use crate::ops::conv::ConvEpilogue;
-use crate::ops::{ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
+use crate::ops::{BinaryKind, ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
 use crate::passes::pattern::{Dataflow, sole_reader};
 use crate::tensor::{DType, Dim, Tensor, TensorType};
 
@@ -39,6 +53,9 @@ enum Tail {
     Reshape(NodeId, Op),
     /// `bias_add` with the step's extra input (the bias).
     BiasAdd(NodeId),
+    /// `add` of the chain's value and the step's last extra input (the residual), of this
+    /// fixed shape.
+    Add(NodeId, Vec<usize>),
     /// `relu`.
     Relu(NodeId),
     /// A 2x2 stride-2 VALID `max_pool` (always last; its input keeps the conv output's
@@ -46,7 +63,8 @@ enum Tail {
     MaxPool(NodeId, Op),
 }
 
-/// A fused conv chain (the plan step's inputs are `[x, filter]` or `[x, filter, bias]`).
+/// A fused conv chain (the plan step's inputs are `[x, filter]`, then the bias and the
+/// residual where the chain has them).
 #[derive(Clone, Debug)]
 pub(crate) struct ConvChain {
     conv_node: NodeId,
@@ -54,6 +72,8 @@ pub(crate) struct ConvChain {
     /// Static output channels of the conv.
     channels: usize,
     tail: Vec<Tail>,
+    /// The constant filter's Winograd transform, made when the plan was compiled.
+    winograd: Option<Arc<Prepared>>,
 }
 
 impl ConvChain {
@@ -64,6 +84,7 @@ impl ConvChain {
             s.push_str(match t {
                 Tail::Reshape(..) => " → reshape",
                 Tail::BiasAdd(_) => " → bias_add",
+                Tail::Add(..) => " → add",
                 Tail::Relu(_) => " → relu",
                 Tail::MaxPool(..) => " → max_pool",
             });
@@ -75,26 +96,37 @@ impl ConvChain {
         self.tail.iter().any(|t| matches!(t, Tail::BiasAdd(_)))
     }
 
+    /// The fixed shape of the fused `add`, if the chain has one.
+    fn add_shape(&self) -> Option<&[usize]> {
+        self.tail.iter().find_map(|t| match t {
+            Tail::Add(_, shape) => Some(&shape[..]),
+            _ => None,
+        })
+    }
+
     /// Run the chain; errors are already attributed to the node that raised them.
     pub(crate) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
         let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
-        let want = if self.has_bias() { 3 } else { 2 };
+        let want = 2 + usize::from(self.has_bias()) + usize::from(self.add_shape().is_some());
         if ins.len() != want {
             return Err(Error::Verify(format!("fused conv chain: {} inputs, expected {want}", ins.len())));
         }
         let mut it = ins.into_iter();
         let (x, w) = (it.next().expect("arity checked"), it.next().expect("arity checked"));
-        let bias = it.next();
+        let bias = if self.has_bias() { it.next() } else { None };
+        let residual = it.next();
         let float = matches!(x.dtype(), DType::F32 | DType::F64) && w.dtype() == x.dtype();
         let fast = float
             && w.rank() == 4
             && w.shape()[3] == self.channels
-            && bias.as_ref().is_none_or(|b| b.dtype() == x.dtype() && b.shape() == [self.channels]);
+            && bias.as_ref().is_none_or(|b| b.dtype() == x.dtype() && b.shape() == [self.channels])
+            && residual.as_ref().is_none_or(|r| r.dtype() == x.dtype() && Some(r.shape()) == self.add_shape());
         if !fast {
-            return self.eval_unfused(x, w, bias, ctx);
+            return self.eval_unfused(x, w, bias, residual, ctx);
         }
         let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
-        let epi = ConvEpilogue { bias: bias.as_ref(), relu };
+        let epi =
+            ConvEpilogue { bias: bias.as_ref(), residual: residual.as_ref(), relu, winograd: self.winograd.as_deref() };
         if let Some(Tail::MaxPool(..)) = self.tail.last() {
             // conv + epilogue + pool in one kernel where it applies; the pool's output shape
             // is the conv output's with OH, OW halved (the fusion checked the dims between)
@@ -128,7 +160,7 @@ impl ConvChain {
                         )));
                     }
                 }
-                Tail::Relu(_) => {}
+                Tail::Add(..) | Tail::Relu(_) => {}
                 Tail::MaxPool(node, op) => y = op.eval(y, ctx).map_err(|e| e.at_node(*node, op.to_string()))?,
             }
         }
@@ -136,10 +168,17 @@ impl ConvChain {
     }
 
     /// Op by op, exactly as the unfused plan would run them.
-    fn eval_unfused(&self, x: Tensor, w: Tensor, bias: Option<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+    fn eval_unfused(
+        &self,
+        x: Tensor,
+        w: Tensor,
+        bias: Option<Tensor>,
+        residual: Option<Tensor>,
+        ctx: &mut ExecCtx<'_>,
+    ) -> Result<Vec<Tensor>> {
         let conv = Op::Conv(self.conv.clone());
         let mut y = conv.eval(vec![x, w], ctx).map_err(|e| e.at_node(self.conv_node, conv.to_string()))?;
-        let mut bias = bias;
+        let (mut bias, mut residual) = (bias, residual);
         for t in &self.tail {
             let (node, op, ins) = match t {
                 Tail::Reshape(node, op) => (*node, op.clone(), y),
@@ -148,6 +187,12 @@ impl ConvChain {
                     let mut ins = y;
                     ins.push(b);
                     (*node, Op::Nn(NnOp::BiasAdd), ins)
+                }
+                Tail::Add(node, _) => {
+                    let r = residual.take().ok_or_else(|| Error::Verify("fused conv chain: no residual".into()))?;
+                    let mut ins = y;
+                    ins.push(r);
+                    (*node, Op::Binary(BinaryKind::Add), ins)
                 }
                 Tail::Relu(node) => (*node, Op::Unary(UnaryKind::Relu), y),
                 Tail::MaxPool(node, op) => (*node, op.clone(), y),
@@ -164,13 +209,38 @@ fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
     conv.shape.rank() == 4 && conv.shape.as_fixed().is_some() && conv.shape == x.shape
 }
 
+/// A chain found: (conv step, fused chain, fused-away steps after the conv, [the bias slot,
+/// the residual slot]).
+type Found = (usize, ConvChain, Vec<usize>, [Option<usize>; 2]);
+
+/// The residual slot of step `st` when it is an `add` of `cur` (the chain's value) and
+/// another value, all three of one fully static shape (no broadcasting).
+fn residual_operand(view: &PlanView<'_>, st: &Step, cur: usize) -> Option<usize> {
+    if !matches!(st.op, Op::Binary(BinaryKind::Add)) || st.inputs.len() != 2 || st.out_types.len() != 1 {
+        return None;
+    }
+    let (a, b) = (st.inputs[0].0, st.inputs[1].0);
+    let other = match (a == cur, b == cur) {
+        (true, false) => b,
+        (false, true) => a,
+        _ => return None,
+    };
+    let ty = &st.out_types[0];
+    let same = |v: usize| view.value_type(v).is_some_and(|t| t.dtype == ty.dtype && t.shape == ty.shape);
+    (ty.shape.as_fixed().is_some() && same(cur) && same(other)).then_some(other)
+}
+
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
-/// are the fetched slots.
-pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
+/// are the fetched slots. With `winograd`, a conv whose constant filter the Winograd kernel
+/// will take holds the filter's transform (a conv without a tail then becomes a chain of its
+/// own, with an empty tail).
+pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winograd: bool) {
     // Match every chain first (on the unchanged plan), then rewrite.
     let view = PlanView::new(steps, pinned);
-    // (conv step, fused chain, fused-away steps after the conv, the bias slot)
-    let mut found: Vec<(usize, ConvChain, Vec<usize>, Option<usize>)> = Vec::new();
+    let mut found: Vec<Found> = Vec::new();
+    // Steps in a chain found so far: an `add` of two conv chains' results (a projection
+    // shortcut) belongs to the first chain only, the other's result is its residual.
+    let mut claimed: HashSet<usize> = HashSet::new();
     for a in 0..steps.len() {
         let Some(Op::Conv(conv @ ConvOp::Conv2D { .. })) = view.op(a) else { continue };
         if steps[a].outputs.len() != 1 || steps[a].inputs.len() != 2 {
@@ -179,15 +249,27 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
         let Some(Dim::Fixed(channels)) = steps[a].out_types[0].shape.dims().last().cloned() else { continue };
         let conv_ty = steps[a].out_types[0].clone();
         let (mut cur, mut cur_ty) = (steps[a].outputs[0], steps[a].out_types[0].clone());
-        let (mut tail, mut chain, mut bias) = (Vec::new(), Vec::new(), None);
-        // Length of `tail` / `chain` up to the last bias_add or relu.
+        let (mut tail, mut chain, mut bias, mut residual) = (Vec::new(), Vec::new(), None, None);
+        // Length of `tail` / `chain` up to the last bias_add, add or relu.
         let mut keep = 0;
         while let Some(c) = sole_reader(&view, cur) {
             let st = &steps[c];
-            if st.outputs.len() != 1 || st.inputs.first().map(|i| i.0) != Some(cur) {
+            if st.outputs.len() != 1 || claimed.contains(&c) {
                 break;
             }
             let relu_seen = tail.iter().any(|t| matches!(t, Tail::Relu(_)));
+            if let Some(r) = residual_operand(&view, st, cur).filter(|_| residual.is_none() && !relu_seen) {
+                residual = Some(r);
+                let shape = st.out_types[0].shape.as_fixed().expect("checked fixed");
+                tail.push(Tail::Add(st.node, shape));
+                keep = tail.len();
+                chain.push(c);
+                (cur, cur_ty) = (st.outputs[0], st.out_types[0].clone());
+                continue;
+            }
+            if st.inputs.first().map(|i| i.0) != Some(cur) {
+                break;
+            }
             match &st.op {
                 Op::Shape(ShapeOp::Reshape { .. }) if st.inputs.len() == 1 => {
                     tail.push(Tail::Reshape(st.node, st.op.clone()))
@@ -208,7 +290,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
                     keep = tail.len();
                 }
                 Op::Conv(ConvOp::MaxPool { ksize: [2, 2], strides: [2, 2], padding: Padding::Valid })
-                    if relu_seen && st.inputs.len() == 1 && same_nhwc(&conv_ty, &cur_ty) =>
+                    if relu_seen && residual.is_none() && st.inputs.len() == 1 && same_nhwc(&conv_ty, &cur_ty) =>
                 {
                     tail.push(Tail::MaxPool(st.node, st.op.clone()));
                     keep = tail.len();
@@ -220,28 +302,36 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>) {
             chain.push(c);
             (cur, cur_ty) = (st.outputs[0], st.out_types[0].clone());
         }
-        if keep == 0 {
+        let prepared = if winograd {
+            crate::exec::pretranspose::winograd_filter(steps, view.producers(), a).map(Arc::new)
+        } else {
+            None
+        };
+        if keep == 0 && prepared.is_none() {
             continue;
         }
         tail.truncate(keep);
         chain.truncate(keep);
-        // The bias is computed before the bias_add (topological order), hence before the
-        // chain's last step.
-        debug_assert!(bias.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1])));
-        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail };
-        found.push((a, fused, chain, bias));
+        claimed.extend(chain.iter().copied());
+        // The bias and the residual are computed before the bias_add and the add
+        // (topological order), hence before the chain's last step.
+        let early = |v: Option<usize>| v.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1]));
+        debug_assert!(keep == 0 || (early(bias) && early(residual)));
+        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail, winograd: prepared };
+        found.push((a, fused, chain, [bias, residual]));
     }
     let mut removed = vec![false; steps.len()];
-    for (a, fused, chain, bias) in found {
-        let Some((&last, before)) = chain.split_last() else { continue };
+    for (a, fused, chain, extra) in found {
+        // an empty chain: the conv step itself becomes the fused step
+        let (last, before) = chain.split_last().map_or((a, &[][..]), |(&l, b)| (l, b));
         let mut inputs = steps[a].inputs.clone();
-        if let Some(b) = bias {
-            inputs.push((b, false));
+        for v in extra.into_iter().flatten() {
+            inputs.push((v, false));
         }
         let st = &mut steps[last];
         st.inputs = inputs;
         st.fused = Some(Box::new(super::Fused::Conv(fused)));
-        removed[a] = true;
+        removed[a] = last != a;
         for &c in before {
             removed[c] = true;
         }

@@ -1,8 +1,9 @@
 //! Plan-level fusion: groups of steps that run as ONE step, so intermediates stay in cache
 //! instead of making full passes over memory.
 //!
-//! - [`conv`]: `conv2d → [reshape] → bias_add → [reshape] → relu`, the bias and relu applied to
-//!   each GEMM output chunk;
+//! - [`conv`]: `conv2d → [reshape] → bias_add → [reshape] → add(residual) → relu`, the bias,
+//!   residual and relu applied to each GEMM output chunk (and a constant filter's Winograd
+//!   transform made once, at compile time);
 //! - [`bias_split`]: `split(bias_add(z, b))` along the last axis becomes per-piece `bias_add`s
 //!   of the split pieces, which the elementwise groups then take in;
 //! - [`patch_product`]: `extract_patches → [reshape] → batch_matmul(adj_a)` (per-example
@@ -71,6 +72,10 @@ impl<'a> PlanView<'a> {
     pub(super) fn new(steps: &'a [Step], pinned: &'a HashSet<usize>) -> PlanView<'a> {
         let (readers, producer) = slot_maps(steps);
         PlanView { steps, readers, producer, pinned }
+    }
+    /// The step producing each slot.
+    pub(super) fn producers(&self) -> &HashMap<usize, usize> {
+        &self.producer
     }
 }
 

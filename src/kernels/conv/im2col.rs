@@ -23,26 +23,53 @@ use crate::error::Result;
 use crate::kernels::gemm::{PAR_FLOPS, gemm, gemm_seq};
 
 /// Elementwise work applied to each chunk of `conv2d` output rows right after its GEMM
-/// wrote it (while it is cache resident): `v += bias[channel]`, then `relu`. The arithmetic
-/// and its order are those of the separate `bias_add` and `relu` kernels, so fused results
-/// are bit-identical to unfused ones.
+/// wrote it (while it is cache resident): `v += bias[channel]`, then `v = v + residual[i]`
+/// (the element at the same flat index `i` of the output), then `relu`. The arithmetic and
+/// its order are those of the separate `bias_add`, `add` and `relu` kernels, so fused
+/// results are bit-identical to unfused ones.
 #[derive(Clone, Copy)]
 pub(crate) struct Epilogue<'a, T> {
     /// Per-output-channel bias (`O` values).
     pub bias: Option<&'a [T]>,
+    /// A tensor added elementwise (a residual connection): as many values as the whole
+    /// (unpooled) output, in its row-major order.
+    pub residual: Option<&'a [T]>,
     /// Apply `relu` (NaN propagates; `-0.0` and negatives become `0.0`).
     pub relu: bool,
+    /// Not output work: the filter's Winograd transform, made when the plan was compiled
+    /// (the Winograd kernel uses it instead of transforming the filter; see `winograd`).
+    pub winograd: Option<&'a super::winograd::Prepared>,
 }
 
-impl<T: Float> Epilogue<'_, T> {
+impl<'a, T: Float> Epilogue<'a, T> {
+    /// Bias and relu only.
+    pub(crate) fn new(bias: Option<&'a [T]>, relu: bool) -> Self {
+        Epilogue { bias, residual: None, relu, winograd: None }
+    }
     /// Nothing to apply.
     pub(crate) fn is_none(&self) -> bool {
-        self.bias.is_none() && !self.relu
+        self.bias.is_none() && self.residual.is_none() && !self.relu
     }
-    /// Apply to `out`, whole rows of `o` channels (one branch-free loop per case).
-    pub(crate) fn apply(&self, out: &mut [T], o: usize) {
+    /// Apply to `out`, whole rows of `o` channels starting at element `at` of the whole
+    /// output (where the residual is read from); one branch-free loop per case.
+    pub(crate) fn apply(&self, out: &mut [T], o: usize, at: usize) {
         let zero = T::default();
         let relu = |v: T| if v > zero || v.is_nan() { v } else { zero };
+        if let Some(r) = self.residual {
+            let (r, relu_on) = (&r[at..at + out.len()], self.relu);
+            let end = |s: T| if relu_on { relu(s) } else { s };
+            match self.bias {
+                Some(b) => out.chunks_exact_mut(o).zip(r.chunks_exact(o)).for_each(|(row, rr)| {
+                    row.iter_mut().zip(rr).zip(b).for_each(|((v, &x), &b)| {
+                        let mut s = *v;
+                        s += b;
+                        *v = end(s + x);
+                    })
+                }),
+                None => out.iter_mut().zip(r).for_each(|(v, &x)| *v = end(*v + x)),
+            }
+            return;
+        }
         match (self.bias, self.relu) {
             (None, false) => {}
             (Some(b), false) => out.chunks_exact_mut(o).for_each(|r| r.iter_mut().zip(b).for_each(|(v, &b)| *v += b)),
@@ -167,7 +194,7 @@ fn chunk_product<T: Float>(
     }
     if !epi.is_none() {
         let cr = (1usize << 14).div_ceil(o).max(1);
-        for_each_chunk(oc, cr * o, par && is_parallel(oc.len()), |_, c| epi.apply(c, o));
+        for_each_chunk(oc, cr * o, par && is_parallel(oc.len()), |i, c| epi.apply(c, o, (r0 + i * cr) * o));
     }
     Ok(())
 }

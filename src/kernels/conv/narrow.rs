@@ -56,7 +56,11 @@ pub(crate) fn applies(g: &Geom) -> bool {
 /// of `out` is written. Callers check [`applies`] first; a call where it does not hold
 /// leaves `out` untouched and returns false.
 pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    if !applies(g) || epi.bias.is_some_and(|b| b.len() != g.o) || w.len() != g.kh * g.kw * g.c * g.o {
+    if !applies(g)
+        || epi.bias.is_some_and(|b| b.len() != g.o)
+        || epi.residual.is_some()
+        || w.len() != g.kh * g.kw * g.c * g.o
+    {
         return false;
     }
     let row_len = g.ow * g.o;
@@ -87,7 +91,11 @@ pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out
 /// element in row-major window order wins, a NaN counts as maximal. Returns false (nothing
 /// written) where [`applies`] does not hold.
 pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    if !applies(g) || epi.bias.is_some_and(|b| b.len() != g.o) || w.len() != g.kh * g.kw * g.c * g.o {
+    if !applies(g)
+        || epi.bias.is_some_and(|b| b.len() != g.o)
+        || epi.residual.is_some()
+        || w.len() != g.kh * g.kw * g.c * g.o
+    {
         return false;
     }
     let (ph, pw, o) = (g.oh / 2, g.ow / 2, g.o);

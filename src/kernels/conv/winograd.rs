@@ -10,9 +10,9 @@
 //! `M_p [tiles, O] = V_p [tiles, C] · U_p [C, O]`: 2.8x (5x5) and 4x (3x3) fewer multiplies
 //! than im2col, less where the last tile row or column hangs over the output's edge. Both
 //! algorithms interpolate at the points `0, ±1, ±2, ∞` (Lavin & Gray's F(4x4, 3x3)), so they
-//! share `Bᵀ`; `G` carries the fractions so that `Bᵀ` and `Aᵀ` are small integers. The
-//! filter transform is computed once per filter buffer and kept (see `filter`: a plan's
-//! constant filter is transformed on its first run only).
+//! share `Bᵀ`; `G` carries the fractions so that `Bᵀ` and `Aᵀ` are small integers. A
+//! plan's constant filter is transformed once, when the plan is compiled (see `filter`: the
+//! epilogue hands the kernel the [`Prepared`] transform); other filters on every call.
 //!
 //! Work is split into tasks of whole tile rows (consecutive in the output, across images); a
 //! task works through batches of tiles (across its rows and images, sized so the
@@ -20,7 +20,7 @@
 //! L2 cache): input transform (tiles inside the image read the input in place, edge tiles
 //! go through a zero-padded copy), register-blocked GEMMs of 6 tiles x 64 channels over the
 //! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
-//! the output transform with the `+ bias`, `relu` epilogue in registers. [`conv2d_pool`]
+//! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. [`conv2d_pool`]
 //! (F(2x2, 5x5) only) also applies the fused 2x2 max pool there: an output tile is exactly
 //! one pooling window.
 //!
@@ -44,6 +44,8 @@
 //! session, leaving the im2col path; outside a run it is on.
 
 mod filter;
+
+pub(crate) use filter::{Prepared, transforms_on_this_thread};
 
 use rayon::prelude::*;
 
@@ -149,14 +151,14 @@ const MIN_TILES3: usize = 16;
 /// [`applies`] and [`profitable`] hold; every element of `out` is written. False (nothing
 /// written) otherwise.
 pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && run(g, x, w, epi, out, false, true)
+    profitable(g) && run(g, x, w, epi, out, false)
 }
 
 /// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]` (an F(2x2, 5x5)
 /// tile is one pooling window, an F(4x4, 3x3) tile four). False (nothing written) where
 /// [`conv2d`] does not run or `OH`, `OW` are odd.
 pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true, true)
+    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true)
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
@@ -198,8 +200,7 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
             }
         }
     }
-    // a fresh buffer per call: not worth keeping
-    run(t, dy, &wt, Epilogue { bias: None, relu: false }, dx, false, false)
+    run(t, dy, &wt, Epilogue::new(None, false), dx, false)
 }
 
 /// Shapes of one call, shared by its tasks.
@@ -208,7 +209,7 @@ struct Job<'a> {
     alg: Alg,
     x: &'a [f32],
     /// The transformed filter `U`, `[36, C, O]`.
-    u: std::sync::Arc<Vec<f32>>,
+    u: &'a [f32],
     epi: Epilogue<'a, f32>,
     pooled: bool,
     tiles_y: usize,
@@ -225,13 +226,14 @@ struct Scratch {
     patch: Vec<f32>,
 }
 
-fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool, keep: bool) -> bool {
+fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool) -> bool {
     let Some(alg) = Alg::of(g) else { return false };
     let (k, m) = (alg.k(), alg.m());
     let (tiles_y, tiles_x) = (g.oh.div_ceil(m), g.ow.div_ceil(m));
     let len = if pooled { g.n * (g.oh / 2) * (g.ow / 2) * g.o } else { g.n * g.oh * g.ow * g.o };
     if !applies(g)
         || epi.bias.is_some_and(|b| b.len() != g.o)
+        || epi.residual.is_some_and(|r| pooled || r.len() != g.n * g.oh * g.ow * g.o)
         || w.len() != k * k * g.c * g.o
         || x.len() != g.n * g.h * g.w * g.c
         || out.len() != len
@@ -259,7 +261,15 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
             (rest, r0) = (tail, r1);
         }
         let batch = (BATCH_BYTES / (POINTS * (g.c + g.o) * 4)).clamp(6, MAX_BATCH) / 6 * 6;
-        let u = filter::transformed(alg, g.c, g.o, w, keep);
+        // the plan's transform of its constant filter, else this filter's
+        let fresh;
+        let u = match epi.winograd.and_then(|p| p.get(alg, g.c, g.o)) {
+            Some(u) => u,
+            None => {
+                fresh = filter::transform(alg, g.c, g.o, w);
+                &fresh[..]
+            }
+        };
         let job = Job { g, alg, x, u, epi, pooled, tiles_y, tiles_x, batch };
         let scratch = || Scratch {
             v: vec![0.0; POINTS * batch * g.c],
@@ -284,7 +294,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (x, w, keep);
+        let _ = (x, w);
         false
     }
 }
@@ -351,14 +361,16 @@ mod avx512 {
         for (t, f) in tiles.enumerate() {
             let (n, ty, tx) = at(f);
             let size = [(ph - pm * ty).min(pm), (pw - pm * tx).min(pm)];
-            let dst = &mut chunk[((n * ph + pm * ty) * pw + pm * tx) * o - base..];
+            let at = ((n * ph + pm * ty) * pw + pm * tx) * o;
+            let dst = &mut chunk[at - base..];
+            let res = job.epi.residual.map(|r| &r[at..]);
             let (p, orow) = (s.m[t * o..].as_ptr(), pw * o);
             // SAFETY: `p` holds point q of this tile at q * batch * O, o channels each; the
             // `size` block of pixels at `dst` lies in `chunk`.
             unsafe {
                 match job.alg {
-                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, dst, orow, size, job.pooled),
-                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, dst, orow, size, job.pooled),
+                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, res, dst, orow, size, job.pooled),
+                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, res, dst, orow, size, job.pooled),
                 }
             }
         }
@@ -465,12 +477,17 @@ mod avx512 {
         y
     }
 
-    /// `v + bias`, then relu, as the separate kernels compute them (see `narrow`).
+    /// `v + bias`, then `+ residual`, then relu, as the separate kernels compute them (see
+    /// `narrow`).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn finish(v: __m512, bias: Option<__m512>, relu: bool) -> __m512 {
+    fn finish(v: __m512, bias: Option<__m512>, res: Option<__m512>, relu: bool) -> __m512 {
         let v = match bias {
             Some(b) => _mm512_add_ps(v, b),
+            None => v,
+        };
+        let v = match res {
+            Some(r) => _mm512_add_ps(v, r),
             None => v,
         };
         if relu { _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(v, _mm512_setzero_ps()), v) } else { v }
@@ -484,9 +501,10 @@ mod avx512 {
         Some(unsafe { _mm512_loadu_ps(b.as_ptr()) })
     }
 
-    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied;
-    /// with `pool`, its `rows x cols` 2x2 max-pooled pixels instead: window taps in row-major
-    /// order, a later tap wins where `direct::better` says so.
+    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied
+    /// (the residual `res` laid out as `dst`); with `pool` (never with a residual), its
+    /// `rows x cols` 2x2 max-pooled pixels instead: window taps in row-major order, a later
+    /// tap wins where `direct::better` says so.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
     unsafe fn output_tile<const M: usize>(
@@ -494,6 +512,7 @@ mod avx512 {
         stride: usize,
         o: usize,
         epi: &super::Epilogue<'_, f32>,
+        res: Option<&[f32]>,
         dst: &mut [f32],
         orow: usize,
         [rows, cols]: [usize; 2],
@@ -506,9 +525,9 @@ mod avx512 {
             for a in 0..rows {
                 for bx in 0..cols {
                     let v = if pool {
-                        let mut best = finish(y[2 * a][2 * bx], b, epi.relu);
+                        let mut best = finish(y[2 * a][2 * bx], b, None, epi.relu);
                         for v in [y[2 * a][2 * bx + 1], y[2 * a + 1][2 * bx], y[2 * a + 1][2 * bx + 1]] {
-                            let v = finish(v, b, epi.relu);
+                            let v = finish(v, b, None, epi.relu);
                             // (v > best or v is NaN) and best is not NaN
                             let take = (_mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, best)
                                 | _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v))
@@ -517,7 +536,10 @@ mod avx512 {
                         }
                         best
                     } else {
-                        finish(y[a][bx], b, epi.relu)
+                        let i = a * orow + bx * o + ov;
+                        // SAFETY: the residual holds LANES f32 at `i`, laid out as `dst`.
+                        let r = res.map(|r| unsafe { _mm512_loadu_ps(r[i..i + LANES].as_ptr()) });
+                        finish(y[a][bx], b, r, epi.relu)
                     };
                     let d = &mut dst[a * orow + bx * o + ov..][..LANES];
                     // SAFETY: `d` holds LANES f32.

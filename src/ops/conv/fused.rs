@@ -25,7 +25,11 @@ impl ConvOp {
         let [x, w] = inputs else { return Ok(None) };
         let dt = x.dtype();
         let ok = |t: &Tensor| t.dtype() == dt && t.rank() == 4;
-        if !ok(x) || !ok(w) || epi.bias.is_some_and(|b| b.dtype() != dt || b.shape() != [w.shape()[3]]) {
+        if !ok(x)
+            || !ok(w)
+            || epi.residual.is_some()
+            || epi.bias.is_some_and(|b| b.dtype() != dt || b.shape() != [w.shape()[3]])
+        {
             return Ok(None);
         }
         let types: Vec<TensorType> = inputs.iter().map(Tensor::tensor_type).collect();
@@ -67,7 +71,7 @@ fn pooled<T: Float>(
     let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
     let len: usize = shape.iter().product();
     let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);
-    let kepi = im2col::Epilogue { bias: bd, relu: epi.relu };
+    let kepi = im2col::Epilogue { winograd: epi.winograd, ..im2col::Epilogue::new(bd, epi.relu) };
     if !T::conv_pool(g, xd, wd, kepi, &mut out, kernels)? {
         return Ok(None);
     }

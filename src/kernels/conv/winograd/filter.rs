@@ -1,81 +1,59 @@
-//! The Winograd filter transform `U = G g Gᵀ` and its process-wide cache.
+//! The Winograd filter transform `U = G g Gᵀ`, and filters transformed ahead of time.
 //!
-//! A plan's constant filter is the same buffer on every run (tensors share their storage),
-//! so the transform of a filter is kept, keyed by the filter's address, algorithm and
-//! channel counts, together with a copy of the filter: an entry is used only when the
-//! filter's bits equal the copy's (a buffer reused for different values, such as a weight
-//! updated in place, gets a fresh transform). At most [`CACHE_BYTES`] of transforms are
-//! kept; the least recently used go first.
+//! A plan's constant filter is transformed once, when the plan is compiled
+//! (`exec::pretranspose::winograd_filter` builds a [`Prepared`] that the fused conv step
+//! holds and hands to the kernel through its epilogue); any other filter (a fed or computed
+//! one, a weight that changes between runs) is transformed on every call. No cache, no keys:
+//! what a run uses is what its plan holds or what it computes from the filter it is given.
 //!
-//! Invariants: [`transformed`] returns exactly what [`transform`] computes for the filter
-//! it is given (a hit compares every bit), so results never depend on the cache's state.
+//! Invariants: a [`Prepared`] holds exactly what [`transform`] computes for its filter, and
+//! the kernel uses one only for the algorithm and channel counts it was made for, so results
+//! never depend on whether the transform was prepared. [`transforms_on_this_thread`] counts
+//! the transforms computed on the calling thread (for tests: a prepared plan computes none).
 
-use std::sync::{Arc, Mutex};
+use std::cell::Cell;
 
 use super::{Alg, POINTS, T6};
 
-/// Most bytes of transformed filters the cache holds (ResNet-50's 3x3 convs take ~180 MB).
-const CACHE_BYTES: usize = 256 << 20;
-
-struct Entry {
-    addr: usize,
-    alg: Alg,
-    c: usize,
-    o: usize,
-    /// The filter the transform was computed from.
-    w: Vec<f32>,
-    u: Arc<Vec<f32>>,
-    used: u64,
+/// The transform `U [36, C, O]` of a `[k, k, C, O]` filter, for algorithm `alg`.
+#[derive(Debug)]
+pub(crate) struct Prepared {
+    pub(super) alg: Alg,
+    pub(super) c: usize,
+    pub(super) o: usize,
+    pub(super) u: Vec<f32>,
 }
 
-struct Cache {
-    entries: Vec<Entry>,
-    clock: u64,
-}
-
-static CACHE: Mutex<Cache> = Mutex::new(Cache { entries: Vec::new(), clock: 0 });
-
-fn same_bits(a: &[f32], b: &[f32]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
-}
-
-/// `U [36, C, O]` of the `[k, k, C, O]` filter `w`, from the cache when this buffer's
-/// transform is there with the same bits, else computed (and kept when `keep`).
-pub(super) fn transformed(alg: Alg, c: usize, o: usize, w: &[f32], keep: bool) -> Arc<Vec<f32>> {
-    let addr = w.as_ptr() as usize;
-    if keep {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        cache.clock += 1;
-        let now = cache.clock;
-        if let Some(e) = cache
-            .entries
-            .iter_mut()
-            .find(|e| e.addr == addr && e.alg == alg && e.c == c && e.o == o && same_bits(&e.w, w))
-        {
-            e.used = now;
-            return e.u.clone();
-        }
+impl Prepared {
+    /// The transform of the `[k, k, C, O]` filter `w` for a conv of geometry `g`, where the
+    /// Winograd kernel takes `g` (see `winograd::applies`).
+    pub(crate) fn new(g: &super::Geom, w: &[f32]) -> Option<Prepared> {
+        let alg = Alg::of(g)?;
+        (super::applies(g) && w.len() == alg.k() * alg.k() * g.c * g.o).then(|| Prepared {
+            alg,
+            c: g.c,
+            o: g.o,
+            u: transform(alg, g.c, g.o, w),
+        })
     }
-    let u = Arc::new(transform(alg, c, o, w));
-    if keep {
-        let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-        let cache = &mut *cache;
-        cache.entries.retain(|e| !(e.addr == addr && e.alg == alg && e.c == c && e.o == o));
-        let bytes = |es: &[Entry]| es.iter().map(|e| (e.u.len() + e.w.len()) * 4).sum::<usize>();
-        let need = (u.len() + w.len()) * 4;
-        while !cache.entries.is_empty() && bytes(&cache.entries) + need > CACHE_BYTES {
-            let (i, _) = cache.entries.iter().enumerate().min_by_key(|(_, e)| e.used).expect("non-empty");
-            cache.entries.swap_remove(i);
-        }
-        if need <= CACHE_BYTES {
-            cache.entries.push(Entry { addr, alg, c, o, w: w.to_vec(), u: u.clone(), used: cache.clock });
-        }
+    /// `U` when it was made for this algorithm and these channel counts.
+    pub(super) fn get(&self, alg: Alg, c: usize, o: usize) -> Option<&[f32]> {
+        (self.alg == alg && self.c == c && self.o == o).then_some(&self.u[..])
     }
-    u
+}
+
+thread_local! {
+    static TRANSFORMS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Filter transforms computed on the calling thread so far.
+pub(crate) fn transforms_on_this_thread() -> u64 {
+    TRANSFORMS.with(Cell::get)
 }
 
 /// `U [36, C, O] = G g Gᵀ` per `(c, o)`, `g` the `k x k` taps of `w [k, k, C, O]`.
 pub(super) fn transform(alg: Alg, c: usize, o: usize, w: &[f32]) -> Vec<f32> {
+    TRANSFORMS.with(|n| n.set(n.get() + 1));
     let (k, gm) = (alg.k(), alg.g());
     let mut u = vec![0.0f32; POINTS * c * o];
     // `gw [6, k, O]`: G applied along the filter rows, for one input channel
