@@ -208,29 +208,25 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
         });
         return out;
     }
-    // other windows (SqueezeNet's 3x3 stride 2): the same folds, compiled for the widest
-    // vectors (the select loops over a pixel's channels run 16 lanes wide on AVX-512)
     for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
         let (n, oy) = (r / g.oh, r % g.oh);
         let img = &x[n * g.h * row_len..(n + 1) * g.h * row_len];
-        crate::kernels::simd::widest(|| {
-            for (ox, o) in orow.chunks_exact_mut(c).enumerate() {
-                for ky in 0..g.kh {
-                    let xrow = &img[(oy * g.sh + ky) * row_len..][..row_len];
-                    for kx in 0..g.kw {
-                        let ix = ox * g.sw + kx;
-                        let xp = &xrow[ix * c..(ix + 1) * c];
-                        if ky == 0 && kx == 0 {
-                            o.copy_from_slice(xp);
-                        } else {
-                            for (o, &v) in o.iter_mut().zip(xp) {
-                                *o = if better(v, *o) { v } else { *o };
-                            }
+        for (ox, o) in orow.chunks_exact_mut(c).enumerate() {
+            for ky in 0..g.kh {
+                let xrow = &img[(oy * g.sh + ky) * row_len..][..row_len];
+                for kx in 0..g.kw {
+                    let ix = ox * g.sw + kx;
+                    let xp = &xrow[ix * c..(ix + 1) * c];
+                    if ky == 0 && kx == 0 {
+                        o.copy_from_slice(xp);
+                    } else {
+                        for (o, &v) in o.iter_mut().zip(xp) {
+                            *o = if better(v, *o) { v } else { *o };
                         }
                     }
                 }
             }
-        })
+        }
     });
     out
 }
