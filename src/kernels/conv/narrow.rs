@@ -23,9 +23,9 @@
 //! Invariants: [`conv2d`] runs only where [`applies`] holds (f32 callers check the CPU);
 //! for those shapes it computes the same function as the im2col path, up to the order of
 //! float summation (taps in `(ky, kx, c)` order from zero, then the bias). Single-channel
-//! strided convs and convs of more than [`MAX_C`] channels stay with im2col + GEMM (an earlier
-//! measurement found strided single-channel and many-channel variants slower); for the RGB first layer
-//! see the measurement in [`applies`].
+//! strided convs and convs of more than [`MAX_C`] channels stay with im2col + GEMM (an
+//! earlier measurement found strided single-channel and many-channel variants slower); for
+//! the RGB first layer see the measurement in [`applies`].
 
 use super::direct::pool_pair;
 use super::im2col::Epilogue;
