@@ -140,6 +140,8 @@ fn fused_conv_chains_are_bit_identical_to_unfused() {
         // and negative sums go through its in-register bias + relu); a partial pixel tile
         base([3, 12, 12, 1], [5, 5], 32),
         Case { s: [2, 1], d: [1, 2], pad: Padding::Valid, ..base([2, 11, 13, 1], [3, 3], 64) },
+        // 3 channels, stride 2, 64 outputs: the direct kernel too (SqueezeNet's first layer)
+        Case { s: [2, 2], pad: Padding::Valid, ..base([1, 15, 15, 3], [3, 3], 64) },
         // 1x1 stride 1: the input is the patch matrix
         Case { pad: Padding::Valid, ..base([2, 5, 6, 7], [1, 1], 9) },
         // parallel chunks (rows*K*O above the GEMM parallel threshold)
@@ -187,6 +189,8 @@ fn fused_conv_pool_chains_are_bit_identical_to_unfused() {
         pool(Case { pad: Padding::Valid, ..base([2, 11, 13, 1], [3, 3], 64) }),
         // several channels: the conv kernel, then the pool op, in the same step
         pool(base([2, 8, 8, 3], [3, 3], 16)),
+        // 3 channels, 32 outputs: the direct kernel pools in cache
+        pool(base([2, 8, 10, 3], [3, 3], 32)),
         // Winograd: an output tile is one pooling window; odd outputs pool after the conv
         pool(base([2, 10, 10, 16], [5, 5], 32)),
         pool(base([2, 9, 11, 16], [5, 5], 16)),

@@ -396,11 +396,16 @@ fn max_pool_matches_naive_reference() {
         (3, 7, 6, 3, [3, 2], [2, 2], Valid),
         (2, 6, 7, 2, [3, 3], [2, 3], Valid),
         (2, 7, 6, 3, [3, 2], [2, 2], Same),
+        (1, 27, 27, 128, [3, 3], [2, 2], Valid), // SqueezeNet's pools (vectorized folds), parallel
+        (1, 15, 16, 37, [3, 3], [2, 2], Valid),  // channels not a multiple of 16, a column left over
+        (0, 9, 9, 16, [3, 3], [2, 2], Valid),    // n = 0
     ];
     in_pool(|| {
         for (i, (n, h, w, c, k, s, pad)) in cases.into_iter().enumerate() {
             let mut xv = randv(&[n, h, w, c], 90 + i as u64);
-            xv[7] = f64::NAN; // NaN counts as maximal
+            if let Some(v) = xv.get_mut(7) {
+                *v = f64::NAN; // NaN counts as maximal
+            }
             let cfg = Cfg { n, h, w, c, kh: k[0], kw: k[1], o: c, pr: p(s, pad, [1, 1]) };
             let (oh, ow) = cfg.out_hw();
             let mut want = vec![f64::NEG_INFINITY; n * oh * ow * c];
@@ -432,13 +437,18 @@ fn max_pool_grad_matches_naive_reference() {
         (2, 9, 9, 2, [3, 3], [3, 3], Valid),
         (2, 6, 7, 2, [3, 3], [2, 3], Valid), // overlapping rows
         (2, 7, 6, 3, [3, 2], [2, 2], Same),
+        (1, 27, 27, 128, [3, 3], [2, 2], Valid), // SqueezeNet's pool shape, parallel
+        (1, 15, 16, 37, [3, 3], [2, 2], Valid),  // channels not a multiple of 16, a column left over
+        (0, 9, 9, 16, [3, 3], [2, 2], Valid),    // n = 0
     ];
     in_pool(|| {
         for (i, (n, h, w, c, k, s, pad)) in cases.into_iter().enumerate() {
             // values rounded to halves: many ties, which the first maximal element wins
             let mut xv: Vec<f64> =
                 randv(&[n, h, w, c], 70 + i as u64).iter().map(|v| (v * 2.0).round() / 2.0).collect();
-            xv[5] = f64::NAN; // NaN counts as maximal
+            if let Some(v) = xv.get_mut(5) {
+                *v = f64::NAN; // NaN counts as maximal
+            }
             let cfg = Cfg { n, h, w, c, kh: k[0], kw: k[1], o: c, pr: p(s, pad, [1, 1]) };
             let (oh, ow) = cfg.out_hw();
             let dyv = randv(&[n, oh, ow, c], 80 + i as u64);

@@ -2,7 +2,8 @@
 //! each with its own single-threaded GEMM and the fused `bias → relu` epilogue applied in
 //! cache, or chunks in order with one parallel GEMM (few rows against a wide filter). Every
 //! path — pointwise, strided 1x1, strided 3x3 / 7x7, few and many rows, n = 0 and 1, with
-//! and without the fused 2x2 max pool — against the naive reference of `super::conv`, the
+//! and without the fused 2x2 max pool, and the direct kernel of few-channel inputs (1-4
+//! channels, strided, dilated) — against the naive reference of `super::conv`, the
 //! fused plan bit-identical to the unfused one, f64 and f32, on the default rayon pool and a
 //! 4-thread one (other chunk counts).
 
@@ -77,6 +78,16 @@ fn configs() -> Vec<(&'static str, Cfg)> {
         ("3x3, few rows, wide filter", c(1, 9, 9, 256, 3, 3, 64, p(one, Same, one))),
         ("3x3, n = 0", c(0, 8, 8, 4, 3, 3, 8, p(one, Same, one))),
         ("3x3 stride 2, n = 1", c(1, 12, 12, 16, 3, 3, 32, p(two, Same, one))),
+        // few input channels: the direct kernel on AVX-512 CPUs (`narrow`), any stride
+        ("3x3 stride 2 VALID, 3 channels, odd input (SqueezeNet conv1)", c(1, 37, 37, 3, 3, 3, 64, p(two, Valid, one))),
+        ("3x3 stride 2 VALID, 3 channels, n = 0", c(0, 9, 9, 3, 3, 3, 64, p(two, Valid, one))),
+        ("5x5 stride 2 SAME, 4 channels, 96 outputs", c(3, 19, 18, 4, 5, 5, 96, p(two, Same, one))),
+        ("3x2 stride 1 dilated, 2 channels", c(2, 11, 13, 2, 3, 2, 32, p(one, Same, two))),
+        ("3x3 stride (2, 1) VALID, 3 channels", c(1, 13, 17, 3, 3, 3, 32, p([2, 1], Valid, one))),
+        (
+            "3x3 stride 1 SAME, 5 channels (above the direct kernel's bound)",
+            c(1, 10, 10, 5, 3, 3, 32, p(one, Same, one)),
+        ),
     ]
 }
 

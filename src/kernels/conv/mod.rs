@@ -9,8 +9,8 @@
 //! with a parallel GEMM. 1x1 stride-1 convs use the input as the patch matrix (no
 //! im2col). Depthwise convs and pools are
 //! direct loops over contiguous channel vectors, parallel over rows or images above
-//! [`PAR_THRESHOLD`] multiply-adds. On AVX-512 CPUs, f32 single-channel stride-1 convs use a
-//! direct register-tiled kernel instead (`narrow`), and f32 5x5 and 3x3 stride-1 convs with
+//! [`PAR_THRESHOLD`] multiply-adds. On AVX-512 CPUs, f32 single-channel stride-1 convs and convs of 2-4
+//! input channels at any stride use a direct register-tiled kernel instead (`narrow`), and f32 5x5 and 3x3 stride-1 convs with
 //! channel counts that are multiples of 16 use Winograd F(2x2, 5x5) and, where its cost rule
 //! picks it, F(4x4, 3x3) (`winograd`: 2.8x and 4x fewer multiplies, rounding within a small
 //! multiple of a direct sum's; `KernelOptions::winograd` turns it off).
@@ -46,7 +46,7 @@ pub(crate) trait Float:
     GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum
 {
     fn is_nan(self) -> bool;
-    /// `conv2d` by a kernel specialised for its shapes (the direct kernel for few input
+    /// `conv2d` by a kernel specialised for its shapes (the direct kernel for 1-4 input
     /// channels, [`narrow`]; Winograd for 5x5 and 3x3 filters, [`winograd`]) into `out`; false
     /// (nothing written) where none applies.
     fn special_conv(
