@@ -488,3 +488,42 @@ fn an_add_of_two_conv_chains_is_fused_into_one_of_them() {
     // conv, bias_add, add, relu and conv, bias_add: two steps
     assert_eq!(plain.num_steps() - fused.num_steps(), 4);
 }
+
+#[test]
+fn vectorized_conv_pool_chains_fuse_at_a_dynamic_batch() {
+    // W2's conv block per example (expand_dims, conv, bias_add, relu, max_pool) under
+    // `vectorized_map` over a dynamic batch: the conv output is `[?, 1, H, W, C]` and the pool
+    // reads it reshaped back to `[?, H, W, C]`; the pool joins the fused step as it does at a
+    // static batch (equal fixed trailing dims force an equal batch), and the values equal the
+    // unfused plan's.
+    let build = |batch: Dim| {
+        let mut g = Graph::new();
+        let xs = g.input("xs", DType::F32, [batch, Dim::fixed(12), Dim::fixed(10), Dim::fixed(1)]);
+        let w = g.constant(Tensor::randn(&[5, 5, 1, 32], 1).unwrap());
+        let b = g.constant(Tensor::randn(&[32], 2).unwrap());
+        let ys = pfor::api::vectorized_map(
+            &mut g,
+            |g, x| {
+                let x = g.expand_dims(x[0], 0)?;
+                let c = g.conv2d(x, w, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() })?;
+                let c = g.bias_add(c, b)?;
+                let r = g.relu(c)?;
+                Ok(vec![g.max_pool(r, [2, 2], [2, 2], Padding::Valid)?])
+            },
+            &[xs],
+        )
+        .unwrap();
+        (Session::new(&g, &ys).unwrap(), Session::with_options(&g, &ys, unfused()).unwrap(), xs)
+    };
+    let (fixed, fixed_plain, _) = build(Dim::fixed(3));
+    let (mut fused, mut plain, xs) = build(Dim::dynamic("n"));
+    // the dynamic plan computes shapes at run time (more steps); fusion removes as many
+    let saved = |f: &Session, p: &Session| p.num_steps() - f.num_steps();
+    assert_eq!(saved(&fused, &plain), saved(&fixed, &fixed_plain), "the pool fuses as at a static batch");
+    for n in [0, 1, 3] {
+        let feeds = [(xs, Tensor::randn(&[n, 12, 10, 1], 3 + n as u64).unwrap())];
+        let (got, want) = (fused.run(&feeds).unwrap(), plain.run(&feeds).unwrap());
+        assert_eq!(got[0].shape(), [n, 1, 6, 5, 32]);
+        assert_eq!(bits(&got[0]), bits(&want[0]), "n = {n}");
+    }
+}

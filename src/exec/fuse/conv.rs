@@ -203,10 +203,22 @@ impl ConvChain {
     }
 }
 
-/// Both fixed `[N, OH, OW, O]` with equal dims (a pool input reshaped back from the conv
-/// output: the kernel can pool the conv output directly).
+/// Both `[N, OH, OW, O]` with equal fixed `OH, OW, O` (a pool input reshaped back from the
+/// conv output: the kernel can pool the conv output directly). `N` may be dynamic (a
+/// vectorized body's batch): the ops between (reshapes, bias_add, relu) keep the element
+/// count, so equal fixed trailing dims force equal `N` at run time, and a row-major reshape
+/// to the same shape is the same layout.
 fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
-    conv.shape.rank() == 4 && conv.shape.as_fixed().is_some() && conv.shape == x.shape
+    let (c, v) = (conv.shape.dims(), x.shape.dims());
+    if c.len() != 4 || v.len() != 4 {
+        return false;
+    }
+    let fixed_tail = c[1..].iter().all(|d| matches!(d, Dim::Fixed(_))) && c[1..] == v[1..];
+    let batch = match (&c[0], &v[0]) {
+        (Dim::Fixed(a), Dim::Fixed(b)) => a == b,
+        _ => true,
+    };
+    fixed_tail && batch
 }
 
 /// A chain found: (conv step, fused chain, fused-away steps after the conv, [the bias slot,
