@@ -75,11 +75,14 @@ fn tanh1(x: f32) -> f32 {
 /// # }
 /// ```
 pub fn sigmoid_f32(xs: &mut [f32]) {
-    crate::kernels::simd::widest(|| {
-        for x in xs {
-            *x = sigmoid1(*x);
-        }
-    })
+    crate::kernels::simd::widest(
+        #[inline(always)]
+        || {
+            for x in xs {
+                *x = sigmoid1(*x);
+            }
+        },
+    )
 }
 
 /// `x ← tanh(x)` elementwise, compiled for the widest vector unit (see [`sigmoid_f32`]).
@@ -97,9 +100,12 @@ pub fn sigmoid_f32(xs: &mut [f32]) {
 /// # }
 /// ```
 pub fn tanh_f32(xs: &mut [f32]) {
-    crate::kernels::simd::widest(|| {
-        for x in xs {
-            *x = tanh1(*x);
-        }
-    })
+    crate::kernels::simd::widest(
+        #[inline(always)]
+        || {
+            for x in xs {
+                *x = tanh1(*x);
+            }
+        },
+    )
 }

@@ -439,13 +439,16 @@ fn repeats_along<T>(out: &[usize], src: &ArcArray<T, IxDyn>) -> bool {
 fn periodic<T: Element>(dst: &mut [T], src: &[T], par: bool, g: impl Fn(&mut T, T) + Sync + Send) {
     let p = src.len();
     let run = |d: &mut [T]| {
-        crate::kernels::simd::widest(|| {
-            for chunk in d.chunks_exact_mut(p) {
-                for (x, &y) in chunk.iter_mut().zip(src) {
-                    g(x, y);
+        crate::kernels::simd::widest(
+            #[inline(always)]
+            || {
+                for chunk in d.chunks_exact_mut(p) {
+                    for (x, &y) in chunk.iter_mut().zip(src) {
+                        g(x, y);
+                    }
                 }
-            }
-        })
+            },
+        )
     };
     if par && rayon::current_num_threads() > 1 {
         let per = p * (1usize << 14).div_ceil(p);
@@ -573,17 +576,22 @@ pub(crate) fn f32_apply(k: BinaryKind, dst: &mut [f32], a: F32Arg<'_>, b: F32Arg
     use BinaryKind::*;
     #[inline(always)]
     fn zip(dst: &mut [f32], a: F32Arg<'_>, b: F32Arg<'_>, f: impl Fn(f32, f32) -> f32) {
-        crate::kernels::simd::widest(|| match (a, b) {
-            (F32Arg::Slice(x), F32Arg::Slice(y)) => dst.iter_mut().zip(x).zip(y).for_each(|((d, &x), &y)| *d = f(x, y)),
-            (F32Arg::Slice(x), F32Arg::Scalar(y)) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, y)),
-            (F32Arg::Scalar(x), F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(x, y)),
-            (F32Arg::Scalar(x), F32Arg::Scalar(y)) => dst.fill(f(x, y)),
-            (F32Arg::Dst, F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(*d, y)),
-            (F32Arg::Dst, F32Arg::Scalar(y)) => dst.iter_mut().for_each(|d| *d = f(*d, y)),
-            (F32Arg::Slice(x), F32Arg::Dst) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, *d)),
-            (F32Arg::Scalar(x), F32Arg::Dst) => dst.iter_mut().for_each(|d| *d = f(x, *d)),
-            (F32Arg::Dst, F32Arg::Dst) => dst.iter_mut().for_each(|d| *d = f(*d, *d)),
-        })
+        crate::kernels::simd::widest(
+            #[inline(always)]
+            || match (a, b) {
+                (F32Arg::Slice(x), F32Arg::Slice(y)) => {
+                    dst.iter_mut().zip(x).zip(y).for_each(|((d, &x), &y)| *d = f(x, y))
+                }
+                (F32Arg::Slice(x), F32Arg::Scalar(y)) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, y)),
+                (F32Arg::Scalar(x), F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(x, y)),
+                (F32Arg::Scalar(x), F32Arg::Scalar(y)) => dst.fill(f(x, y)),
+                (F32Arg::Dst, F32Arg::Slice(y)) => dst.iter_mut().zip(y).for_each(|(d, &y)| *d = f(*d, y)),
+                (F32Arg::Dst, F32Arg::Scalar(y)) => dst.iter_mut().for_each(|d| *d = f(*d, y)),
+                (F32Arg::Slice(x), F32Arg::Dst) => dst.iter_mut().zip(x).for_each(|(d, &x)| *d = f(x, *d)),
+                (F32Arg::Scalar(x), F32Arg::Dst) => dst.iter_mut().for_each(|d| *d = f(x, *d)),
+                (F32Arg::Dst, F32Arg::Dst) => dst.iter_mut().for_each(|d| *d = f(*d, *d)),
+            },
+        )
     }
     match k {
         Add => zip(dst, a, b, <f32 as Arith>::add),

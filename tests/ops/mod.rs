@@ -15,6 +15,7 @@ pub mod indexing;
 pub mod linalg;
 pub mod linear;
 pub mod nn;
+pub mod pool_kernels;
 pub mod random;
 pub mod reduce;
 pub mod shape;

@@ -34,6 +34,7 @@ pub(crate) fn better<T: Float>(v: T, cur: T) -> bool {
 
 /// 2x2 stride-2 max pool of one pair of rows (`r0`, `r1`: `2*PW` pixels of `o` channels
 /// each) into `dst` (`PW` pixels): taps in row-major window order, [`better`] decides.
+#[inline(always)]
 pub(crate) fn pool_pair<T: Float>(r0: &[T], r1: &[T], o: usize, dst: &mut [T]) {
     for (px, d) in dst.chunks_exact_mut(o).enumerate() {
         let (a, b) = (&r0[2 * px * o..(2 * px + 2) * o], &r1[2 * px * o..(2 * px + 2) * o]);
@@ -204,31 +205,58 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
         for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
             let (n, oy) = (r / g.oh, r % g.oh);
             let rows = &x[(n * g.h + 2 * oy) * row_len..][..2 * row_len];
-            crate::kernels::simd::widest(|| pool_pair(&rows[..row_len], &rows[row_len..], c, orow));
+            crate::kernels::simd::widest(
+                #[inline(always)]
+                || pool_pair(&rows[..row_len], &rows[row_len..], c, orow),
+            );
         });
         return out;
     }
     for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
         let (n, oy) = (r / g.oh, r % g.oh);
         let img = &x[n * g.h * row_len..(n + 1) * g.h * row_len];
-        for (ox, o) in orow.chunks_exact_mut(c).enumerate() {
-            for ky in 0..g.kh {
-                let xrow = &img[(oy * g.sh + ky) * row_len..][..row_len];
-                for kx in 0..g.kw {
-                    let ix = ox * g.sw + kx;
-                    let xp = &xrow[ix * c..(ix + 1) * c];
-                    if ky == 0 && kx == 0 {
-                        o.copy_from_slice(xp);
-                    } else {
-                        for (o, &v) in o.iter_mut().zip(xp) {
-                            *o = if better(v, *o) { v } else { *o };
-                        }
+        crate::kernels::simd::widest(
+            #[inline(always)]
+            || pool_row_inside(g, img, oy, orow),
+        );
+    });
+    out
+}
+
+/// One output row of [`max_pool_inside`]: each pixel folds its taps in row-major window
+/// order. Without a NaN among the window rows, [`better`] reduces to `v > cur` (a plain
+/// vector max, fewer instructions per tap); with one, the row takes the exact rule.
+#[inline(always)]
+fn pool_row_inside<T: Float>(g: &Geom, img: &[T], oy: usize, orow: &mut [T]) {
+    let row_len = g.w * g.c;
+    let rows = &img[oy * g.sh * row_len..][..g.kh * row_len];
+    if rows.iter().fold(false, |a, v| a | v.is_nan()) {
+        fold_windows(g, rows, orow, better);
+    } else {
+        fold_windows(g, rows, orow, |v, cur| v > cur);
+    }
+}
+
+/// `orow[ox] = ` the window fold of `rows` (the `kh` input rows of one output row) under
+/// `wins(v, cur)`, taps in row-major order.
+#[inline(always)]
+fn fold_windows<T: Float>(g: &Geom, rows: &[T], orow: &mut [T], wins: impl Fn(T, T) -> bool) {
+    let (c, row_len) = (g.c, g.w * g.c);
+    for (ox, o) in orow.chunks_exact_mut(c).enumerate() {
+        for ky in 0..g.kh {
+            let xrow = &rows[ky * row_len..][..row_len];
+            for kx in 0..g.kw {
+                let xp = &xrow[(ox * g.sw + kx) * c..][..c];
+                if ky == 0 && kx == 0 {
+                    o.copy_from_slice(xp);
+                } else {
+                    for (o, &v) in o.iter_mut().zip(xp) {
+                        *o = if wins(v, *o) { v } else { *o };
                     }
                 }
             }
         }
-    });
-    out
+    }
 }
 
 /// Max or average pooling (average over the in-bounds elements of each window).
@@ -248,33 +276,38 @@ pub(crate) fn pool<T: Float>(g: &Geom, x: &[T], max: bool, buf: OutBuf<T>) -> Ve
     let cnt_x = col_counts(g);
     let par = is_parallel(out.len() * g.kh * g.kw);
     for_each_chunk(&mut out, g.ow * c, par, |r, orow| {
-        let (n, oy) = (r / g.oh, r % g.oh);
-        let mut cnt_y = 0;
-        for (_, iy) in g.taps_y(oy) {
-            cnt_y += 1;
-            let xrow = &x[(n * g.h + iy) * row_len..][..row_len];
-            for kx in 0..g.kw {
-                for ox in g.cols_for_tap(kx) {
-                    let ix = g.ix(ox, kx);
-                    let (o, xp) = (&mut orow[ox * c..(ox + 1) * c], &xrow[ix * c..(ix + 1) * c]);
-                    if max {
-                        for (o, &v) in o.iter_mut().zip(xp) {
-                            *o = if better(v, *o) { v } else { *o };
-                        }
-                    } else {
-                        for (o, &v) in o.iter_mut().zip(xp) {
-                            *o += v;
+        crate::kernels::simd::widest(
+            #[inline(always)]
+            || {
+                let (n, oy) = (r / g.oh, r % g.oh);
+                let mut cnt_y = 0;
+                for (_, iy) in g.taps_y(oy) {
+                    cnt_y += 1;
+                    let xrow = &x[(n * g.h + iy) * row_len..][..row_len];
+                    for kx in 0..g.kw {
+                        for ox in g.cols_for_tap(kx) {
+                            let ix = g.ix(ox, kx);
+                            let (o, xp) = (&mut orow[ox * c..(ox + 1) * c], &xrow[ix * c..(ix + 1) * c]);
+                            if max {
+                                for (o, &v) in o.iter_mut().zip(xp) {
+                                    *o = if better(v, *o) { v } else { *o };
+                                }
+                            } else {
+                                for (o, &v) in o.iter_mut().zip(xp) {
+                                    *o += v;
+                                }
+                            }
                         }
                     }
                 }
-            }
-        }
-        if !max {
-            for (opix, &cx) in orow.chunks_exact_mut(c).zip(&cnt_x) {
-                let cnt = T::from_f64((cnt_y * cx) as f64);
-                opix.iter_mut().for_each(|o| *o = *o / cnt);
-            }
-        }
+                if !max {
+                    for (opix, &cx) in orow.chunks_exact_mut(c).zip(&cnt_x) {
+                        let cnt = T::from_f64((cnt_y * cx) as f64);
+                        opix.iter_mut().for_each(|o| *o = *o / cnt);
+                    }
+                }
+            },
+        )
     });
     out
 }

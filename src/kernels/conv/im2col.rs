@@ -370,7 +370,10 @@ pub(crate) fn conv2d_pool<T: Float>(g: &Geom, x: &[T], w: &[T], epi: Epilogue<'_
             let row = g.ow * o;
             for (p, dst_row) in pooled.chunks_exact_mut(row / 2).enumerate() {
                 let (a, b) = (&conv[2 * p * row..(2 * p + 1) * row], &conv[(2 * p + 1) * row..(2 * p + 2) * row]);
-                pool_pair(a, b, o, dst_row);
+                crate::kernels::simd::widest(
+                    #[inline(always)]
+                    || pool_pair(a, b, o, dst_row),
+                );
             }
             Ok(())
         };

@@ -133,7 +133,10 @@ pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>
                 };
             }
             let (r0, r1) = pair.split_at(row_len);
-            pool_pair(r0, r1, o, prow);
+            crate::kernels::simd::widest(
+                #[inline(always)]
+                || pool_pair(r0, r1, o, prow),
+            );
         }
     });
     true
