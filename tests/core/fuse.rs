@@ -527,3 +527,32 @@ fn vectorized_conv_pool_chains_fuse_at_a_dynamic_batch() {
         assert_eq!(bits(&got[0]), bits(&want[0]), "n = {n}");
     }
 }
+
+#[test]
+fn three_by_three_pools_join_the_conv_chain_and_run_by_images() {
+    // SqueezeNet's VALID and ResNet's padded 3x3 stride-2 pools after conv → bias_add →
+    // relu: the pool joins the fused step; over a conv output of several MiB (n = 7 here:
+    // 1.6 MiB per image) the step runs the conv and the pool a group of images at a time.
+    // The values equal the unfused plan's at every batch, incl. 0, 1 and a last group that
+    // is not full.
+    for padding in [Padding::Valid, Padding::Explicit([(1, 1), (1, 1)])] {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, [Dim::dynamic("n"), Dim::fixed(40), Dim::fixed(40), Dim::fixed(8)]);
+        let w = g.constant(Tensor::randn(&[3, 3, 8, 256], 1).unwrap());
+        let b = g.constant(Tensor::randn(&[256], 2).unwrap());
+        let c = g.conv2d(x, w, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
+        let c = g.bias_add(c, b).unwrap();
+        let r = g.relu(c).unwrap();
+        let y = g.max_pool(r, [3, 3], [2, 2], padding).unwrap();
+        let (mut fused, mut plain) =
+            (Session::new(&g, &[y]).unwrap(), Session::with_options(&g, &[y], unfused()).unwrap());
+        assert_eq!(plain.num_steps() - fused.num_steps(), 3, "{padding}: bias_add, relu and max_pool join the conv");
+        let side = if padding == Padding::Valid { 19 } else { 20 };
+        for n in [0, 1, 2, 7] {
+            let feeds = [(x, Tensor::randn(&[n, 40, 40, 8], 3 + n as u64).unwrap())];
+            let (got, want) = (fused.run(&feeds).unwrap(), plain.run(&feeds).unwrap());
+            assert_eq!(got[0].shape(), [n, side, side, 256]);
+            assert_eq!(bits(&got[0]), bits(&want[0]), "{padding}, n = {n}");
+        }
+    }
+}

@@ -1,12 +1,13 @@
 //! Plan-level fusion: `conv2d → [reshape]* → bias_add → [reshape]* → add(·, residual) →
 //! [reshape]* → relu` (bias, add and relu each optional, at least one present), optionally
-//! followed by `[reshape]* → max_pool` (2x2, stride 2, VALID, on a value with the conv
-//! output's dims; not after an add), runs as ONE step whose conv kernel adds the bias and the
-//! residual (ResNet's shortcut) and applies relu to each GEMM output chunk while it is cache
-//! resident, instead of up to four full passes over the output in memory. With a pool, the
-//! single-channel direct kernel (`ops::conv::narrow`) also pools each pair of conv rows
-//! in cache, so the conv output is never written; other convs run their kernel and then the
-//! pool op inside the same step.
+//! followed by `[reshape]* → max_pool` (after a relu, on a value with the conv output's dims;
+//! not after an add), runs as ONE step whose conv kernel adds the bias and the residual
+//! (ResNet's shortcut) and applies relu to each GEMM output chunk while it is cache
+//! resident, instead of up to four full passes over the output in memory. A 2x2 stride-2
+//! VALID pool is pooled in-kernel on each pair of conv rows in cache where the kernel can
+//! (the conv output is never written); other pools, over a large conv output, run with the
+//! conv a group of images at a time (the group's conv output still cached when the pool
+//! reads it); else the pool op runs after the conv inside the same step.
 //!
 //! A conv whose filter is a constant that the Winograd kernel will take holds the filter's
 //! transform, made when the plan is compiled (`exec::pretranspose::winograd_filter`); such a
@@ -44,7 +45,7 @@ use crate::kernels::conv::winograd::Prepared;
 use crate::ops::conv::ConvEpilogue;
 use crate::ops::{BinaryKind, ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
 use crate::passes::pattern::{Dataflow, sole_reader};
-use crate::tensor::{DType, Dim, Tensor, TensorType};
+use crate::tensor::{DType, Dim, RowStack, Shape, Tensor, TensorType};
 
 /// One fused-away op after the conv.
 #[derive(Clone, Debug)]
@@ -58,8 +59,7 @@ enum Tail {
     Add(NodeId, Vec<usize>),
     /// `relu`.
     Relu(NodeId),
-    /// A 2x2 stride-2 VALID `max_pool` (always last; its input keeps the conv output's
-    /// `[N, OH, OW, O]` dims).
+    /// A `max_pool` (always last; its input keeps the conv output's `[N, OH, OW, O]` dims).
     MaxPool(NodeId, Op),
 }
 
@@ -127,20 +127,82 @@ impl ConvChain {
         let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
         let epi =
             ConvEpilogue { bias: bias.as_ref(), residual: residual.as_ref(), relu, winograd: self.winograd.as_deref() };
-        if let Some(Tail::MaxPool(..)) = self.tail.last() {
-            // conv + epilogue + pool in one kernel where it applies; the pool's output shape
-            // is the conv output's with OH, OW halved (the fusion checked the dims between)
+        if let Some(Tail::MaxPool(node, pool)) = self.tail.last() {
+            // conv + epilogue + 2x2 pool in one kernel where it applies; the pool's output
+            // shape is the conv output's with OH, OW halved (the fusion checked the dims between)
             let ins = [x, w];
-            if let Some(y) = self.conv.eval_fused_pool(&ins, epi, Some(&mut *ctx)).map_err(conv_err)? {
-                for t in ins {
-                    ctx.recycle(t);
+            if is_pair_pool(pool) {
+                if let Some(y) = self.conv.eval_fused_pool(&ins, epi, Some(&mut *ctx)).map_err(conv_err)? {
+                    for t in ins {
+                        ctx.recycle(t);
+                    }
+                    return Ok(vec![y]);
                 }
-                return Ok(vec![y]);
             }
             let [x, w] = ins;
+            if let Some(y) = self.eval_pool_by_images(&x, &w, epi, (*node, pool), ctx)? {
+                return Ok(vec![y]);
+            }
             return self.eval_split(x, w, epi, ctx);
         }
         self.eval_split(x, w, epi, ctx)
+    }
+
+    /// A pool tail over a conv output larger than [`POOL_GROUP_BYTES`] times two: the conv
+    /// (with its epilogue) and the pool run a group of images at a time, each group's conv
+    /// output recycled for the next group, so the pool reads it from cache instead of
+    /// memory. The reshapes between are metadata (`same_nhwc`), so the pool takes the conv
+    /// output `[G, OH, OW, O]` directly; the same kernels run on the same values, so the
+    /// result is bit-identical to [`Self::eval_split`]'s. `None`: a single group (no gain).
+    fn eval_pool_by_images(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        epi: ConvEpilogue<'_>,
+        (node, pool): (NodeId, &Op),
+        ctx: &mut ExecCtx<'_>,
+    ) -> Result<Option<Tensor>> {
+        let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
+        let pool_err = |e: Error| e.at_node(node, pool.to_string());
+        let n = x.shape().first().copied().unwrap_or(0);
+        if x.rank() != 4 {
+            return Ok(None);
+        }
+        let one = TensorType::new(x.dtype(), Shape::fixed(&[&[1], &x.shape()[1..]].concat()));
+        let Ok(ty) = self.conv.infer(&[one, w.tensor_type()]) else { return Ok(None) };
+        let Some(per_image) = ty[0].shape.num_elements().map(|e| e * x.dtype().size()) else {
+            return Ok(None);
+        };
+        let group = (POOL_GROUP_BYTES / per_image.max(1)).max(1);
+        if n < 2 || group >= n || per_image * n < 2 * POOL_GROUP_BYTES {
+            return Ok(None);
+        }
+        let mut out: Option<RowStack> = None;
+        for n0 in (0..n).step_by(group) {
+            let xg = x.slice_axis0(n0, (n0 + group).min(n)).map_err(conv_err)?;
+            let y = self.conv.eval_fused(vec![xg, w.clone()], epi, Some(&mut *ctx)).map_err(conv_err)?;
+            let mut pooled = pool.eval(y, ctx).map_err(pool_err)?;
+            let p = pooled.pop().ok_or_else(|| Error::Verify(format!("{node}: max_pool gave no output")))?;
+            for i in 0..p.shape().first().copied().unwrap_or(0) {
+                let row = p.index_axis0(i).map_err(pool_err)?;
+                let stack = match &mut out {
+                    Some(s) => s,
+                    None => {
+                        // every row is written below, so a recycled buffer's stale content is fine
+                        let len = n * row.len();
+                        let buf = match row.dtype() {
+                            DType::F32 => ctx.recycled::<f32>(len).and_then(|v| Tensor::from_vec(&[len], v).ok()),
+                            DType::F64 => ctx.recycled::<f64>(len).and_then(|v| Tensor::from_vec(&[len], v).ok()),
+                            _ => None,
+                        };
+                        out.insert(RowStack::new("max_pool", n, &row, buf).map_err(pool_err)?)
+                    }
+                };
+                stack.put("max_pool", n0 + i, &row).map_err(pool_err)?;
+            }
+            ctx.recycle(p);
+        }
+        Ok(out.map(RowStack::finish))
     }
 
     /// The conv kernel with its epilogue, then the remaining tail ops one by one.
@@ -219,6 +281,16 @@ fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
         _ => true,
     };
     fixed_tail && batch
+}
+
+/// Bytes of conv output per image group when a pool tail runs by images (about half the
+/// last-level cache a core can count on, so a group's conv output is still cached when the
+/// pool reads it).
+const POOL_GROUP_BYTES: usize = 4 << 20;
+
+/// A 2x2 stride-2 VALID max pool: the one the conv kernels pool in-kernel.
+fn is_pair_pool(op: &Op) -> bool {
+    matches!(op, Op::Conv(ConvOp::MaxPool { ksize: [2, 2], strides: [2, 2], padding: Padding::Valid }))
 }
 
 /// A chain found: (conv step, fused chain, fused-away steps after the conv, [the bias slot,
@@ -301,7 +373,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
                     tail.push(Tail::Relu(st.node));
                     keep = tail.len();
                 }
-                Op::Conv(ConvOp::MaxPool { ksize: [2, 2], strides: [2, 2], padding: Padding::Valid })
+                Op::Conv(ConvOp::MaxPool { .. })
                     if relu_seen && residual.is_none() && st.inputs.len() == 1 && same_nhwc(&conv_ty, &cur_ty) =>
                 {
                     tail.push(Tail::MaxPool(st.node, st.op.clone()));
