@@ -29,7 +29,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, CowArray, IxDyn};
 /// # Ok(())
 /// # }
 /// ```
-pub fn standard_vec<T: Copy>(v: &ArrayViewD<'_, T>) -> Vec<T> {
+pub fn standard_vec<T: Copy + Send + Sync>(v: &ArrayViewD<'_, T>) -> Vec<T> {
     if let Some(s) = v.as_slice() {
         return s.to_vec();
     }
@@ -54,7 +54,7 @@ pub fn standard_vec<T: Copy>(v: &ArrayViewD<'_, T>) -> Vec<T> {
 /// # Ok(())
 /// # }
 /// ```
-pub fn extend_standard<T: Copy>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
+pub fn extend_standard<T: Copy + Send + Sync>(v: &ArrayViewD<'_, T>, out: &mut Vec<T>) {
     if let Some(s) = v.as_slice() {
         out.extend_from_slice(s);
         return;
@@ -102,7 +102,7 @@ const TILE: usize = 32;
 /// order when it is transposed: its last axis strided and an earlier axis `k` of stride 1.
 /// Copies, for each index of the other axes, the `[k, last]` plane tile by tile. `false`
 /// (nothing appended) when `w` is not such a view.
-fn transposed_copy<T: Copy>(w: &ArrayViewD<'_, T>, out: &mut Vec<T>) -> bool {
+fn transposed_copy<T: Copy + Send + Sync>(w: &ArrayViewD<'_, T>, out: &mut Vec<T>) -> bool {
     let r = w.ndim();
     let strides = w.strides();
     let (shape, last) = (w.shape(), r.wrapping_sub(1));
@@ -123,6 +123,36 @@ fn transposed_copy<T: Copy>(w: &ArrayViewD<'_, T>, out: &mut Vec<T>) -> bool {
     let start = out.len();
     let spare = &mut out.spare_capacity_mut()[..total];
     let base = w.as_ptr();
+    // [k, last] the two innermost output axes: each index of the rest writes one contiguous
+    // plane, so large copies split into planes on the rayon pool
+    let plane = nk * nj;
+    if k + 1 == last && total >= PAR_COPY && plane > 0 && rayon::current_num_threads() > 1 {
+        use rayon::prelude::*;
+        let addr = base as usize;
+        spare.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
+            let (mut rem, mut src_off) = (i, 0isize);
+            for (p, &ax) in rest.iter().enumerate().rev() {
+                src_off += (rem % rest_shape[p]) as isize * strides[ax];
+                rem /= rest_shape[p];
+            }
+            for k0 in (0..nk).step_by(TILE) {
+                let k1 = (k0 + TILE).min(nk);
+                for j in 0..nj {
+                    let row = src_off + j as isize * sj;
+                    for kk in k0..k1 {
+                        // SAFETY: as below; `addr` is `w.as_ptr()`, whose buffer outlives this
+                        // call (only read here)
+                        let v = unsafe { *(addr as *const T).offset(row + kk as isize) };
+                        dst[kk * nj + j].write(v);
+                    }
+                }
+            }
+        });
+        // SAFETY: every plane `i` was written whole (`kk < nk`, `j < nj`), and the planes
+        // cover `0..total`.
+        unsafe { out.set_len(start + total) };
+        return true;
+    }
     for idx in ndarray::indices(IxDyn(&rest_shape)) {
         let (mut src_off, mut dst_off) = (0isize, 0usize);
         for (p, &ax) in rest.iter().enumerate() {
@@ -167,7 +197,7 @@ fn transposed_copy<T: Copy>(w: &ArrayViewD<'_, T>, out: &mut Vec<T>) -> bool {
 /// # Ok(())
 /// # }
 /// ```
-pub fn standard_array<T: Copy>(v: &ArrayViewD<'_, T>) -> ArrayD<T> {
+pub fn standard_array<T: Copy + Send + Sync>(v: &ArrayViewD<'_, T>) -> ArrayD<T> {
     let data = standard_vec(v);
     // The element count matches the shape by construction.
     ArrayD::from_shape_vec(IxDyn(v.shape()), data).unwrap_or_else(|_| v.to_owned())
@@ -185,11 +215,11 @@ pub fn standard_array<T: Copy>(v: &ArrayViewD<'_, T>) -> ArrayD<T> {
 /// let t = standard_cow(a.t());
 /// assert_eq!(t.as_slice(), Some(&[0, 3, 1, 4, 2, 5][..]));
 /// ```
-pub fn standard_cow<T: Copy>(v: ArrayViewD<'_, T>) -> CowArray<'_, T, IxDyn> {
+pub fn standard_cow<T: Copy + Send + Sync>(v: ArrayViewD<'_, T>) -> CowArray<'_, T, IxDyn> {
     if v.is_standard_layout() { CowArray::from(v) } else { CowArray::from(standard_array(&v)) }
 }
 
-/// Elements from which [`concat_standard`] copies on the rayon pool.
+/// Elements from which [`concat_standard`] and [`transposed_copy`] copy on the rayon pool.
 const PAR_COPY: usize = 1 << 18;
 
 /// Stack views of one shape along a new axis `axis` (≤ their rank) into a standard-layout

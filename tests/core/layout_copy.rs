@@ -1,7 +1,8 @@
 //! `tensor::layout`'s row-major copies of strided views: transposed views (an earlier axis
 //! contiguous, the last one strided) take the tiled path; every view must give the elements in
 //! row-major order of its own shape, exactly as ndarray's element iterator does — permuted
-//! axes of ranks 2 to 5, sizes around and beyond a tile, reversed axes (negative strides),
+//! axes of ranks 2 to 5, sizes around and beyond a tile and past the parallel copy's size,
+//! reversed axes (negative strides),
 //! stepped slices and broadcast axes.
 
 use ndarray::{ArrayD, Axis, IxDyn, Slice};
@@ -22,6 +23,10 @@ fn permuted_views_copy_in_row_major_order() {
         (&[2, 33, 3, 34], &[0, 3, 1, 2]),
         (&[4, 3, 2, 5, 6], &[4, 1, 3, 0, 2]),
         (&[2, 2, 2, 2, 2], &[1, 0, 4, 2, 3]),
+        // past 2^18 elements: the planes are copied on the rayon pool (NCHW -> NHWC images;
+        // two outer axes)
+        (&[4, 3, 150, 150], &[0, 2, 3, 1]),
+        (&[2, 3, 4, 100, 120], &[1, 0, 3, 4, 2]),
     ];
     for (shape, perm) in cases {
         let a = array(shape);
