@@ -96,8 +96,9 @@ pub struct ExecOptions {
     /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
     /// big fresh allocations on every run.
     pub recycle_buffers: bool,
-    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains, and connected groups
-    /// of f32 unary / binary / `bias_add` ops of one shape, into one step each (a value is
+    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains (and a channel
+    /// `concat` of their results, each conv writing its slice of the output), and connected
+    /// groups of f32 unary / binary / `bias_add` ops of one shape, into one step each (a value is
     /// fused away only when it is not fetched and nothing else reads it; results are
     /// bit-identical). Function bodies follow it too. On built in; `PFOR_NO_FUSE` turns it
     /// off.

@@ -8,25 +8,10 @@ use pfor::exec::ProfileEntry;
 use pfor::ops::conv::{Conv2dParams, Padding};
 use pfor::prelude::*;
 
+use super::fuse::{bits, rand};
+
 fn opts(fuse: bool) -> ExecOptions {
     ExecOptions { fuse, profile: true, ..ExecOptions::default() }
-}
-
-/// Bit patterns (so NaN == NaN and -0.0 != 0.0).
-fn bits(t: &Tensor) -> (Vec<usize>, Vec<u64>) {
-    let v: Vec<u64> = match t.dtype() {
-        DType::F32 => t.to_array::<f32>().unwrap().iter().map(|v| v.to_bits() as u64).collect(),
-        DType::F64 => t.to_array::<f64>().unwrap().iter().map(|v| v.to_bits()).collect(),
-        d => panic!("unexpected dtype {d}"),
-    };
-    (t.shape().to_vec(), v)
-}
-
-fn rand(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
-    match dtype {
-        DType::F64 => Tensor::randn_f64(shape, seed).unwrap(),
-        _ => Tensor::randn(shape, seed).unwrap(),
-    }
 }
 
 /// The profiled steps of `kind` (`fused_concat`, `fused_conv`, `concat`).
