@@ -13,7 +13,10 @@
 //! their rows like any window); with few rows, or a filter too large to pack again for
 //! every chunk, chunks run in order with the patches built on all threads and one parallel
 //! GEMM. The chunking depends only on the shapes and the thread count, never on the
-//! epilogue, so a fused conv computes the same GEMMs as the unfused one.
+//! epilogue, so a fused conv computes the same GEMMs as the unfused one. [`conv2d_into`]
+//! writes a channel slice of wider output rows (a fused concat's): the same chunks and
+//! GEMMs, each chunk's result copied from a dense scratch into the slice while cache
+//! resident.
 
 use rayon::prelude::*;
 
