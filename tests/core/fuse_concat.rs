@@ -201,3 +201,29 @@ fn fused_concat_errors_are_the_unfused_ones() {
     assert!(bits(&got[0]) == bits(&want[0]), "fused and unfused differ");
     assert_eq!(steps_of(&fused, "fused_concat").len(), 1);
 }
+
+#[test]
+fn residual_chains_write_their_slices() {
+    // `concat([relu(conv1x1(x)), relu(conv3x3(x) + b + x)])`: the second part's residual is
+    // read in the conv output's layout while its values go to channels 32.. of 48 (Winograd
+    // at 16x16, im2col at 6x5)
+    for (hw, n) in [([16, 16], 2), ([6, 5], 3)] {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, [n, hw[0], hw[1], 16]);
+        let w1 = g.constant(Tensor::randn(&[1, 1, 16, 32], 1).unwrap());
+        let w3 = g.constant(Tensor::randn(&[3, 3, 16, 16], 2).unwrap());
+        let b = g.constant(Tensor::randn(&[16], 3).unwrap());
+        let a = g.conv2d(x, w1, Conv2dParams::default()).unwrap();
+        let a = g.relu(a).unwrap();
+        let c = g.conv2d(x, w3, Conv2dParams { padding: Padding::Same, ..Conv2dParams::default() }).unwrap();
+        let c = g.bias_add(c, b).unwrap();
+        let c = g.add(c, x).unwrap();
+        let c = g.relu(c).unwrap();
+        let y = g.concat(&[a, c], 3).unwrap();
+        let (s, got) = run_both(&g, &[y], &[(x, Tensor::randn(&[n, hw[0], hw[1], 16], 4).unwrap())]);
+        assert_eq!(got[0].shape(), [n, hw[0], hw[1], 48]);
+        let cat = steps_of(&s, "fused_concat");
+        assert_eq!(cat.len(), 1, "{hw:?}");
+        assert!(cat[0].op.contains("→ add") && !cat[0].op.contains("value"), "{}", cat[0].op);
+    }
+}
