@@ -20,8 +20,9 @@
 //!   inputs of one run) and, with [`ExecOptions::max_tensor_bytes`], every tensor of a run
 //!   against the budget — each step's outputs before its kernel allocates them where their
 //!   sizes are known (see `checks`);
-//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains and
-//!   connected groups of f32 elementwise ops run as one fused step each (see `fuse`);
+//! - with [`ExecOptions::fuse`] (the default), `conv2d → bias_add → relu` chains (and a
+//!   channel concat of them, each conv writing its slice of the output) and connected groups
+//!   of f32 elementwise ops run as one fused step each (see `fuse`);
 //!   results are bit-identical to the unfused plan;
 //! - a `matmul` whose right operand is a constant reads a row-major copy of it, made once
 //!   at compile time (see `pretranspose`; [`ExecOptions::pretranspose`]);
@@ -95,8 +96,9 @@ pub struct ExecOptions {
     /// outputs once the caller has dropped them (see `exec::pool`): avoids page-faulting
     /// big fresh allocations on every run.
     pub recycle_buffers: bool,
-    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains, and connected groups
-    /// of f32 unary / binary / `bias_add` ops of one shape, into one step each (a value is
+    /// Fuse `conv2d → [reshape] → bias_add → [reshape] → relu` chains (and a channel
+    /// `concat` of their results, each conv writing its slice of the output), and connected
+    /// groups of f32 unary / binary / `bias_add` ops of one shape, into one step each (a value is
     /// fused away only when it is not fetched and nothing else reads it; results are
     /// bit-identical). Function bodies follow it too. On built in; `PFOR_NO_FUSE` turns it
     /// off.
@@ -397,6 +399,7 @@ impl Plan {
         }
         if fuse {
             fuse::conv_chains(&mut steps, &pinned, options.winograd);
+            fuse::concat_slices(&mut steps, &pinned);
             fuse::patch_products(&mut steps, &pinned);
             fuse::split_biases(&mut steps, &mut n_slots, &pinned, fuse::fusable);
             fuse::elementwise_groups(&mut steps, &pinned);

@@ -49,11 +49,11 @@ use ndarray::{CowArray, IxDyn};
 
 use crate::error::{Error, Result};
 use crate::kernels::KernelOptions as Kernels;
-use crate::kernels::conv::{Float, Geom, OutBuf, direct, im2col};
+use crate::kernels::conv::{Dst, Float, Geom, OutBuf, direct, im2col};
 use crate::ops::EvalCtx;
 use crate::ops::{Raises, expect_arity, expect_float};
 use crate::tensor::layout::standard_cow;
-use crate::tensor::{Dim, Shape, Tensor, TensorType};
+use crate::tensor::{DType, Dim, Shape, Tensor, TensorType};
 use geom::{num_taps, out_dim, positive, rank4, unify, window};
 
 /// Convolution / pooling padding.
@@ -488,10 +488,31 @@ impl ConvOp {
         mut ctx: Option<&mut (dyn EvalCtx + '_)>,
     ) -> Result<Vec<Tensor>> {
         let op = self.kind().name();
+        let (out_shape, dtype) = self.checked_output(&inputs, &epi)?;
+        let len: usize = out_shape.iter().product();
+        let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
+        let out = crate::dispatch_float!(dtype, T => {
+            let buf = OutBuf(ctx.as_deref_mut().and_then(|c| c.recycled::<T>(len)));
+            self.run::<T>(&inputs, &out_shape, epi, buf, kernels)?
+        },
+            _ => return Err(Error::dtype(op, "a float type (f32 or f64)", dtype)));
+        if let Some(ctx) = ctx {
+            // operands read for the last time (activations, patches) serve later kernels
+            for t in inputs {
+                ctx.recycle(t);
+            }
+        }
+        Ok(vec![out])
+    }
+
+    /// The fixed output shape and dtype of an evaluation on `inputs` with `epi`: inference
+    /// on the concrete types performs every check (incl. formerly dynamic dims); an
+    /// epilogue on another kind than `conv2d` is an error.
+    fn checked_output(&self, inputs: &[Tensor], epi: &ConvEpilogue<'_>) -> Result<(Vec<usize>, DType)> {
+        let op = self.kind().name();
         if (epi.bias.is_some() || epi.residual.is_some() || epi.relu) && self.kind() != ConvKind::Conv2D {
             return Err(Error::Verify(format!("{op}: internal: only conv2d takes a fused epilogue")));
         }
-        // Inference on the concrete types performs every check (incl. formerly dynamic dims).
         let types: Vec<TensorType> = inputs.iter().map(Tensor::tensor_type).collect();
         let out_ty = self.infer(&types)?.remove(0);
         let out_shape = out_ty
@@ -501,20 +522,80 @@ impl ConvOp {
         if out_shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b)).is_none() {
             return Err(Error::shape(op, format!("output shape {out_shape:?} too large")));
         }
-        let len: usize = out_shape.iter().product();
-        let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
-        let out = crate::dispatch_float!(out_ty.dtype, T => {
-            let buf = OutBuf(ctx.as_deref_mut().and_then(|c| c.recycled::<T>(len)));
-            self.run::<T>(&inputs, &out_shape, epi, buf, kernels)?
-        },
-            _ => return Err(Error::dtype(op, "a float type (f32 or f64)", out_ty.dtype)));
-        if let Some(ctx) = ctx {
-            // operands read for the last time (activations, patches) serve later kernels
-            for t in inputs {
-                ctx.recycle(t);
-            }
+        Ok((out_shape, out_ty.dtype))
+    }
+
+    /// `conv2d` with `epi` into the channels `dst` of `out`'s output pixel rows (a fused
+    /// concat's slice, see `exec::fuse::concat`): the checks and kernels of
+    /// [`ConvOp::eval_fused`], every element of the slice written, no other.
+    pub(crate) fn eval_fused_into<T: Float>(
+        &self,
+        inputs: &[Tensor],
+        epi: ConvEpilogue<'_>,
+        out: &mut [T],
+        dst: Dst,
+        ctx: Option<&mut (dyn EvalCtx + '_)>,
+    ) -> Result<()> {
+        let op = self.kind().name();
+        if self.kind() != ConvKind::Conv2D {
+            return Err(Error::Verify(format!("{op}: internal: only conv2d writes into a slice")));
         }
-        Ok(vec![out])
+        let (out_shape, dtype) = self.checked_output(inputs, &epi)?;
+        if dtype != T::DTYPE {
+            return Err(Error::dtype(op, format!("{} (the slice's dtype)", T::DTYPE), dtype));
+        }
+        let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
+        let views = standard_views::<T>(inputs)?;
+        let data = slices(op, &views)?;
+        self.conv2d_with(inputs, &data, &out_shape, epi, |g, x, w, e| {
+            im2col::conv2d_into(g, x, w, e, out, dst, kernels)
+        })
+    }
+
+    /// `f(geometry, x, filter, kernel epilogue)` of a `conv2d` on `inputs` (their data
+    /// `data`), the epilogue's bias and residual checked against the filter's channels and
+    /// the output's size.
+    fn conv2d_with<T: Float, R>(
+        &self,
+        inputs: &[Tensor],
+        data: &[&[T]],
+        out_shape: &[usize],
+        epi: ConvEpilogue<'_>,
+        f: impl FnOnce(&Geom, &[T], &[T], im2col::Epilogue<'_, T>) -> Result<R>,
+    ) -> Result<R> {
+        let op = self.kind().name();
+        let (s, d, p) = self.window_attrs();
+        let x = shape4(&inputs[0]);
+        let w = shape4(&inputs[1]);
+        let bias = match epi.bias {
+            Some(b) if b.shape() != [w[3]] => {
+                return Err(Error::shape(op, format!("fused bias has shape {:?}, expected [{}]", b.shape(), w[3])));
+            }
+            Some(b) => Some(b.array::<T>()?.as_standard_layout()),
+            None => None,
+        };
+        let bias = bias.as_ref().map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
+        let len: usize = out_shape.iter().product();
+        let residual = match epi.residual {
+            Some(r) if r.len() != len => {
+                return Err(Error::shape(
+                    op,
+                    format!("fused residual has shape {:?}, expected {len} elements ({out_shape:?})", r.shape()),
+                ));
+            }
+            Some(r) => Some(r.array::<T>()?.as_standard_layout()),
+            None => None,
+        };
+        let residual = residual
+            .as_ref()
+            .map(|r| r.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous residual")));
+        let epi = im2col::Epilogue {
+            bias: bias.transpose()?,
+            residual: residual.transpose()?,
+            relu: epi.relu,
+            winograd: epi.winograd,
+        };
+        f(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi)
     }
 
     fn run<T: Float>(
@@ -526,57 +607,13 @@ impl ConvOp {
         kernels: Kernels,
     ) -> Result<Tensor> {
         let op = self.kind().name();
-        let views: Vec<CowArray<'_, T, IxDyn>> =
-            inputs.iter().map(|t| Ok(standard_cow(t.array::<T>()?.view()))).collect::<Result<_>>()?;
-        let data: Vec<&[T]> = views
-            .iter()
-            .map(|v| v.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous buffer")))
-            .collect::<Result<_>>()?;
-        let shp = |i: usize| -> [usize; 4] {
-            let s = inputs[i].shape();
-            [s[0], s[1], s[2], s[3]]
-        };
+        let views = standard_views::<T>(inputs)?;
+        let data = slices(op, &views)?;
+        let shp = |i: usize| shape4(&inputs[i]);
         let (s, d, p) = self.window_attrs();
         let out = match *self {
             ConvOp::Conv2D { .. } => {
-                let (x, w) = (shp(0), shp(1));
-                let bias = match epi.bias {
-                    Some(b) if b.shape() != [w[3]] => {
-                        return Err(Error::shape(
-                            op,
-                            format!("fused bias has shape {:?}, expected [{}]", b.shape(), w[3]),
-                        ));
-                    }
-                    Some(b) => Some(b.array::<T>()?.as_standard_layout()),
-                    None => None,
-                };
-                let bias = bias
-                    .as_ref()
-                    .map(|b| b.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous bias")));
-                let len: usize = out_shape.iter().product();
-                let residual = match epi.residual {
-                    Some(r) if r.len() != len => {
-                        return Err(Error::shape(
-                            op,
-                            format!(
-                                "fused residual has shape {:?}, expected {len} elements ({out_shape:?})",
-                                r.shape()
-                            ),
-                        ));
-                    }
-                    Some(r) => Some(r.array::<T>()?.as_standard_layout()),
-                    None => None,
-                };
-                let residual = residual
-                    .as_ref()
-                    .map(|r| r.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous residual")));
-                let epi = im2col::Epilogue {
-                    bias: bias.transpose()?,
-                    residual: residual.transpose()?,
-                    relu: epi.relu,
-                    winograd: epi.winograd,
-                };
-                im2col::conv2d(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi, buf, kernels)?
+                self.conv2d_with(inputs, &data, out_shape, epi, |g, x, w, e| im2col::conv2d(g, x, w, e, buf, kernels))?
             }
             ConvOp::Conv2DBackpropInput { input_hw: [h, wd], .. } => {
                 let (w, dy) = (shp(0), shp(1));
@@ -626,6 +663,22 @@ impl ConvOp {
         };
         Tensor::from_vec(out_shape, out)
     }
+}
+
+/// The dims of a rank-4 tensor (inference checked the rank).
+fn shape4(t: &Tensor) -> [usize; 4] {
+    let s = t.shape();
+    [s[0], s[1], s[2], s[3]]
+}
+
+/// Standard-layout views of `inputs` as `T` (copies only of non-standard layouts).
+fn standard_views<'t, T: Float>(inputs: &'t [Tensor]) -> Result<Vec<CowArray<'t, T, IxDyn>>> {
+    inputs.iter().map(|t| Ok(standard_cow(t.array::<T>()?.view()))).collect()
+}
+
+/// The contiguous data of each view.
+fn slices<'v, T: Float>(op: &str, views: &'v [CowArray<'_, T, IxDyn>]) -> Result<Vec<&'v [T]>> {
+    views.iter().map(|v| v.as_slice().ok_or_else(|| Error::shape(op, "internal: non-contiguous buffer"))).collect()
 }
 
 impl fmt::Display for ConvOp {

@@ -10,7 +10,7 @@ fn unfused() -> ExecOptions {
 }
 
 /// Bit patterns (so NaN == NaN and -0.0 != 0.0).
-fn bits(t: &Tensor) -> (Vec<usize>, Vec<u64>) {
+pub(super) fn bits(t: &Tensor) -> (Vec<usize>, Vec<u64>) {
     let v: Vec<u64> = match t.dtype() {
         DType::F32 => t.to_array::<f32>().unwrap().iter().map(|v| v.to_bits() as u64).collect(),
         DType::F64 => t.to_array::<f64>().unwrap().iter().map(|v| v.to_bits()).collect(),
@@ -19,7 +19,7 @@ fn bits(t: &Tensor) -> (Vec<usize>, Vec<u64>) {
     (t.shape().to_vec(), v)
 }
 
-fn rand(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
+pub(super) fn rand(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
     match dtype {
         DType::F64 => Tensor::randn_f64(shape, seed).unwrap(),
         _ => Tensor::randn(shape, seed).unwrap(),

@@ -6,6 +6,7 @@ mod dispatch;
 mod examples;
 mod exec;
 mod fuse;
+mod fuse_concat;
 mod fuse_elementwise;
 mod fuse_patch_product;
 mod ir;

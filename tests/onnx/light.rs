@@ -155,3 +155,31 @@ fn onnx_light_per_example_grads() {
         assert!(d < 1e-4, "{name}: per-example gradients differ from the loop by {d:.1e} (relative)");
     }
 }
+
+#[test]
+fn squeezenet_fire_concats_write_their_slices() {
+    // every fire module's `expand1x1 ‖ expand3x3` concat runs as one step whose two conv
+    // chains write their channel slices, with results bit-identical to the unfused plan
+    let Some(root) = suite_dir("light") else { return };
+    let m = onnx::load(root.join("light_squeezenet.onnx")).unwrap();
+    let input = m.inputs()[0].0.clone();
+    let m = m.with_input_shape(&input, &[1, 3, 64, 64]).unwrap().lift_constants().unwrap();
+    let profiled = |fuse: bool| ExecOptions { fuse, profile: true, ..ExecOptions::default() };
+    for n in [1, 3] {
+        let mut g = Graph::new();
+        // fresh weights (the shipped ones are all 0.02: every channel alike)
+        let params: Vec<ValueId> = m.random_parameters(7).unwrap().into_iter().map(|t| g.constant(t)).collect();
+        let xs = g.input("xs", DType::F32, [n, 1, 3, 64, 64]);
+        let ys = pfor::api::vectorized_map(&mut g, |g, x| m.call_with_params(g, &[x[0]], &params), &[xs]).unwrap();
+        let feeds = [(xs, Tensor::rand_uniform(DType::F32, &[n, 1, 3, 64, 64], 0.0, 1.0, 5).unwrap())];
+        let mut fused = Session::with_options(&g, &ys, profiled(true)).unwrap();
+        let mut plain = Session::with_options(&g, &ys, profiled(false)).unwrap();
+        let (got, want) = (fused.run(&feeds).unwrap(), plain.run(&feeds).unwrap());
+        let bits = |t: &Tensor| t.to_array::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+        assert!(bits(&got[0]) == bits(&want[0]), "n = {n}: fused and unfused differ");
+        let kinds: Vec<String> = fused.profile().entries().into_iter().map(|e| e.kind.clone()).collect();
+        let count = |k: &str| kinds.iter().filter(|e| *e == k).count();
+        assert_eq!(count("fused_concat"), 8, "n = {n}: the 8 fire modules' concats");
+        assert_eq!(count("concat"), 0, "n = {n}: no concat copies left");
+    }
+}

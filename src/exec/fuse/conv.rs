@@ -42,10 +42,14 @@ use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
 use crate::kernels::conv::winograd::Prepared;
+use crate::kernels::conv::{Dst, Float};
 use crate::ops::conv::ConvEpilogue;
 use crate::ops::{BinaryKind, ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
 use crate::passes::pattern::{Dataflow, sole_reader};
 use crate::tensor::{DType, Dim, RowStack, Shape, Tensor, TensorType};
+
+/// A chain step's inputs: the conv's input and filter, the bias and the residual.
+type Operands = (Tensor, Tensor, Option<Tensor>, Option<Tensor>);
 
 /// One fused-away op after the conv.
 #[derive(Clone, Debug)]
@@ -104,10 +108,43 @@ impl ConvChain {
         })
     }
 
-    /// Run the chain; errors are already attributed to the node that raised them.
-    pub(crate) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
-        let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
-        let want = 2 + usize::from(self.has_bias()) + usize::from(self.add_shape().is_some());
+    /// A conv with nothing fused after it (a part of a fused concat, see `concat`).
+    pub(crate) fn bare(conv_node: NodeId, conv: ConvOp, channels: usize) -> ConvChain {
+        ConvChain { conv_node, conv, channels, tail: Vec::new(), winograd: None }
+    }
+
+    /// Static output channels of the conv.
+    pub(crate) fn channels(&self) -> usize {
+        self.channels
+    }
+
+    /// Whether the chain ends in a max pool (its result is not the conv output's layout).
+    pub(crate) fn pools(&self) -> bool {
+        matches!(self.tail.last(), Some(Tail::MaxPool(..)))
+    }
+
+    /// Inputs of the chain's step.
+    pub(crate) fn arity(&self) -> usize {
+        2 + usize::from(self.has_bias()) + usize::from(self.add_shape().is_some())
+    }
+
+    /// The chain's result type on these inputs (the step's), by the ops' own inference;
+    /// `None` where an op rejects them (the op-by-op run then reports it).
+    pub(crate) fn result_type(&self, ins: &[Tensor]) -> Option<TensorType> {
+        let types: Vec<TensorType> = ins.iter().take(2).map(Tensor::tensor_type).collect();
+        let mut ty = self.conv.infer(&types).ok()?.pop()?;
+        for t in &self.tail {
+            if let Tail::Reshape(_, op) | Tail::MaxPool(_, op) = t {
+                ty = op.infer(std::slice::from_ref(&ty)).ok()?.pop()?;
+            }
+        }
+        Some(ty)
+    }
+
+    /// The step's inputs as `(x, filter, bias, residual)`, and whether the fused kernel
+    /// takes them (float operands of the static shapes; else the chain runs op by op).
+    fn operands(&self, ins: Vec<Tensor>) -> Result<(Operands, bool)> {
+        let want = self.arity();
         if ins.len() != want {
             return Err(Error::Verify(format!("fused conv chain: {} inputs, expected {want}", ins.len())));
         }
@@ -121,12 +158,50 @@ impl ConvChain {
             && w.shape()[3] == self.channels
             && bias.as_ref().is_none_or(|b| b.dtype() == x.dtype() && b.shape() == [self.channels])
             && residual.as_ref().is_none_or(|r| r.dtype() == x.dtype() && Some(r.shape()) == self.add_shape());
+        Ok(((x, w, bias, residual), fast))
+    }
+
+    /// The kernel epilogue of the chain's tail.
+    fn epilogue<'a>(&'a self, bias: Option<&'a Tensor>, residual: Option<&'a Tensor>) -> ConvEpilogue<'a> {
+        let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
+        ConvEpilogue { bias, residual, relu, winograd: self.winograd.as_deref() }
+    }
+
+    /// Run the chain into the channels `dst` of `out`'s pixel rows (a fused concat's slice;
+    /// the chain must not pool): `None` when its kernel wrote them, else (operands the
+    /// fused kernel does not take) the op-by-op result, for the caller to copy. Errors are
+    /// already attributed to the node that raised them.
+    pub(crate) fn eval_into<T: Float>(
+        &self,
+        ins: Vec<Tensor>,
+        out: &mut [T],
+        dst: Dst,
+        ctx: &mut ExecCtx<'_>,
+    ) -> Result<Option<Tensor>> {
+        let ((x, w, bias, residual), fast) = self.operands(ins)?;
+        if !fast || x.dtype() != T::DTYPE || self.pools() {
+            let mut y = self.eval_unfused(x, w, bias, residual, ctx)?;
+            return y.pop().map(Some).ok_or_else(|| Error::Verify("fused conv chain: no result".into()));
+        }
+        let epi = self.epilogue(bias.as_ref(), residual.as_ref());
+        let ins = [x, w];
+        self.conv
+            .eval_fused_into(&ins, epi, out, dst, Some(&mut *ctx))
+            .map_err(|e| e.at_node(self.conv_node, self.conv.to_string()))?;
+        for t in ins {
+            ctx.recycle(t);
+        }
+        Ok(None)
+    }
+
+    /// Run the chain; errors are already attributed to the node that raised them.
+    pub(crate) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
+        let conv_err = |e: Error| e.at_node(self.conv_node, self.conv.to_string());
+        let ((x, w, bias, residual), fast) = self.operands(ins)?;
         if !fast {
             return self.eval_unfused(x, w, bias, residual, ctx);
         }
-        let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
-        let epi =
-            ConvEpilogue { bias: bias.as_ref(), residual: residual.as_ref(), relu, winograd: self.winograd.as_deref() };
+        let epi = self.epilogue(bias.as_ref(), residual.as_ref());
         if let Some(Tail::MaxPool(node, pool)) = self.tail.last() {
             // conv + epilogue + 2x2 pool in one kernel where it applies; the pool's output
             // shape is the conv output's with OH, OW halved (the fusion checked the dims between)

@@ -4,6 +4,8 @@
 //! - [`conv`]: `conv2d → [reshape] → bias_add → [reshape] → add(residual) → relu`, the bias,
 //!   residual and relu applied to each GEMM output chunk (and a constant filter's Winograd
 //!   transform made once, at compile time);
+//! - [`concat`]: a last-axis `concat` of conv chains' results (SqueezeNet's fire modules)
+//!   has each conv kernel write its channel slice of the concat's output, no copy;
 //! - [`bias_split`]: `split(bias_add(z, b))` along the last axis becomes per-piece `bias_add`s
 //!   of the split pieces, which the elementwise groups then take in;
 //! - [`patch_product`]: `extract_patches → [reshape] → batch_matmul(adj_a)` (per-example
@@ -26,11 +28,13 @@
 //!   every error is the unfused one, naming the node that raised it.
 
 mod bias_split;
+mod concat;
 mod conv;
 mod elementwise;
 mod patch_product;
 
 pub(super) use bias_split::split_biases;
+pub(super) use concat::concat_slices;
 pub(super) use conv::conv_chains;
 pub(super) use elementwise::{elementwise_groups, fusable};
 pub(super) use patch_product::patch_products;
@@ -120,6 +124,8 @@ fn remove_steps(steps: &mut Vec<Step>, removed: &[bool]) {
 pub(super) enum Fused {
     /// A conv chain (the step's inputs are `[x, filter]` or `[x, filter, bias]`).
     Conv(conv::ConvChain),
+    /// A concat of conv chains written into its slices (the step's inputs are the parts').
+    Concat(concat::ConcatSlices),
     /// An elementwise group (the step's inputs are the group's outside operands).
     Elementwise(elementwise::EwGroup),
     /// Window patches times `dy` (the step's inputs are `[x, dy]`).
@@ -131,6 +137,7 @@ impl Fused {
     pub(super) fn eval(&self, ins: Vec<Tensor>, ctx: &mut ExecCtx<'_>) -> Result<Vec<Tensor>> {
         match self {
             Fused::Conv(c) => c.eval(ins, ctx),
+            Fused::Concat(c) => c.eval(ins, ctx),
             Fused::Elementwise(g) => g.eval(ins, ctx),
             Fused::PatchProduct(p) => p.eval(ins, ctx),
         }
@@ -140,6 +147,7 @@ impl Fused {
     pub(super) fn label(&self) -> (String, String) {
         match self {
             Fused::Conv(c) => (c.describe(), "fused_conv".into()),
+            Fused::Concat(c) => (c.describe(), "fused_concat".into()),
             Fused::Elementwise(g) => (g.describe(), "fused_elementwise".into()),
             Fused::PatchProduct(p) => (p.describe(), "fused_patch_product".into()),
         }

@@ -13,12 +13,15 @@
 //! their rows like any window); with few rows, or a filter too large to pack again for
 //! every chunk, chunks run in order with the patches built on all threads and one parallel
 //! GEMM. The chunking depends only on the shapes and the thread count, never on the
-//! epilogue, so a fused conv computes the same GEMMs as the unfused one.
+//! epilogue, so a fused conv computes the same GEMMs as the unfused one. [`conv2d_into`]
+//! writes a channel slice of wider output rows (a fused concat's): the same chunks and
+//! GEMMs, each chunk's result copied from a dense scratch into the slice while cache
+//! resident.
 
 use rayon::prelude::*;
 
 use super::direct::pool_pair;
-use super::{Float, Geom, Kernels, OutBuf, for_each_chunk, is_parallel};
+use super::{Dst, Float, Geom, Kernels, OutBuf, for_each_chunk, is_parallel};
 use crate::error::Result;
 use crate::kernels::gemm::{PAR_FLOPS, gemm, gemm_seq};
 
@@ -323,25 +326,66 @@ pub(crate) fn conv2d<T: Float>(
     let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
     // every path below overwrites the whole output (GEMMs without accumulation)
     let mut out = if k == 0 { buf.filled(rows * o, T::default()) } else { buf.overwritten(rows * o) };
-    if out.is_empty() {
-        return Ok(out);
+    conv2d_into(g, x, w, epi, &mut out, Dst::dense(o), kernels)?;
+    Ok(out)
+}
+
+/// [`conv2d`] into the channels `dst` of `out`'s `N*OH*OW` pixel rows (a fused concat's
+/// slice), every element of the slice written, no other: the specialised kernels write
+/// there directly; the GEMM of each row chunk writes a dense scratch chunk (the same GEMMs
+/// as the dense conv, so the same values) that is copied into the slice while cache
+/// resident.
+pub(crate) fn conv2d_into<T: Float>(
+    g: &Geom,
+    x: &[T],
+    w: &[T],
+    epi: Epilogue<'_, T>,
+    out: &mut [T],
+    dst: Dst,
+    kernels: Kernels,
+) -> Result<()> {
+    let (rows, k, o) = (g.n * g.oh * g.ow, g.kh * g.kw * g.c, g.o);
+    if !dst.fits(rows, o, out.len()) {
+        return Err(crate::error::Error::shape(
+            "conv2d",
+            format!("internal: {} output values for {rows} rows of {o} channels into {dst:?}", out.len()),
+        ));
     }
-    if T::special_conv(g, x, w, epi, &mut out, kernels) {
-        return Ok(out);
+    if rows == 0 || o == 0 {
+        return Ok(());
     }
+    if T::special_conv(g, x, w, epi, out, dst, kernels) {
+        return Ok(());
+    }
+    let dense = dst.is_dense(o);
+    // the chunk's dense output: the slice itself, or `tmp` copied into it afterwards
+    let chunk = |col: &mut Vec<T>, tmp: &mut Vec<T>, r0: usize, oc: &mut [T], par: bool| -> Result<()> {
+        if dense {
+            return chunk_product(g, x, w, epi, col, r0, oc, par);
+        }
+        let nr = oc.len() / dst.stride;
+        tmp.resize(nr * o, T::default());
+        if k == 0 {
+            // as the dense output's zero fill: an empty product writes nothing
+            tmp.fill(T::default());
+        }
+        chunk_product(g, x, w, epi, col, r0, &mut tmp[..nr * o], par)?;
+        dst.scatter(&tmp[..nr * o], o, oc);
+        Ok(())
+    };
     match fwd_chunks::<T>(rows, k, o) {
         Chunks::Par(cr) => out
-            .par_chunks_mut(cr * o)
+            .par_chunks_mut(cr * dst.stride)
             .enumerate()
-            .try_for_each_init(Vec::new, |col, (i, oc)| chunk_product(g, x, w, epi, col, i * cr, oc, false))?,
+            .try_for_each_init(|| (Vec::new(), Vec::new()), |(col, tmp), (i, oc)| chunk(col, tmp, i * cr, oc, false))?,
         Chunks::Seq(cr) => {
-            let mut col = Vec::new();
-            for (i, oc) in out.chunks_mut(cr * o).enumerate() {
-                chunk_product(g, x, w, epi, &mut col, i * cr, oc, true)?;
+            let (mut col, mut tmp) = (Vec::new(), Vec::new());
+            for (i, oc) in out.chunks_mut(cr * dst.stride).enumerate() {
+                chunk(&mut col, &mut tmp, i * cr, oc, true)?;
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `conv2d` with `epi`, then a 2x2 stride-2 VALID max pool, for even `OH` and `OW`: each

@@ -21,7 +21,8 @@
 //! [`Float`] the shape-specialised kernels ([`narrow`], [`winograd`]) and the pooled conv.
 //!
 //! Invariants: every entry point writes every element of its output (a recycled buffer's
-//! stale content never shows); a specialised kernel either computes the whole output or
+//! stale content never shows; a conv told to write a channel slice [`Dst`] of wider rows
+//! writes every element of that slice and nothing else); a specialised kernel either computes the whole output or
 //! returns `false` having written nothing, so the caller falls back to im2col; the optional
 //! kernels run only where their [`KernelOptions`] field allows and the CPU has them
 //! ([`crate::kernels::cpu::caps`]).
@@ -47,17 +48,18 @@ pub(crate) trait Float:
 {
     fn is_nan(self) -> bool;
     /// `conv2d` by a kernel specialised for its shapes (the direct kernel for 1-4 input
-    /// channels, [`narrow`]; Winograd for 5x5 and 3x3 filters, [`winograd`]) into `out`; false
-    /// (nothing written) where none applies.
+    /// channels, [`narrow`]; Winograd for 5x5 and 3x3 filters, [`winograd`]) into the
+    /// channels `dst` of `out`; false (nothing written) where none applies.
     fn special_conv(
         g: &Geom,
         x: &[Self],
         w: &[Self],
         epi: im2col::Epilogue<'_, Self>,
         out: &mut [Self],
+        dst: Dst,
         k: Kernels,
     ) -> bool {
-        let _ = (g, x, w, epi, out, k);
+        let _ = (g, x, w, epi, out, dst, k);
         false
     }
     /// `conv2d_backprop_input` by a kernel specialised for its shapes (Winograd for 5x5
@@ -97,9 +99,10 @@ impl Float for f32 {
         w: &[f32],
         epi: im2col::Epilogue<'_, f32>,
         out: &mut [f32],
+        dst: Dst,
         k: Kernels,
     ) -> bool {
-        narrow::conv2d(g, x, w, epi, out) || (k.winograd && winograd::conv2d(g, x, w, epi, out))
+        narrow::conv2d(g, x, w, epi, out, dst) || (k.winograd && winograd::conv2d(g, x, w, epi, out, dst))
     }
     fn conv_pool(
         g: &Geom,
@@ -132,6 +135,48 @@ impl Float for f32 {
 impl Float for f64 {
     fn is_nan(self) -> bool {
         f64::is_nan(self)
+    }
+}
+
+/// Where a conv writes its `O` output channels: channels `[off, off + O)` of output pixel
+/// rows of `stride` values each (a fused concat's channel slice, see
+/// `exec::fuse::concat`); `stride == O`, `off == 0` is the plain dense output. The other
+/// channels of each row are left as they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Dst {
+    /// Values per output pixel row (at least `off + O`).
+    pub stride: usize,
+    /// First channel written.
+    pub off: usize,
+}
+
+impl Dst {
+    /// The plain `[pixels, o]` output.
+    pub(crate) fn dense(o: usize) -> Dst {
+        Dst { stride: o, off: 0 }
+    }
+    /// Whether this is the plain output of `o` channels.
+    pub(crate) fn is_dense(self, o: usize) -> bool {
+        self.stride == o && self.off == 0
+    }
+    /// Whether `out` holds whole rows for `pixels` pixels of `o` channels at `off`.
+    pub(crate) fn fits(self, pixels: usize, o: usize, out_len: usize) -> bool {
+        self.off.checked_add(o).is_some_and(|end| end <= self.stride)
+            && pixels.checked_mul(self.stride) == Some(out_len)
+    }
+    /// Copy the dense rows `src` (`o` values each) into this slice of the rows of `out`
+    /// (as many rows as `src` has).
+    pub(crate) fn scatter<T: Copy>(self, src: &[T], o: usize, out: &mut [T]) {
+        if o == 0 {
+            return;
+        }
+        if self.is_dense(o) {
+            out[..src.len()].copy_from_slice(src);
+            return;
+        }
+        for (s, d) in src.chunks_exact(o).zip(out.chunks_exact_mut(self.stride)) {
+            d[self.off..self.off + o].copy_from_slice(s);
+        }
     }
 }
 

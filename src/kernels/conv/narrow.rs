@@ -29,7 +29,7 @@
 
 use super::direct::pool_pair;
 use super::im2col::Epilogue;
-use super::{Geom, for_each_chunk, is_parallel};
+use super::{Dst, Geom, for_each_chunk, is_parallel};
 
 /// Output channels per register (f32 lanes of a 512-bit register).
 const BLOCK: usize = 16;
@@ -61,33 +61,41 @@ pub(crate) fn applies(g: &Geom) -> bool {
     }
 }
 
-/// `out [N*OH*OW, O] = epi(conv2d(x, w))` with `w` the `[KH*KW*C, O]` filter; every element
-/// of `out` is written. Callers check [`applies`] first; a call where it does not hold
-/// leaves `out` untouched and returns false.
-pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
+/// `out [N*OH*OW, O] = epi(conv2d(x, w))` with `w` the `[KH*KW*C, O]` filter, into the
+/// channels `dst` of `out`'s pixel rows (a row computed in a scratch row first when they
+/// are not dense); every element of the slice is written. Callers check [`applies`] first;
+/// a call where it does not hold leaves `out` untouched and returns false.
+pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], dst: Dst) -> bool {
     if !applies(g)
         || epi.bias.is_some_and(|b| b.len() != g.o)
         || epi.residual.is_some()
         || w.len() != g.kh * g.kw * g.c * g.o
+        || !dst.fits(g.n * g.oh * g.ow, g.o, out.len())
     {
         return false;
     }
-    let row_len = g.ow * g.o;
+    let (row_len, out_row) = (g.ow * g.o, g.ow * dst.stride);
     if row_len == 0 || g.n * g.oh == 0 {
         return true;
     }
     let (c, (wp, taps)) = (g.c, layout(g));
-    let par = is_parallel(out.len() * g.kh * g.kw * c);
+    let par = is_parallel(g.n * g.oh * row_len * g.kh * g.kw * c);
     let rows = TASK_VALUES.div_ceil(row_len).max(1);
-    for_each_chunk(out, rows * row_len, par, |i, chunk| {
+    let dense = dst.is_dense(g.o);
+    for_each_chunk(out, rows * out_row, par, |i, chunk| {
         let mut band = vec![0.0; g.kh * wp * c];
-        for (j, orow) in chunk.chunks_exact_mut(row_len).enumerate() {
+        let mut scratch = vec![0.0; if dense { 0 } else { row_len }];
+        for (j, orow) in chunk.chunks_exact_mut(out_row).enumerate() {
             fill_band(g, x, i * rows + j, wp, &mut band);
+            let target = if dense { &mut orow[..] } else { &mut scratch[..] };
             #[cfg(target_arch = "x86_64")]
             // SAFETY: `applies` checked that the CPU supports AVX-512F.
             unsafe {
-                avx512::row(g, &band, &taps, w, &epi, orow)
+                avx512::row(g, &band, &taps, w, &epi, target)
             };
+            if !dense {
+                dst.scatter(&scratch, g.o, orow);
+            }
         }
     });
     true

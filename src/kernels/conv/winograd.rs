@@ -50,8 +50,8 @@ pub(crate) use filter::{Prepared, transforms_on_this_thread};
 
 use rayon::prelude::*;
 
-use super::Geom;
 use super::im2col::Epilogue;
+use super::{Dst, Geom};
 use crate::kernels::micro::LANES;
 
 /// Side of an input tile (`m + k - 1`).
@@ -149,17 +149,17 @@ fn rule3(g: &Geom) -> bool {
 const MIN_TILES3: usize = 16;
 
 /// `out [N, OH, OW, O] = epi(conv2d(x, w))` with `w` the `[k, k, C, O]` filter where
-/// [`applies`] and [`profitable`] hold; every element of `out` is written. False (nothing
-/// written) otherwise.
-pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && run(g, x, w, epi, out, false)
+/// [`applies`] and [`profitable`] hold, into the channels `dst` of `out`'s pixel rows; every
+/// element of that slice is written. False (nothing written) otherwise.
+pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], dst: Dst) -> bool {
+    profitable(g) && run(g, x, w, epi, out, false, dst)
 }
 
 /// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]` (an F(2x2, 5x5)
 /// tile is one pooling window, an F(4x4, 3x3) tile four). False (nothing written) where
 /// [`conv2d`] does not run or `OH`, `OW` are odd.
 pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true)
+    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true, Dst::dense(g.o))
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
@@ -201,7 +201,7 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
             }
         }
     }
-    run(t, dy, &wt, Epilogue::new(None, false), dx, false)
+    run(t, dy, &wt, Epilogue::new(None, false), dx, false, Dst::dense(t.o))
 }
 
 /// Shapes of one call, shared by its tasks.
@@ -213,6 +213,8 @@ struct Job<'a> {
     u: &'a [f32],
     epi: Epilogue<'a, f32>,
     pooled: bool,
+    /// Where the (unpooled) output's channels go (dense when pooled).
+    dst: Dst,
     tiles_y: usize,
     tiles_x: usize,
     /// Tiles per batch (a multiple of 6, the GEMM's row block).
@@ -227,17 +229,18 @@ struct Scratch {
     patch: Vec<f32>,
 }
 
-fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool) -> bool {
+fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool, dst: Dst) -> bool {
     let Some(alg) = Alg::of(g) else { return false };
     let (k, m) = (alg.k(), alg.m());
     let (tiles_y, tiles_x) = (g.oh.div_ceil(m), g.ow.div_ceil(m));
     let len = if pooled { g.n * (g.oh / 2) * (g.ow / 2) * g.o } else { g.n * g.oh * g.ow * g.o };
     if !applies(g)
+        || (pooled && !dst.is_dense(g.o))
+        || !dst.fits(len / g.o, g.o, out.len())
         || epi.bias.is_some_and(|b| b.len() != g.o)
         || epi.residual.is_some_and(|r| pooled || r.len() != g.n * g.oh * g.ow * g.o)
         || w.len() != k * k * g.c * g.o
         || x.len() != g.n * g.h * g.w * g.c
-        || out.len() != len
     {
         return false;
     }
@@ -248,7 +251,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
     {
         // Tile rows `(n, ty)` in order cover consecutive ranges of `out`; row `r` starts at:
         let (ph, pw, pm) = if pooled { (g.oh / 2, g.ow / 2, m / 2) } else { (g.oh, g.ow, m) };
-        let start = |r: usize| ((r / tiles_y) * ph + pm * (r % tiles_y)) * pw * g.o;
+        let start = |r: usize| ((r / tiles_y) * ph + pm * (r % tiles_y)) * pw * dst.stride;
         let (rows, total) = (g.n * tiles_y, g.n * tiles_y * tiles_x);
         let parallel = super::is_parallel(len * k * k * g.c);
         let threads = if parallel { rayon::current_num_threads() } else { 1 };
@@ -271,7 +274,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
                 &fresh[..]
             }
         };
-        let job = Job { g, alg, x, u, epi, pooled, tiles_y, tiles_x, batch };
+        let job = Job { g, alg, x, u, epi, pooled, dst, tiles_y, tiles_x, batch };
         let scratch = || Scratch {
             v: vec![0.0; POINTS * batch * g.c],
             m: vec![0.0; POINTS * batch * g.o],
@@ -362,16 +365,16 @@ mod avx512 {
         for (t, f) in tiles.enumerate() {
             let (n, ty, tx) = at(f);
             let size = [(ph - pm * ty).min(pm), (pw - pm * tx).min(pm)];
-            let at = ((n * ph + pm * ty) * pw + pm * tx) * o;
-            let dst = &mut chunk[at - base..];
-            let res = job.epi.residual.map(|r| &r[at..]);
+            let (at, px) = ((n * ph + pm * ty) * pw + pm * tx, job.dst.stride);
+            let dst = &mut chunk[at * px + job.dst.off - base..];
+            let res = job.epi.residual.map(|r| &r[at * o..]);
             let (p, orow) = (s.m[t * o..].as_ptr(), pw * o);
             // SAFETY: `p` holds point q of this tile at q * batch * O, o channels each; the
-            // `size` block of pixels at `dst` lies in `chunk`.
+            // `size` block of pixels at `dst` (rows of `px` values) lies in `chunk`.
             unsafe {
                 match job.alg {
-                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, res, dst, orow, size, job.pooled),
-                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, res, dst, orow, size, job.pooled),
+                    Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, res, dst, [orow, px], size, job.pooled),
+                    Alg::F4x3 => output_tile::<4>(p, bt * o, o, &job.epi, res, dst, [orow, px], size, job.pooled),
                 }
             }
         }
@@ -502,8 +505,9 @@ mod avx512 {
         Some(unsafe { _mm512_loadu_ps(b.as_ptr()) })
     }
 
-    /// One tile's `rows x cols` output pixels (`dst` row stride `orow`), epilogue applied
-    /// (the residual `res` laid out as `dst`); with `pool` (never with a residual), its
+    /// One tile's `rows x cols` output pixels (the residual `res` with row stride `orow`,
+    /// `dst` with pixels `px` values apart, `orow / o * px` per row), epilogue applied;
+    /// with `pool` (never with a residual, `px == o`), its
     /// `rows x cols` 2x2 max-pooled pixels instead: window taps in row-major order, a later
     /// tap wins where `direct::better` says so.
     #[allow(clippy::too_many_arguments)]
@@ -515,10 +519,11 @@ mod avx512 {
         epi: &super::Epilogue<'_, f32>,
         res: Option<&[f32]>,
         dst: &mut [f32],
-        orow: usize,
+        [orow, px]: [usize; 2],
         [rows, cols]: [usize; 2],
         pool: bool,
     ) {
+        let drow = orow / o * px;
         for ov in (0..o).step_by(LANES) {
             // SAFETY: see the caller.
             let y = unsafe { output_block::<M>(m.add(ov), stride) };
@@ -542,7 +547,7 @@ mod avx512 {
                         let r = res.map(|r| unsafe { _mm512_loadu_ps(r[i..i + LANES].as_ptr()) });
                         finish(y[a][bx], b, r, epi.relu)
                     };
-                    let d = &mut dst[a * orow + bx * o + ov..][..LANES];
+                    let d = &mut dst[a * drow + bx * px + ov..][..LANES];
                     // SAFETY: `d` holds LANES f32.
                     unsafe { _mm512_storeu_ps(d.as_mut_ptr(), v) };
                 }
