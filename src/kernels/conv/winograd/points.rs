@@ -1,0 +1,138 @@
+//! The point-major Winograd schedule: for a group of tiles, every tile's input transform
+//! (`V [36, tiles, C]`), then per transform point `p` one GEMM `M_p = V_p · U_p` over the
+//! whole group, then every tile's output transform. Each point's filter slice `U_p [C, O]`
+//! is read once per group instead of once per tile batch (the tile-major schedule of
+//! `winograd::run` reads all of `U` for every batch of at most 60 tiles), and the GEMMs are
+//! split over threads by points, so a map of few tiles (a 7x7 map has 4) still keeps every
+//! core busy.
+//!
+//! Where (the rule of [`Schedule::point_major`]): when `U` (`36 C O` f32) is larger than
+//! [`U_TILE_MAJOR`], i.e. when it no longer stays in a core's L2 cache between tile batches.
+//!
+//! Invariants: the arithmetic is the tile-major schedule's (the same transforms and the same
+//! micro-kernel summing over input channels in order from the first, whose results do not
+//! depend on how rows are blocked), so both schedules give the same bits; each phase writes
+//! disjoint parts of the scratch or output (input transforms: their tiles' rows of `V`;
+//! GEMMs: their points' blocks of `M`; output transforms: their chunk of the output), and a
+//! phase starts after the previous one has finished.
+
+use rayon::prelude::*;
+
+use super::{Chunk, Geom, Job, POINTS, avx512};
+
+/// Bytes of a transformed filter `U` up to which the tile-major schedule runs.
+pub(super) const U_TILE_MAJOR: usize = 1 << 20;
+/// Bytes of transformed inputs and GEMM results (`36 x tiles x (C + O)` f32) per group of
+/// tiles, at most (a group holds at least one chunk of tile rows).
+const GROUP_BYTES: usize = 16 << 20;
+
+/// Which schedule the Winograd kernel runs: [`Schedule::Auto`] picks by the rule in the
+/// module docs; the others force one (for tests and probes: results are the same bits).
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// By the rule of [`Schedule::point_major`].
+    Auto,
+    /// Batches of tiles, each through all 36 points (`U` read once per batch).
+    TileMajor,
+    /// Groups of tiles, each point's GEMM over the whole group (`U` read once per group).
+    PointMajor,
+}
+
+impl Schedule {
+    /// Whether this conv runs point-major: forced, or (`Auto`) `U` exceeds [`U_TILE_MAJOR`].
+    pub(super) fn point_major(self, g: &Geom) -> bool {
+        match self {
+            Schedule::Auto => POINTS * g.c * g.o * 4 > U_TILE_MAJOR,
+            Schedule::TileMajor => false,
+            Schedule::PointMajor => true,
+        }
+    }
+}
+
+/// A raw pointer to the group's `V`, shared by the input-transform tasks (each writes only
+/// its own tiles' rows).
+#[derive(Clone, Copy)]
+struct Rows(*mut f32);
+// SAFETY: the tasks that share it write disjoint rows (see `run`) and nothing reads `V`
+// until they have all finished.
+unsafe impl Send for Rows {}
+unsafe impl Sync for Rows {}
+
+impl Rows {
+    /// The pointer (a method, so that closures capture the whole `Rows`).
+    fn ptr(self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// The whole conv of `job`, point-major, into `chunks` (consecutive tile rows covering the
+/// output in order).
+pub(super) fn run(job: &Job<'_>, chunks: Vec<Chunk<'_>>, parallel: bool) {
+    let (c, o, tiles_x) = (job.g.c, job.g.o, job.tiles_x);
+    let most = chunks.iter().map(|ch| ch.rows.len() * tiles_x).max().unwrap_or(0);
+    let per_group = (GROUP_BYTES / (POINTS * (c + o) * 4)).max(most);
+    // groups of consecutive chunks of at most `per_group` tiles
+    let mut groups: Vec<Vec<Chunk<'_>>> = Vec::new();
+    let mut size = 0;
+    for ch in chunks {
+        let nt = ch.rows.len() * tiles_x;
+        match groups.last_mut() {
+            Some(gr) if size + nt <= per_group => {
+                size += nt;
+                gr.push(ch);
+            }
+            _ => {
+                size = nt;
+                groups.push(vec![ch]);
+            }
+        }
+    }
+    let span = |gr: &[Chunk<'_>]| gr[0].rows.start * tiles_x..gr[gr.len() - 1].rows.end * tiles_x;
+    let largest = groups.iter().map(|gr| span(gr).len()).max().unwrap_or(0);
+    let mut v = vec![0.0f32; POINTS * largest * c];
+    let mut m = vec![0.0f32; POINTS * largest * o];
+    for group in groups {
+        let tiles = span(&group);
+        let (f0, bt) = (tiles.start, tiles.len());
+        let vp = Rows(v.as_mut_ptr());
+        let input = |patch: &mut Vec<f32>, ch: &Chunk<'_>| {
+            let own = ch.rows.start * tiles_x..ch.rows.end * tiles_x;
+            // SAFETY: `applies` checked AVX-512F; `v` holds [36, bt, C] and this chunk's
+            // tiles are rows `own - f0` of it, written by this task only.
+            unsafe { avx512::inputs(job, patch, own.clone(), vp.ptr().add((own.start - f0) * c), bt) };
+        };
+        let patch = || vec![0.0f32; POINTS * c];
+        if parallel {
+            group.par_iter().for_each_init(patch, input);
+        } else {
+            let mut scratch = patch();
+            group.iter().for_each(|ch| input(&mut scratch, ch));
+        }
+        let gemm = |(p, mp): (usize, &mut [f32])| {
+            // SAFETY: AVX-512F; point p of `V` ([bt, C]) and `U` ([C, O]); `mp` is [bt, O].
+            unsafe {
+                let (vp, up) = (v.as_ptr().add(p * bt * c), job.u.as_ptr().add(p * c * o));
+                avx512::point_gemm(vp, up, mp.as_mut_ptr(), bt, c, o)
+            };
+        };
+        let m_used = &mut m[..POINTS * bt * o];
+        if parallel {
+            m_used.par_chunks_mut(bt * o).enumerate().for_each(gemm);
+        } else {
+            m_used.chunks_mut(bt * o).enumerate().for_each(gemm);
+        }
+        let m = &m[..];
+        let output = |ch: Chunk<'_>| {
+            let own = ch.rows.start * tiles_x..ch.rows.end * tiles_x;
+            // SAFETY: AVX-512F; `m` holds [36, bt, O] with this chunk's tiles at rows
+            // `own - f0`; their outputs lie in `ch.out`.
+            unsafe { avx512::outputs(job, m.as_ptr().add((own.start - f0) * o), bt, own, ch.base, ch.out) };
+        };
+        if parallel {
+            group.into_par_iter().for_each(output);
+        } else {
+            group.into_iter().for_each(output);
+        }
+    }
+}
