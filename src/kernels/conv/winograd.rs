@@ -363,7 +363,7 @@ mod avx512 {
 
     use super::{Alg, Job, LANES, POINTS, Scratch, T6};
     use crate::kernels::conv::Geom;
-    use crate::kernels::micro::{Depth, micro_dyn};
+    use crate::kernels::micro::ab;
 
     /// Tiles `tiles` (flat `(n, ty, tx)` indices) into `chunk`, the part of the output
     /// starting at element `base`: [`inputs`], [`gemms`], [`outputs`] on the task's scratch.
@@ -632,22 +632,14 @@ mod avx512 {
         }
     }
 
-    /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for one point: per 64-column block of `U_p`
-    /// (in L1/L2), every 6-row block of `V_p`.
+    /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for one point (see [`ab`]).
     ///
     /// # Safety
     /// The CPU supports AVX-512F; `vp`, `up`, `mp` hold `[nt, C]`, `[C, O]`, `[nt, O]`, `O` a
     /// multiple of 16.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn point_gemm(vp: *const f32, up: *const f32, mp: *mut f32, nt: usize, c: usize, o: usize) {
-        let depth = Depth::flat(c, 1, o);
-        for o0 in (0..o).step_by(4 * LANES) {
-            let nv = ((o - o0) / LANES).min(4);
-            for t0 in (0..nt).step_by(6) {
-                let r = (nt - t0).min(6);
-                // SAFETY: rows t0..t0+r and columns o0..o0+16nv inside the buffers.
-                unsafe { micro_dyn(r, nv, vp.add(t0 * c), c, up.add(o0), &depth, mp.add(t0 * o + o0), o) };
-            }
-        }
+        // SAFETY: the caller's bounds.
+        unsafe { ab(nt, c, o, vp, up, mp, o, 0..o) }
     }
 }

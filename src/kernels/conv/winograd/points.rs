@@ -19,6 +19,7 @@
 use rayon::prelude::*;
 
 use super::{Chunk, Geom, Job, POINTS, avx512};
+use crate::kernels::micro::SharedMut;
 
 /// Bytes of a transformed filter `U` up to which the tile-major schedule runs.
 pub(super) const U_TILE_MAJOR: usize = 1 << 20;
@@ -41,28 +42,20 @@ pub enum Schedule {
 
 impl Schedule {
     /// Whether this conv runs point-major: forced, or (`Auto`) `U` exceeds [`U_TILE_MAJOR`].
+    /// `PFOR_WINOGRAD_SCHEDULE=tile` or `point` (read once) overrides `Auto`: for measuring
+    /// the rule (`benches/probes/winograd_probe.rs`), as `PFOR_WINOGRAD3` does the cost rule.
     pub(super) fn point_major(self, g: &Geom) -> bool {
+        static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
+        let forced = || match std::env::var("PFOR_WINOGRAD_SCHEDULE").as_deref() {
+            Ok("tile") => Some(false),
+            Ok("point") => Some(true),
+            _ => None,
+        };
         match self {
-            Schedule::Auto => POINTS * g.c * g.o * 4 > U_TILE_MAJOR,
+            Schedule::Auto => FORCED.get_or_init(forced).unwrap_or(POINTS * g.c * g.o * 4 > U_TILE_MAJOR),
             Schedule::TileMajor => false,
             Schedule::PointMajor => true,
         }
-    }
-}
-
-/// A raw pointer to the group's `V`, shared by the input-transform tasks (each writes only
-/// its own tiles' rows).
-#[derive(Clone, Copy)]
-struct Rows(*mut f32);
-// SAFETY: the tasks that share it write disjoint rows (see `run`) and nothing reads `V`
-// until they have all finished.
-unsafe impl Send for Rows {}
-unsafe impl Sync for Rows {}
-
-impl Rows {
-    /// The pointer (a method, so that closures capture the whole `Rows`).
-    fn ptr(self) -> *mut f32 {
-        self.0
     }
 }
 
@@ -95,7 +88,7 @@ pub(super) fn run(job: &Job<'_>, chunks: Vec<Chunk<'_>>, parallel: bool) {
     for group in groups {
         let tiles = span(&group);
         let (f0, bt) = (tiles.start, tiles.len());
-        let vp = Rows(v.as_mut_ptr());
+        let vp = SharedMut(v.as_mut_ptr());
         let input = |patch: &mut Vec<f32>, ch: &Chunk<'_>| {
             let own = ch.rows.start * tiles_x..ch.rows.end * tiles_x;
             // SAFETY: `applies` checked AVX-512F; `v` holds [36, bt, C] and this chunk's
