@@ -137,7 +137,7 @@ pub fn atb_batched(opts: super::KernelOptions, batch: usize, m: usize, k: usize,
 }
 
 macro_rules! faer_gemm {
-    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident, $small_m:ident) => {
+    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident) => {
         impl GemmElem for $t {
             fn atb(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) -> bool {
                 $atb(m, k, n, a, b, c)
@@ -169,9 +169,6 @@ macro_rules! faer_gemm {
                 par: bool,
             ) {
                 if m == 0 || n == 0 {
-                    return;
-                }
-                if !ta && !tb && !acc && $small_m(m, k, n, a, b, c, par) {
                     return;
                 }
                 let mut cm = MatMut::from_row_major_slice_mut(c, m, n);
@@ -237,8 +234,8 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512, small_m_f32);
-faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never, no_small_m);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never);
 
 /// The CPU has AVX-512F (what the f32 [`GemmElem::atb`] kernel needs).
 fn avx512() -> bool {
@@ -259,55 +256,6 @@ fn atb_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) ->
         return true;
     }
     let _ = (m, k, n, a, b, c);
-    false
-}
-
-/// Most rows of `C` for [`small_m_f32`].
-pub const SMALL_M: usize = 256;
-
-/// `c [m, n] = a [m, k] · b [k, n]` (row-major f32) for few rows (`m <=` [`SMALL_M`]) by the
-/// micro-kernel of [`crate::kernels::micro`], reading `b` in place: faer packs `b` (the
-/// large operand: a conv's filter) on every call, which at few rows costs as much as the
-/// product (`[49, 512] x [512, 2048]`: ~136 GFLOP/s). Threads (with `par`, above
-/// [`PAR_FLOPS`]) take equal runs of 64-column blocks, so each reads its own part of `b`
-/// once. False (nothing written) where it does not apply: no AVX-512F, `n` not a multiple
-/// of 16, `k = 0` or the buffers not the shapes' lengths.
-fn small_m_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32], par: bool) -> bool {
-    #[cfg(target_arch = "x86_64")]
-    if m <= SMALL_M
-        && n.is_multiple_of(crate::kernels::micro::LANES)
-        && k > 0
-        && a.len() == m * k
-        && b.len() == k * n
-        && c.len() == m * n
-        && avx512()
-    {
-        use crate::kernels::micro::{SharedMut, ab};
-        use rayon::prelude::*;
-        let blocks = n.div_ceil(4 * crate::kernels::micro::LANES);
-        let parts = if par_for(m, k, n, par) == Par::Seq { 1 } else { rayon::current_num_threads().min(blocks) };
-        let cp = SharedMut(c.as_mut_ptr());
-        let part = |i: usize| {
-            let cols = (blocks * i / parts * 64).min(n)..(blocks * (i + 1) / parts * 64).min(n);
-            // SAFETY: AVX-512F is present and the lengths are checked above; the parts'
-            // column ranges are disjoint, so each task writes only its own elements of `c`.
-            unsafe { ab(m, k, n, a.as_ptr(), b.as_ptr(), cp.ptr(), n, cols) };
-        };
-        if parts > 1 {
-            (0..parts).into_par_iter().for_each(part);
-        } else {
-            part(0);
-        }
-        return true;
-    }
-    let _ = (m, k, n, a, b, c, par);
-    false
-}
-
-/// No small-`M` kernel (f64 goes to faer).
-#[allow(clippy::too_many_arguments)]
-fn no_small_m<T>(m: usize, k: usize, n: usize, a: &[T], b: &[T], c: &mut [T], par: bool) -> bool {
-    let _ = (m, k, n, a, b, c, par);
     false
 }
 

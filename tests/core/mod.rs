@@ -8,7 +8,6 @@ mod exec;
 mod fuse;
 mod fuse_elementwise;
 mod fuse_patch_product;
-mod gemm_small_m;
 mod ir;
 mod layout_copy;
 mod options;

@@ -20,7 +20,12 @@
 //! L2 cache): input transform (tiles inside the image read the input in place, edge tiles
 //! go through a zero-padded copy), register-blocked GEMMs of 6 tiles x 64 channels over the
 //! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
-//! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. [`conv2d_pool`]
+//! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. That
+//! tile-major schedule reads all of `U` once per batch; where `U` is larger than 4 MB
+//! (ResNet-50's 3x3 convs of 256 and 512 channels: `U` of 9.4 and 37.7 MB) the
+//! point-major schedule of `points` runs instead: all tiles' input transforms, then per
+//! point one GEMM over all tiles (threads over points), then the output transforms.
+//! [`conv2d_pool`]
 //! (F(2x2, 5x5) only) also applies the fused 2x2 max pool there: an output tile is exactly
 //! one pooling window.
 //!
@@ -141,8 +146,9 @@ pub(crate) fn profitable(g: &Geom) -> bool {
 
 /// The F(4x4, 3x3) cost rule: at least [`MIN_TILES3`] tiles in the batch. Below that the
 /// 36 GEMMs have too few rows to pay for reading `U` (4x the filter's size): ResNet-50's
-/// `[1, 7, 7, 512] -> 512` (4 tiles) runs at 0.45x im2col's speed, at n = 8 (32 tiles) at
-/// 2.5x; SqueezeNet's 13x13 layers (16 tiles per image) at 1.0-1.1x at n = 1.
+/// `[1, 7, 7, 512] -> 512` (4 tiles) runs at 0.45x im2col's speed tile-major and 0.7-0.85x
+/// point-major (re-measured with the point-major schedule, see `points`), at n = 8 (32
+/// tiles) at 6x; SqueezeNet's 13x13 layers (16 tiles per image) at 1.0-1.6x at n = 1.
 fn rule3(g: &Geom) -> bool {
     g.n * g.oh.div_ceil(4) * g.ow.div_ceil(4) >= MIN_TILES3
 }
@@ -640,6 +646,6 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn point_gemm(vp: *const f32, up: *const f32, mp: *mut f32, nt: usize, c: usize, o: usize) {
         // SAFETY: the caller's bounds.
-        unsafe { ab(nt, c, o, vp, up, mp, o, 0..o) }
+        unsafe { ab(nt, c, o, vp, up, mp) }
     }
 }

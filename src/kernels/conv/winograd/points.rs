@@ -7,7 +7,20 @@
 //! core busy.
 //!
 //! Where (the rule of [`Schedule::point_major`]): when `U` (`36 C O` f32) is larger than
-//! [`U_TILE_MAJOR`], i.e. when it no longer stays in a core's L2 cache between tile batches.
+//! [`U_TILE_MAJOR`] (4 MB). Measured with `benches/probes/winograd_probe.rs`
+//! (`PFOR_WINOGRAD3=always`, `PFOR_WINOGRAD_SCHEDULE=tile|point`; CPU ms per conv, 2-core
+//! AVX-512 machine under load, two rounds, tile-major / point-major):
+//!
+//! | layer (`U`)                      | n = 1                 | n = 8                 | n = 32      |
+//! |----------------------------------|-----------------------|-----------------------|-------------|
+//! | `[n,7,7,512] -> 512` (37.7 MB)   | 3.3, 3.8 / 2.0, 2.5   | 15.2, 17.4 / 5.3, 5.8 | 55.5 / 17.8 |
+//! | `[n,14,14,256] -> 256` (9.4 MB)  | 0.68, 0.81 / 0.62, 0.86 | 6.2, 4.6 / 5.0, 4.8 | 21.3 / 17.8 |
+//! | `[n,28,28,128] -> 128` (2.4 MB)  | 0.45, 0.46 / 0.39, 0.44 | 3.7, 3.5 / 4.8, 5.0 | 14.0 / 14.6 |
+//! | `[n,56,56,64] -> 64` (0.6 MB)    | 0.47, 0.44 / 0.45, 0.53 | 4.0, 3.8 / 5.8, 6.3 | 15.7 / 18.8 |
+//!
+//! At n = 1 the 7x7 layer (4 tiles) stays on im2col all the same (1.2-1.9 ms there; the
+//! F(4x4, 3x3) cost rule, `winograd::rule3`, wants 16 tiles), while the 14x14 one (16 tiles)
+//! runs Winograd at 1.8-2.2x im2col's speed.
 //!
 //! Invariants: the arithmetic is the tile-major schedule's (the same transforms and the same
 //! micro-kernel summing over input channels in order from the first, whose results do not
@@ -22,7 +35,7 @@ use super::{Chunk, Geom, Job, POINTS, avx512};
 use crate::kernels::micro::SharedMut;
 
 /// Bytes of a transformed filter `U` up to which the tile-major schedule runs.
-pub(super) const U_TILE_MAJOR: usize = 1 << 20;
+pub(super) const U_TILE_MAJOR: usize = 4 << 20;
 /// Bytes of transformed inputs and GEMM results (`36 x tiles x (C + O)` f32) per group of
 /// tiles, at most (a group holds at least one chunk of tile rows).
 const GROUP_BYTES: usize = 16 << 20;
