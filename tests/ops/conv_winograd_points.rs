@@ -1,6 +1,6 @@
 //! The point-major schedule of the Winograd conv kernel (`src/kernels/conv/winograd/points.rs`):
 //! every tile's input transform, then one GEMM per transform point over all tiles, then the
-//! output transforms, where the transformed filter is larger than 4 MB.
+//! output transforms, where the transformed filter is larger than 16 MB, or 4 MB at few tiles.
 //!
 //! Checked: the point-major and tile-major schedules give the same bits (with the `+ bias +
 //! residual → relu` epilogue), over odd tile counts, maps smaller than a tile, n = 0 and 1,
@@ -78,8 +78,8 @@ fn point_major_splits_many_tiles_into_groups_with_the_same_bits() {
 
 #[test]
 fn a_filter_larger_than_the_rule_runs_point_major_in_a_session() {
-    // U = 36 x 192 x 192 x 4 B = 5.3 MB: the rule picks point-major; 16 tiles pass the
-    // F(4x4, 3x3) cost rule
+    // U = 36 x 192 x 192 x 4 B = 5.3 MB at 16 tiles: the rule picks point-major (> 4 MB,
+    // <= 64 tiles); 16 tiles pass the F(4x4, 3x3) cost rule
     let (n, hw, c) = (1, 14, 192);
     let x = Tensor::randn(&[n, hw, hw, c], 11).unwrap();
     let f = Tensor::randn(&[3, 3, c, c], 12).unwrap();

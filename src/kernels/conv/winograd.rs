@@ -21,8 +21,8 @@
 //! go through a zero-padded copy), register-blocked GEMMs of 6 tiles x 64 channels over the
 //! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
 //! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. That
-//! tile-major schedule reads all of `U` once per batch; where `U` is larger than 4 MB
-//! (ResNet-50's 3x3 convs of 256 and 512 channels: `U` of 9.4 and 37.7 MB) the
+//! tile-major schedule reads all of `U` once per batch; where `U` is larger than 16 MB
+//! (ResNet-50's 3x3 convs of 512 channels: 37.7 MB), or 4 MB at few tiles, the
 //! point-major schedule of `points` runs instead: all tiles' input transforms, then per
 //! point one GEMM over all tiles (threads over points), then the output transforms.
 //! [`conv2d_pool`]
@@ -309,7 +309,7 @@ fn run(
             }
         };
         let job = Job { g, alg, x, u, epi, pooled, tiles_y, tiles_x, batch };
-        if schedule.point_major(g) {
+        if schedule.point_major(g, total) {
             points::run(&job, chunks, parallel);
             return true;
         }

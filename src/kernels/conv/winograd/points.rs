@@ -7,20 +7,25 @@
 //! core busy.
 //!
 //! Where (the rule of [`Schedule::point_major`]): when `U` (`36 C O` f32) is larger than
-//! [`U_TILE_MAJOR`] (4 MB). Measured with `benches/probes/winograd_probe.rs`
-//! (`PFOR_WINOGRAD3=always`, `PFOR_WINOGRAD_SCHEDULE=tile|point`; CPU ms per conv, 2-core
-//! AVX-512 machine under load, two rounds, tile-major / point-major):
+//! [`U_ALWAYS`] (16 MB, half the L3 cache: ResNet-50's 512-channel layers), or larger than
+//! [`U_FEW_TILES`] (4 MB) in a conv of at most [`FEW_TILES`] tiles, where the tile-major
+//! schedule's few tasks each read all of `U` and a core may idle. Measured (2-core AVX-512
+//! machine under load; CPU ms per conv with `benches/probes/winograd_probe.rs`,
+//! `PFOR_WINOGRAD3=always`, `PFOR_WINOGRAD_SCHEDULE=tile|point`, two rounds; "model": ms
+//! per layer in ResNet-50 light's `PFOR_PROFILE`, `onnx_profile`, mean of its layers),
+//! tile-major / point-major:
 //!
-//! | layer (`U`)                      | n = 1                 | n = 8                 | n = 32      |
-//! |----------------------------------|-----------------------|-----------------------|-------------|
-//! | `[n,7,7,512] -> 512` (37.7 MB)   | 3.3, 3.8 / 2.0, 2.5   | 15.2, 17.4 / 5.3, 5.8 | 55.5 / 17.8 |
-//! | `[n,14,14,256] -> 256` (9.4 MB)  | 0.68, 0.81 / 0.62, 0.86 | 6.2, 4.6 / 5.0, 4.8 | 21.3 / 17.8 |
-//! | `[n,28,28,128] -> 128` (2.4 MB)  | 0.45, 0.46 / 0.39, 0.44 | 3.7, 3.5 / 4.8, 5.0 | 14.0 / 14.6 |
-//! | `[n,56,56,64] -> 64` (0.6 MB)    | 0.47, 0.44 / 0.45, 0.53 | 4.0, 3.8 / 5.8, 6.3 | 15.7 / 18.8 |
+//! | layer (`U`)                     | n = 1                             | n = 8                                | n = 32                      |
+//! |---------------------------------|-----------------------------------|--------------------------------------|-----------------------------|
+//! | `[n,7,7,512] -> 512` (37.7 MB)  | 3.3, 3.8 / 2.0, 2.5 (im2col 1.2-1.9) | 15.2, 17.4 / 5.3, 5.8             | 55.5 / 17.8; model 34 / 15.3 |
+//! | `[n,14,14,256] -> 256` (9.4 MB) | 0.68, 0.81 / 0.62, 0.86; model 0.87 / 0.54 | 6.2, 4.6 / 5.0, 4.8; model 2.6 / 2.6 | 21.3 / 17.8; model 13.7 / 14.9 |
+//! | `[n,28,28,128] -> 128` (2.4 MB) | 0.45, 0.46 / 0.39, 0.44; model 0.50 / 0.40 | 3.7, 3.5 / 4.8, 5.0; model 1.9 / 2.7 | 14.0 / 14.6 |
+//! | `[n,56,56,64] -> 64` (0.6 MB)   | 0.47, 0.44 / 0.45, 0.53           | 4.0, 3.8 / 5.8, 6.3                  | 15.7 / 18.8 |
+//! | SqueezeNet `[n,13,13,64] -> 256` (2.4 MB) | 0.15, 0.20 / 0.24, 0.19 | 1.2, 1.3 / 1.1, 1.3                  | 5.4 / 5.8   |
 //!
-//! At n = 1 the 7x7 layer (4 tiles) stays on im2col all the same (1.2-1.9 ms there; the
-//! F(4x4, 3x3) cost rule, `winograd::rule3`, wants 16 tiles), while the 14x14 one (16 tiles)
-//! runs Winograd at 1.8-2.2x im2col's speed.
+//! At n = 1 the 7x7 layer (4 tiles) stays on im2col all the same (the F(4x4, 3x3) cost
+//! rule, `winograd::rule3`, wants 16 tiles). The 2.4 MB filters stay tile-major even at
+//! n = 1 (ResNet's 28x28 layer gains there, SqueezeNet's 13x13 ones do not).
 //!
 //! Invariants: the arithmetic is the tile-major schedule's (the same transforms and the same
 //! micro-kernel summing over input channels in order from the first, whose results do not
@@ -34,8 +39,12 @@ use rayon::prelude::*;
 use super::{Chunk, Geom, Job, POINTS, avx512};
 use crate::kernels::micro::SharedMut;
 
-/// Bytes of a transformed filter `U` up to which the tile-major schedule runs.
-pub(super) const U_TILE_MAJOR: usize = 4 << 20;
+/// Bytes of a transformed filter `U` above which the point-major schedule always runs.
+pub(super) const U_ALWAYS: usize = 16 << 20;
+/// Bytes of `U` above which the point-major schedule runs a conv of at most [`FEW_TILES`].
+pub(super) const U_FEW_TILES: usize = 4 << 20;
+/// Tiles (over the batch) up to which [`U_FEW_TILES`] applies.
+pub(super) const FEW_TILES: usize = 64;
 /// Bytes of transformed inputs and GEMM results (`36 x tiles x (C + O)` f32) per group of
 /// tiles, at most (a group holds at least one chunk of tile rows).
 const GROUP_BYTES: usize = 16 << 20;
@@ -54,18 +63,22 @@ pub enum Schedule {
 }
 
 impl Schedule {
-    /// Whether this conv runs point-major: forced, or (`Auto`) `U` exceeds [`U_TILE_MAJOR`].
-    /// `PFOR_WINOGRAD_SCHEDULE=tile` or `point` (read once) overrides `Auto`: for measuring
-    /// the rule (`benches/probes/winograd_probe.rs`), as `PFOR_WINOGRAD3` does the cost rule.
-    pub(super) fn point_major(self, g: &Geom) -> bool {
+    /// Whether this conv of `tiles` tiles runs point-major: forced, or (`Auto`) by the rule
+    /// in the module docs. `PFOR_WINOGRAD_SCHEDULE=tile` or `point` (read once) overrides
+    /// `Auto`: for measuring the rule (`benches/probes/winograd_probe.rs`), as
+    /// `PFOR_WINOGRAD3` does the cost rule.
+    pub(super) fn point_major(self, g: &Geom, tiles: usize) -> bool {
         static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
         let forced = || match std::env::var("PFOR_WINOGRAD_SCHEDULE").as_deref() {
             Ok("tile") => Some(false),
             Ok("point") => Some(true),
             _ => None,
         };
+        let u = POINTS * g.c * g.o * 4;
         match self {
-            Schedule::Auto => FORCED.get_or_init(forced).unwrap_or(POINTS * g.c * g.o * 4 > U_TILE_MAJOR),
+            Schedule::Auto => {
+                FORCED.get_or_init(forced).unwrap_or(u > U_ALWAYS || (u > U_FEW_TILES && tiles <= FEW_TILES))
+            }
             Schedule::TileMajor => false,
             Schedule::PointMajor => true,
         }
