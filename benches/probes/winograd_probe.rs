@@ -3,7 +3,8 @@
 //! machine): `cargo run --release --example winograd_probe -- [N] [ROUNDS]` prints, per
 //! shape, the median CPU ms of each path and their ratio. `PFOR_WINOGRAD3=always` makes the
 //! kernel run on every shape it can (the cost rule off), which this probe needs to measure
-//! shapes the rule rejects.
+//! shapes the rule rejects; `PFOR_WINOGRAD_SCHEDULE=tile` or `point` forces one schedule
+//! of the kernel (run the probe once with each, alternating, to compare them).
 use pfor::prelude::*;
 
 mod cpu_clock;

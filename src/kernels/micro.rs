@@ -3,8 +3,8 @@
 //! [`micro`] computes an `R x 16V` block (`R` ≤ 6 rows, `V` ≤ 4 vectors: at most 24
 //! accumulators plus `V` loaded vectors, within the 32 ZMM registers) of `A · B`, with `A`
 //! read through arbitrary row and depth strides (broadcast one element at a time) and `B`
-//! by rows of `16V` contiguous values. Users: the Winograd conv's 36 point GEMMs
-//! (`ops::conv::winograd`, `A` row-major) and [`atb`], the product `Aᵀ B` of two
+//! by rows of `16V` contiguous values. Users: [`ab`], the plain row-major product (the
+//! Winograd conv's 36 point GEMMs, `kernels::conv::winograd`), and [`atb`], the product `Aᵀ B` of two
 //! depth-major operands (per-example weight gradients: `batch_matmul(adj_a)` of patches
 //! and output gradients), which needs no packing since each depth step reads one
 //! contiguous row of each operand.
@@ -15,7 +15,23 @@
 //! the caller reaches only after checking AVX-512F, with in-bounds pointers as documented.
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx512::{atb, micro_dyn};
+pub(crate) use avx512::{ab, atb, micro_dyn};
+
+/// A raw pointer to an f32 buffer that parallel tasks write through, each only its own
+/// disjoint elements (the tiles' rows of a Winograd group's transformed inputs `V`),
+/// with nothing reading them until every task has finished: the callers' invariant.
+#[derive(Clone, Copy)]
+pub(crate) struct SharedMut(pub(crate) *mut f32);
+// SAFETY: see the type's doc: the tasks sharing it write disjoint elements.
+unsafe impl Send for SharedMut {}
+unsafe impl Sync for SharedMut {}
+
+impl SharedMut {
+    /// The pointer (a method, so that closures capture the whole `SharedMut`).
+    pub(crate) fn ptr(self) -> *mut f32 {
+        self.0
+    }
+}
 
 /// f32 lanes of one ZMM register.
 pub(crate) const LANES: usize = 16;
@@ -62,6 +78,26 @@ mod avx512 {
                 // SAFETY: rows m0..m0+r of c and columns m0..m0+r of a, columns n0..n0+16nv
                 // of b and c: inside the buffers.
                 unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n) };
+            }
+        }
+    }
+
+    /// `c [m, n] = a [m, k] · b [k, n]`, all row-major: per 64-column block of `b` (in
+    /// L1/L2 while it is reused), every 6-row block of `a`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `a`, `b`, `c` hold `[m, k]`, `[k, n]`, `[m, n]`; `n` is a
+    /// multiple of 16.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn ab(m: usize, k: usize, n: usize, a: *const f32, b: *const f32, c: *mut f32) {
+        let depth = Depth::flat(k, 1, n);
+        for n0 in (0..n).step_by(4 * LANES) {
+            let nv = ((n - n0) / LANES).min(4);
+            for m0 in (0..m).step_by(6) {
+                let r = (m - m0).min(6);
+                // SAFETY: rows m0..m0+r of a and c, columns n0..n0+16nv of b and c: inside
+                // the buffers (the caller's bounds).
+                unsafe { micro_dyn(r, nv, a.add(m0 * k), k, b.add(n0), &depth, c.add(m0 * n + n0), n) };
             }
         }
     }

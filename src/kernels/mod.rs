@@ -23,6 +23,50 @@ pub fn winograd_filter_transforms() -> u64 {
     conv::winograd::transforms_on_this_thread()
 }
 
+pub use conv::winograd::Schedule as WinogradSchedule;
+
+/// `y [N, H, W, O] = relu?(conv2d(x, w) + bias + residual)` for `x [N, H, W, C]` and
+/// `w [k, k, C, O]` (stride 1, SAME padding, odd `k`) by the f32 Winograd kernel alone, its
+/// cost rule skipped, with this schedule: for tests and probes. `Ok(None)` where the kernel
+/// does not take the conv (CPU, filter size, channel counts); an error when the buffers do
+/// not have the shapes' lengths.
+#[doc(hidden)]
+#[allow(clippy::too_many_arguments)]
+pub fn winograd_conv2d(
+    x: &[f32],
+    [n, h, w, c]: [usize; 4],
+    f: &[f32],
+    [k, o]: [usize; 2],
+    bias: Option<&[f32]>,
+    residual: Option<&[f32]>,
+    relu: bool,
+    schedule: WinogradSchedule,
+) -> crate::Result<Option<Vec<f32>>> {
+    let len = n * h * w * o;
+    if x.len() != n * h * w * c
+        || f.len() != k * k * c * o
+        || k % 2 == 0
+        || bias.is_some_and(|b| b.len() != o)
+        || residual.is_some_and(|r| r.len() != len)
+    {
+        return Err(crate::Error::shape(
+            "winograd_conv2d",
+            format!(
+                "x of {} for [{n}, {h}, {w}, {c}], filter of {} for [{k}, {k}, {c}, {o}] (odd k), bias of {:?}, residual of {:?}",
+                x.len(),
+                f.len(),
+                bias.map(<[f32]>::len),
+                residual.map(<[f32]>::len)
+            ),
+        ));
+    }
+    let p = k.saturating_sub(1) / 2;
+    let g = conv::Geom { n, h, w, c, kh: k, kw: k, o, oh: h, ow: w, sh: 1, sw: 1, dh: 1, dw: 1, pt: p, pl: p };
+    let epi = conv::im2col::Epilogue { bias, residual, relu, winograd: None };
+    let mut out = vec![0.0; len];
+    Ok(conv::winograd::conv2d_scheduled(&g, x, f, epi, &mut out, schedule).then_some(out))
+}
+
 /// Elements above which elementwise-like kernels use rayon (rayon costs ~15–35 µs per call).
 pub const PAR_THRESHOLD: usize = 1 << 17;
 

@@ -9,6 +9,7 @@ pub mod conv_chunks;
 pub mod conv_explicit_padding;
 pub mod conv_winograd;
 pub mod conv_winograd3;
+pub mod conv_winograd_points;
 pub mod custom_op_public;
 pub mod elementwise;
 pub mod indexing;

@@ -230,33 +230,62 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
 fn pool_row_inside<T: Float>(g: &Geom, img: &[T], oy: usize, orow: &mut [T]) {
     let row_len = g.w * g.c;
     let rows = &img[oy * g.sh * row_len..][..g.kh * row_len];
-    if rows.iter().fold(false, |a, v| a | v.is_nan()) {
+    if any_nan(rows) {
         fold_windows(g, rows, orow, better);
     } else {
         fold_windows(g, rows, orow, |v, cur| v > cur);
     }
 }
 
-/// `orow[ox] = ` the window fold of `rows` (the `kh` input rows of one output row) under
-/// `wins(v, cur)`, taps in row-major order.
+/// Whether `xs` holds a NaN.
 #[inline(always)]
-fn fold_windows<T: Float>(g: &Geom, rows: &[T], orow: &mut [T], wins: impl Fn(T, T) -> bool) {
-    let (c, row_len) = (g.c, g.w * g.c);
+fn any_nan<T: Float>(xs: &[T]) -> bool {
+    xs.iter().fold(false, |a, v| a | v.is_nan())
+}
+
+/// `orow[ox] = ` the window fold of `rows` (the `kh` input rows of one output row) under
+/// `wins(v, cur)`, taps in row-major order. Each block of channels (64, 16, then single
+/// ones) folds all its taps in a local accumulator (registers) and is stored once: folding
+/// into the output in memory would reload each block right after a masked store, which the
+/// CPU cannot forward.
+#[inline(always)]
+fn fold_windows<T: Float>(g: &Geom, rows: &[T], orow: &mut [T], wins: impl Fn(T, T) -> bool + Copy) {
+    let c = g.c;
     for (ox, o) in orow.chunks_exact_mut(c).enumerate() {
-        for ky in 0..g.kh {
-            let xrow = &rows[ky * row_len..][..row_len];
-            for kx in 0..g.kw {
-                let xp = &xrow[(ox * g.sw + kx) * c..][..c];
-                if ky == 0 && kx == 0 {
-                    o.copy_from_slice(xp);
-                } else {
-                    for (o, &v) in o.iter_mut().zip(xp) {
-                        *o = if wins(v, *o) { v } else { *o };
-                    }
-                }
+        let base = ox * g.sw * c;
+        let mut c0 = 0;
+        while c0 + 64 <= c {
+            fold_block::<T, 64>(g, rows, base + c0, &mut o[c0..c0 + 64], wins);
+            c0 += 64;
+        }
+        while c0 + 16 <= c {
+            fold_block::<T, 16>(g, rows, base + c0, &mut o[c0..c0 + 16], wins);
+            c0 += 16;
+        }
+        for c0 in c0..c {
+            fold_block::<T, 1>(g, rows, base + c0, &mut o[c0..c0 + 1], wins);
+        }
+    }
+}
+
+/// `W` channels of one pooled pixel: the accumulator starts at the window's first tap,
+/// then folds every tap in row-major order — the first one again, which neither rule
+/// lets win over itself (`v > v` is false; a NaN does not replace a NaN), so the result is
+/// the plain fold's.
+#[inline(always)]
+fn fold_block<T: Float, const W: usize>(g: &Geom, rows: &[T], at: usize, o: &mut [T], wins: impl Fn(T, T) -> bool) {
+    let row_len = g.w * g.c;
+    let mut acc = [T::default(); W];
+    acc.copy_from_slice(&rows[at..][..W]);
+    for ky in 0..g.kh {
+        let r = &rows[ky * row_len + at..];
+        for kx in 0..g.kw {
+            for (a, &v) in acc.iter_mut().zip(&r[kx * g.c..][..W]) {
+                *a = if wins(v, *a) { v } else { *a };
             }
         }
     }
+    o.copy_from_slice(&acc);
 }
 
 /// Max or average pooling (average over the in-bounds elements of each window).

@@ -20,7 +20,12 @@
 //! L2 cache): input transform (tiles inside the image read the input in place, edge tiles
 //! go through a zero-padded copy), register-blocked GEMMs of 6 tiles x 64 channels over the
 //! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
-//! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. [`conv2d_pool`]
+//! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. That
+//! tile-major schedule reads all of `U` once per batch; where `U` is larger than 16 MB
+//! (ResNet-50's 3x3 convs of 512 channels: 37.7 MB), or 4 MB at few tiles, the
+//! point-major schedule of `points` runs instead: all tiles' input transforms, then per
+//! point one GEMM over all tiles (threads over points), then the output transforms.
+//! [`conv2d_pool`]
 //! (F(2x2, 5x5) only) also applies the fused 2x2 max pool there: an output tile is exactly
 //! one pooling window.
 //!
@@ -45,8 +50,10 @@
 //! session, leaving the im2col path; outside a run it is on.
 
 mod filter;
+mod points;
 
 pub(crate) use filter::{Prepared, transforms_on_this_thread};
+pub use points::Schedule;
 
 use rayon::prelude::*;
 
@@ -139,8 +146,9 @@ pub(crate) fn profitable(g: &Geom) -> bool {
 
 /// The F(4x4, 3x3) cost rule: at least [`MIN_TILES3`] tiles in the batch. Below that the
 /// 36 GEMMs have too few rows to pay for reading `U` (4x the filter's size): ResNet-50's
-/// `[1, 7, 7, 512] -> 512` (4 tiles) runs at 0.45x im2col's speed, at n = 8 (32 tiles) at
-/// 2.5x; SqueezeNet's 13x13 layers (16 tiles per image) at 1.0-1.1x at n = 1.
+/// `[1, 7, 7, 512] -> 512` (4 tiles) runs at 0.45x im2col's speed tile-major and 0.7-0.85x
+/// point-major (re-measured with the point-major schedule, see `points`), at n = 8 (32
+/// tiles) at 6x; SqueezeNet's 13x13 layers (16 tiles per image) at 1.0-1.6x at n = 1.
 fn rule3(g: &Geom) -> bool {
     g.n * g.oh.div_ceil(4) * g.ow.div_ceil(4) >= MIN_TILES3
 }
@@ -152,14 +160,31 @@ const MIN_TILES3: usize = 16;
 /// [`applies`] and [`profitable`] hold, into the channels `dst` of `out`'s pixel rows; every
 /// element of that slice is written. False (nothing written) otherwise.
 pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], dst: Dst) -> bool {
-    profitable(g) && run(g, x, w, epi, out, false, dst)
+    profitable(g) && run(g, x, w, epi, out, false, dst, Schedule::Auto)
+}
+
+/// [`conv2d`] into a dense output with this schedule and the cost rule skipped (for tests
+/// and probes); false (nothing written) where [`applies`] does not hold or the buffers do
+/// not fit `g`.
+pub(crate) fn conv2d_scheduled(
+    g: &Geom,
+    x: &[f32],
+    w: &[f32],
+    epi: Epilogue<'_, f32>,
+    out: &mut [f32],
+    schedule: Schedule,
+) -> bool {
+    run(g, x, w, epi, out, false, Dst::dense(g.o), schedule)
 }
 
 /// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]` (an F(2x2, 5x5)
 /// tile is one pooling window, an F(4x4, 3x3) tile four). False (nothing written) where
 /// [`conv2d`] does not run or `OH`, `OW` are odd.
 pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g) && g.oh.is_multiple_of(2) && g.ow.is_multiple_of(2) && run(g, x, w, epi, out, true, Dst::dense(g.o))
+    profitable(g)
+        && g.oh.is_multiple_of(2)
+        && g.ow.is_multiple_of(2)
+        && run(g, x, w, epi, out, true, Dst::dense(g.o), Schedule::Auto)
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
@@ -201,7 +226,7 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
             }
         }
     }
-    run(t, dy, &wt, Epilogue::new(None, false), dx, false, Dst::dense(t.o))
+    run(t, dy, &wt, Epilogue::new(None, false), dx, false, Dst::dense(t.o), Schedule::Auto)
 }
 
 /// Shapes of one call, shared by its tasks.
@@ -221,6 +246,14 @@ struct Job<'a> {
     batch: usize,
 }
 
+/// Consecutive tile rows `(n, ty)` of the output and the part of it they write, which
+/// starts at element `base`.
+struct Chunk<'a> {
+    rows: std::ops::Range<usize>,
+    base: usize,
+    out: &'a mut [f32],
+}
+
 /// Per-task scratch: transformed inputs `[36, batch, C]`, GEMM results `[36, batch, O]`,
 /// one zero-padded edge tile `[6, 6, C]`.
 struct Scratch {
@@ -229,7 +262,17 @@ struct Scratch {
     patch: Vec<f32>,
 }
 
-fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], pooled: bool, dst: Dst) -> bool {
+#[allow(clippy::too_many_arguments)]
+fn run(
+    g: &Geom,
+    x: &[f32],
+    w: &[f32],
+    epi: Epilogue<'_, f32>,
+    out: &mut [f32],
+    pooled: bool,
+    dst: Dst,
+    schedule: Schedule,
+) -> bool {
     let Some(alg) = Alg::of(g) else { return false };
     let (k, m) = (alg.k(), alg.m());
     let (tiles_y, tiles_x) = (g.oh.div_ceil(m), g.ow.div_ceil(m));
@@ -261,7 +304,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
         while r0 < rows {
             let r1 = (r0 + per_task).min(rows);
             let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(start(r1) - start(r0));
-            chunks.push((r0, r1, chunk));
+            chunks.push(Chunk { rows: r0..r1, base: start(r0), out: chunk });
             (rest, r0) = (tail, r1);
         }
         let batch = (BATCH_BYTES / (POINTS * (g.c + g.o) * 4)).clamp(6, MAX_BATCH) / 6 * 6;
@@ -275,17 +318,21 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], 
             }
         };
         let job = Job { g, alg, x, u, epi, pooled, dst, tiles_y, tiles_x, batch };
+        if schedule.point_major(g, total) {
+            points::run(&job, chunks, parallel);
+            return true;
+        }
         let scratch = || Scratch {
             v: vec![0.0; POINTS * batch * g.c],
             m: vec![0.0; POINTS * batch * g.o],
             patch: vec![0.0; POINTS * g.c],
         };
-        let task = |s: &mut Scratch, (r0, r1, chunk): (usize, usize, &mut [f32])| {
-            let (f0, f1) = (r0 * tiles_x, r1 * tiles_x);
+        let task = |s: &mut Scratch, ch: Chunk<'_>| {
+            let (f0, f1) = (ch.rows.start * tiles_x, ch.rows.end * tiles_x);
             for b0 in (f0..f1).step_by(batch) {
                 // SAFETY: `applies` checked that the CPU has AVX-512F; `s` is sized for the
-                // job; the batch's outputs lie in `chunk` (tile rows r0..r1).
-                unsafe { avx512::batch(&job, s, b0..(b0 + batch).min(f1), start(r0), chunk) };
+                // job; the batch's outputs lie in `ch.out` (its tile rows).
+                unsafe { avx512::batch(&job, s, b0..(b0 + batch).min(f1), ch.base, ch.out) };
             }
         };
         if parallel && chunks.len() > 1 {
@@ -331,46 +378,83 @@ mod avx512 {
 
     use super::{Alg, Job, LANES, POINTS, Scratch, T6};
     use crate::kernels::conv::Geom;
-    use crate::kernels::micro::{Depth, micro_dyn};
+    use crate::kernels::micro::ab;
 
     /// Tiles `tiles` (flat `(n, ty, tx)` indices) into `chunk`, the part of the output
-    /// starting at element `base`.
+    /// starting at element `base`: [`inputs`], [`gemms`], [`outputs`] on the task's scratch.
     ///
     /// # Safety
     /// The CPU supports AVX-512F; `s` was sized for `job`; `tiles` has at most `job.batch`
     /// tiles and their outputs lie inside `chunk`.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn batch(job: &Job<'_>, s: &mut Scratch, tiles: Range<usize>, base: usize, chunk: &mut [f32]) {
-        let (g, bt) = (job.g, job.batch);
-        let (c, o, nt, m) = (g.c, g.o, tiles.len(), job.alg.m());
-        let at = |f: usize| (f / (job.tiles_y * job.tiles_x), f / job.tiles_x % job.tiles_y, f % job.tiles_x);
-        for (t, f) in tiles.clone().enumerate() {
-            let (n, ty, tx) = at(f);
+        let (bt, nt) = (job.batch, tiles.len());
+        // SAFETY: `s.v`, `job.u`, `s.m` hold [36, batch, C], [36, C, O], [36, batch, O].
+        unsafe {
+            inputs(job, &mut s.patch, tiles.clone(), s.v.as_mut_ptr(), bt);
+            gemms(s.v.as_ptr(), job.u.as_ptr(), s.m.as_mut_ptr(), nt, bt, job.g.c, job.g.o);
+            outputs(job, s.m.as_ptr(), bt, tiles, base, chunk);
+        }
+    }
+
+    /// `(n, ty, tx)` of flat tile `f`.
+    fn tile_at(job: &Job<'_>, f: usize) -> (usize, usize, usize) {
+        (f / (job.tiles_y * job.tiles_x), f / job.tiles_x % job.tiles_y, f % job.tiles_x)
+    }
+
+    /// The input transforms of `tiles`: tile `tiles.start + t`, point `p` to
+    /// `v + (p * bt + t) * C` (`patch`: `[6, 6, C]` scratch for edge tiles).
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F; `v` is valid for writes of `[36, bt, C]` with
+    /// `tiles.len() <= bt`, and no other thread touches those rows meanwhile.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn inputs(job: &Job<'_>, patch: &mut [f32], tiles: Range<usize>, v: *mut f32, bt: usize) {
+        let (g, m) = (job.g, job.alg.m());
+        let c = g.c;
+        for (t, f) in tiles.enumerate() {
+            let (n, ty, tx) = tile_at(job, f);
             let (y0, x0) = ((m * ty) as isize - g.pt as isize, (m * tx) as isize - g.pl as isize);
             let inside = y0 >= 0 && x0 >= 0 && y0 as usize + T6 <= g.h && x0 as usize + T6 <= g.w;
             let (src, row) = if inside {
                 (&job.x[((n * g.h + y0 as usize) * g.w + x0 as usize) * c..], g.w * c)
             } else {
-                edge_tile(g, job.x, n, y0, x0, &mut s.patch);
-                (&s.patch[..], T6 * c)
+                edge_tile(g, job.x, n, y0, x0, patch);
+                (&patch[..], T6 * c)
             };
             // SAFETY: a 6x6 tile of `row`-strided rows of `c` channels lies in `src`; the
-            // writes stay inside `s.v` ([36, batch, C], t < batch).
-            unsafe { input_tile(src.as_ptr(), row, c, s.v.as_mut_ptr().add(t * c), bt * c) };
+            // writes stay inside `v` ([36, bt, C], t < bt).
+            unsafe { input_tile(src.as_ptr(), row, c, v.add(t * c), bt * c) };
         }
-        // SAFETY: `s.v`, `job.u`, `s.m` hold [36, batch, C], [36, C, O], [36, batch, O].
-        unsafe { gemms(s.v.as_ptr(), job.u.as_ptr(), s.m.as_mut_ptr(), nt, bt, c, o) };
+    }
+
+    /// The output transforms and epilogue of `tiles` (tile `tiles.start + t`, point `q` at
+    /// `m + (q * bt + t) * O`) into `chunk`, the part of the output starting at element `base`.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F; `m` holds `[36, bt, O]` with `tiles.len() <= bt`; the
+    /// tiles' outputs lie inside `chunk`.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn outputs(
+        job: &Job<'_>,
+        m: *const f32,
+        bt: usize,
+        tiles: Range<usize>,
+        base: usize,
+        chunk: &mut [f32],
+    ) {
+        let (g, o, mm) = (job.g, job.g.o, job.alg.m());
         // the output (pooled: the pooled output) as `[N, ph, pw, O]` in blocks of `pm x pm`
-        let (ph, pw, pm) = if job.pooled { (g.oh / 2, g.ow / 2, m / 2) } else { (g.oh, g.ow, m) };
+        let (ph, pw, pm) = if job.pooled { (g.oh / 2, g.ow / 2, mm / 2) } else { (g.oh, g.ow, mm) };
         for (t, f) in tiles.enumerate() {
-            let (n, ty, tx) = at(f);
+            let (n, ty, tx) = tile_at(job, f);
             let size = [(ph - pm * ty).min(pm), (pw - pm * tx).min(pm)];
             let (at, px) = ((n * ph + pm * ty) * pw + pm * tx, job.dst.stride);
             let dst = &mut chunk[at * px + job.dst.off - base..];
             let res = job.epi.residual.map(|r| &r[at * o..]);
-            let (p, orow) = (s.m[t * o..].as_ptr(), pw * o);
-            // SAFETY: `p` holds point q of this tile at q * batch * O, o channels each; the
-            // `size` block of pixels at `dst` (rows of `px` values) lies in `chunk`.
+            // SAFETY: point q of this tile at p + q * bt * O, o channels each (see above).
+            let (p, orow) = (unsafe { m.add(t * o) }, pw * o);
+            // SAFETY: the `size` block of pixels at `dst` (rows of `px` values) lies in `chunk`.
             unsafe {
                 match job.alg {
                     Alg::F2x5 => output_tile::<2>(p, bt * o, o, &job.epi, res, dst, [orow, px], size, job.pooled),
@@ -556,20 +640,23 @@ mod avx512 {
     }
 
     /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for the 36 points (`V_p`, `M_p` at
-    /// `p * bt` rows): per 64-column block of `U_p` (in L1/L2), every 6-row block of `V_p`.
+    /// `p * bt` rows): [`point_gemm`] per point.
     #[target_feature(enable = "avx512f")]
     unsafe fn gemms(v: *const f32, u: *const f32, m: *mut f32, nt: usize, bt: usize, c: usize, o: usize) {
-        let depth = Depth::flat(c, 1, o);
         for p in 0..POINTS {
             // SAFETY: point p's blocks of the three buffers (see `batch`).
-            let (vp, up, mp) = unsafe { (v.add(p * bt * c), u.add(p * c * o), m.add(p * bt * o)) };
-            for o0 in (0..o).step_by(4 * LANES) {
-                let nv = ((o - o0) / LANES).min(4);
-                for t0 in (0..nt).step_by(6) {
-                    let r = (nt - t0).min(6);
-                    unsafe { micro_dyn(r, nv, vp.add(t0 * c), c, up.add(o0), &depth, mp.add(t0 * o + o0), o) };
-                }
-            }
+            unsafe { point_gemm(v.add(p * bt * c), u.add(p * c * o), m.add(p * bt * o), nt, c, o) };
         }
+    }
+
+    /// `M_p [nt, O] = V_p [nt, C] · U_p [C, O]` for one point (see [`ab`]).
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512F; `vp`, `up`, `mp` hold `[nt, C]`, `[C, O]`, `[nt, O]`, `O` a
+    /// multiple of 16.
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn point_gemm(vp: *const f32, up: *const f32, mp: *mut f32, nt: usize, c: usize, o: usize) {
+        // SAFETY: the caller's bounds.
+        unsafe { ab(nt, c, o, vp, up, mp) }
     }
 }
