@@ -206,13 +206,13 @@ impl ConvChain {
             // conv + epilogue + 2x2 pool in one kernel where it applies; the pool's output
             // shape is the conv output's with OH, OW halved (the fusion checked the dims between)
             let ins = [x, w];
-            if is_pair_pool(pool) {
-                if let Some(y) = self.conv.eval_fused_pool(&ins, epi, Some(&mut *ctx)).map_err(conv_err)? {
-                    for t in ins {
-                        ctx.recycle(t);
-                    }
-                    return Ok(vec![y]);
+            if is_pair_pool(pool)
+                && let Some(y) = self.conv.eval_fused_pool(&ins, epi, Some(&mut *ctx)).map_err(conv_err)?
+            {
+                for t in ins {
+                    ctx.recycle(t);
                 }
+                return Ok(vec![y]);
             }
             let [x, w] = ins;
             if let Some(y) = self.eval_pool_by_images(&x, &w, epi, (*node, pool), ctx)? {
