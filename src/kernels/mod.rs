@@ -29,7 +29,8 @@ pub use conv::winograd::Schedule as WinogradSchedule;
 /// `w [k, k, C, O]` (stride 1, SAME padding, odd `k`) by the f32 Winograd kernel alone, its
 /// cost rule skipped, with this schedule: for tests and probes. `Ok(None)` where the kernel
 /// does not take the conv (CPU, filter size, channel counts); an error when the buffers do
-/// not have the shapes' lengths.
+/// not have the shapes' lengths, when a shape's element count overflows, or when the output
+/// cannot be allocated (`OutOfMemory`, never an abort).
 #[doc(hidden)]
 #[allow(clippy::too_many_arguments)]
 pub fn winograd_conv2d(
@@ -42,15 +43,20 @@ pub fn winograd_conv2d(
     relu: bool,
     schedule: WinogradSchedule,
 ) -> crate::Result<Option<Vec<f32>>> {
-    let len = n * h * w * o;
-    if x.len() != n * h * w * c
-        || f.len() != k * k * c * o
+    const OP: &str = "winograd_conv2d";
+    let (len, x_len, f_len) = (
+        alloc::checked_len(OP, &[n, h, w, o])?,
+        alloc::checked_len(OP, &[n, h, w, c])?,
+        alloc::checked_len(OP, &[k, k, c, o])?,
+    );
+    if x.len() != x_len
+        || f.len() != f_len
         || k % 2 == 0
         || bias.is_some_and(|b| b.len() != o)
         || residual.is_some_and(|r| r.len() != len)
     {
         return Err(crate::Error::shape(
-            "winograd_conv2d",
+            OP,
             format!(
                 "x of {} for [{n}, {h}, {w}, {c}], filter of {} for [{k}, {k}, {c}, {o}] (odd k), bias of {:?}, residual of {:?}",
                 x.len(),
@@ -63,7 +69,7 @@ pub fn winograd_conv2d(
     let p = k.saturating_sub(1) / 2;
     let g = conv::Geom { n, h, w, c, kh: k, kw: k, o, oh: h, ow: w, sh: 1, sw: 1, dh: 1, dw: 1, pt: p, pl: p };
     let epi = conv::im2col::Epilogue { bias, residual, relu, winograd: None };
-    let mut out = vec![0.0; len];
+    let mut out = alloc::try_zeroed::<f32>(OP, len)?;
     Ok(conv::winograd::conv2d_scheduled(&g, x, f, epi, &mut out, schedule).then_some(out))
 }
 

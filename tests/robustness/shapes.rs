@@ -134,3 +134,23 @@ fn hostile_explicit_conv_pads_are_errors() {
         assert!(e.to_string().contains("conv2d") || matches!(e, Error::OutOfMemory { .. }), "{e}");
     }
 }
+
+#[test]
+fn the_winograd_test_hook_refuses_shapes_whose_element_count_overflows() {
+    use pfor::kernels::{WinogradSchedule, winograd_conv2d};
+    // [huge, 2, 1, 16]: the input's and the output's element counts overflow usize; an
+    // error naming the hook, not a wrapped length or an overflow panic.
+    let e = winograd_conv2d(
+        &[],
+        [usize::MAX / 2, 2, 1, 16],
+        &[0.0; 9 * 16 * 16],
+        [3, 16],
+        None,
+        None,
+        false,
+        WinogradSchedule::Auto,
+    )
+    .unwrap_err();
+    assert!(matches!(&e, Error::Shape { op, .. } if op == "winograd_conv2d"), "{e}");
+    assert!(e.to_string().contains("overflows"), "{e}");
+}
