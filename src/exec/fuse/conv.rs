@@ -44,7 +44,7 @@ use crate::ir::NodeId;
 use crate::kernels::conv::winograd::Prepared;
 use crate::kernels::conv::{Dst, Float};
 use crate::ops::conv::ConvEpilogue;
-use crate::ops::{BinaryKind, ConvOp, NnOp, Op, Padding, ShapeOp, UnaryKind};
+use crate::ops::{BinaryKind, ConvOp, EvalCtx, NnOp, Op, Padding, ShapeOp, UnaryKind};
 use crate::passes::pattern::{Dataflow, sole_reader};
 use crate::tensor::{DType, Dim, RowStack, Shape, Tensor, TensorType};
 
@@ -264,12 +264,7 @@ impl ConvChain {
                     Some(s) => s,
                     None => {
                         // every row is written below, so a recycled buffer's stale content is fine
-                        let len = n * row.len();
-                        let buf = match row.dtype() {
-                            DType::F32 => ctx.recycled::<f32>(len).and_then(|v| Tensor::from_vec(&[len], v).ok()),
-                            DType::F64 => ctx.recycled::<f64>(len).and_then(|v| Tensor::from_vec(&[len], v).ok()),
-                            _ => None,
-                        };
+                        let buf = n.checked_mul(row.len()).and_then(|len| ctx.take_recycled(row.dtype(), len));
                         out.insert(RowStack::new("max_pool", n, &row, buf).map_err(pool_err)?)
                     }
                 };
