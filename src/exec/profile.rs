@@ -38,6 +38,8 @@ pub struct ProfileEntry {
     pub count: u64,
     /// Total wall time.
     pub total: Duration,
+    /// Wall time of the fastest execution (on a noisy host, steadier than the mean).
+    pub best: Duration,
 }
 
 /// Accumulated per-step timings.
@@ -68,10 +70,12 @@ impl Profile {
                 output_shapes: outputs.iter().map(|t| t.shape().to_vec()).collect(),
                 count: 0,
                 total: Duration::ZERO,
+                best: Duration::MAX,
             }
         });
         e.count += 1;
         e.total += dt;
+        e.best = e.best.min(dt);
     }
 
     /// Count one top-level run (for per-run averages).
@@ -144,7 +148,7 @@ impl Profile {
     }
 
     /// A text report: the `top` most expensive nodes, then totals per op name (times are
-    /// per top-level run).
+    /// per top-level run; `best ms` is a node's fastest single execution).
     ///
     /// ```
     /// use pfor::prelude::*;
@@ -168,15 +172,16 @@ impl Profile {
         let total: f64 = entries.iter().map(|e| e.total.as_secs_f64()).sum::<f64>() / runs;
         let mut s = String::new();
         let _ = writeln!(s, "profile: {} runs, {:.3} ms per run in {} steps", self.runs, total * 1e3, entries.len());
-        let _ = writeln!(s, "{:>9} {:>6} {:>6}  node  op  inputs -> outputs", "ms/run", "%", "calls");
+        let _ = writeln!(s, "{:>9} {:>6} {:>6} {:>8}  node  op  inputs -> outputs", "ms/run", "%", "calls", "best ms");
         for e in entries.iter().take(top) {
             let t = e.total.as_secs_f64() / runs;
             let _ = writeln!(
                 s,
-                "{:>9.3} {:>6.1} {:>6}  {}  {}  {:?} -> {:?}",
+                "{:>9.3} {:>6.1} {:>6} {:>8.3}  {}  {}  {:?} -> {:?}",
                 t * 1e3,
                 100.0 * t / total.max(1e-12),
                 e.count as f64 / runs,
+                e.best.as_secs_f64() * 1e3,
                 e.node,
                 e.op,
                 e.input_shapes,

@@ -137,7 +137,7 @@ pub fn atb_batched(opts: super::KernelOptions, batch: usize, m: usize, k: usize,
 }
 
 macro_rules! faer_gemm {
-    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident) => {
+    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident, $ab:ident) => {
         impl GemmElem for $t {
             fn atb(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) -> bool {
                 $atb(m, k, n, a, b, c)
@@ -168,7 +168,7 @@ macro_rules! faer_gemm {
                 acc: bool,
                 par: bool,
             ) {
-                if m == 0 || n == 0 {
+                if m == 0 || n == 0 || $ab(m, k, n, a, ta, b, tb, c, acc, par) {
                     return;
                 }
                 let mut cm = MatMut::from_row_major_slice_mut(c, m, n);
@@ -234,8 +234,8 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512);
-faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512, ab_f32);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never, no_ab);
 
 /// The CPU has AVX-512F (what the f32 [`GemmElem::atb`] kernel needs).
 fn avx512() -> bool {
@@ -256,6 +256,92 @@ fn atb_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) ->
         return true;
     }
     let _ = (m, k, n, a, b, c);
+    false
+}
+
+/// Shapes of `C = A · B` (both row-major, no accumulation) that the in-place kernel
+/// `micro::ab` runs instead of faer: products where faer's copy of the operands into
+/// panels does not pay back. `A` is read in place, once per 64 columns (a `[k, 64]` block
+/// of `B` stays in L2 while the rows of `A` pass over it), and `B` in place too, once per
+/// task: no extra pass over either operand, and a plan's constant filter or weight is read
+/// as stored. Measured (`cargo run --release --example gemm_rates -- K N M...`, two threads,
+/// A/B against faer, three rounds): a narrow `B` (the 1x1 convs that squeeze channels,
+/// SqueezeNet's `[N*55*55, 128] x [128, 16]`: 1.7x faer's rate) and depths up to 512 at
+/// any width, 0.97-1.9x (SqueezeNet's classifier `[169, 512] x [512, 1000]`: 440-471 vs
+/// 423-435 GFLOP/s; `[49, 512] x [512, 2048]`, a 1x1 conv on a 7x7 map: 384-420 vs
+/// 331-364; the worst, `[1352, 512] x [512, 1000]`, 449-454 vs 457-466). Deeper products
+/// stream their `[k, 64]` blocks from L2 faster than the kernel uses them (`[49, 2048] x
+/// [2048, 512]`: 0.5-0.9x) and stay with faer, except narrow ones (≤ 64 columns, depth ≤
+/// 1024: `[N*7*7, 1024] x [1024, 64]` 1.1-1.6x).
+pub fn ab_applies(m: usize, k: usize, n: usize) -> bool {
+    m > 0 && n > 0 && (1..=if n <= 64 { 1024 } else { 512 }).contains(&k)
+}
+
+/// Rows per parallel task of the in-place kernel: a multiple of every micro-kernel's row
+/// block (16, 12, 8, 6), so that only the last task has a partial block.
+const AB_TASK_ROWS: usize = 48;
+
+/// The f32 in-place product where [`ab_applies`] holds (row-major operands, no
+/// accumulation, AVX-512F); `par`: rows split over the rayon pool above [`PAR_FLOPS`]
+/// multiply-adds. Every output element is the same sum in the same order however the rows
+/// are split (see `kernels::micro`), so results do not depend on the thread count. False
+/// (nothing written) elsewhere.
+#[allow(clippy::too_many_arguments)]
+fn ab_f32(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32], acc: bool, par: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if !ta && !tb && !acc && ab_applies(m, k, n) && avx512() {
+        if a.len() != m * k || b.len() != k * n || c.len() != m * n {
+            return false;
+        }
+        let threads = rayon::current_num_threads();
+        if !matches!(par_for(m, k, n, par), Par::Rayon(_)) || threads < 2 {
+            // SAFETY: AVX-512F is present; the lengths are checked above.
+            unsafe { crate::kernels::micro::ab(m, k, n, a.as_ptr(), b.as_ptr(), c.as_mut_ptr()) };
+            return true;
+        }
+        use rayon::prelude::*;
+        if m >= 2 * threads * AB_TASK_ROWS || n < 2 * 64 {
+            // tasks of whole rows
+            let per = m.div_ceil(threads).div_ceil(AB_TASK_ROWS) * AB_TASK_ROWS;
+            c.par_chunks_mut(per * n).enumerate().for_each(|(i, c)| {
+                // SAFETY: AVX-512F is present; rows i*per.. of `a` ([m, k]) and the block
+                // `c` of `c.len() / n` of those rows are in bounds, `b` holds `[k, n]`.
+                unsafe {
+                    crate::kernels::micro::ab(c.len() / n, k, n, a[i * per * k..].as_ptr(), b.as_ptr(), c.as_mut_ptr())
+                };
+            });
+        } else {
+            // few rows: tasks of 64-column blocks, every task over all rows
+            let per = n.div_ceil(threads).div_ceil(64) * 64;
+            let out = crate::kernels::micro::SharedMut(c.as_mut_ptr());
+            (0..n.div_ceil(per)).into_par_iter().for_each(|t| {
+                let n0 = t * per;
+                // SAFETY: AVX-512F is present; columns n0..n0+w of `b` ([k, n]) and of `c`
+                // ([m, n]) are in bounds, and each task writes only its own columns of `c`.
+                unsafe {
+                    crate::kernels::micro::ab_strided(
+                        m,
+                        k,
+                        per.min(n - n0),
+                        a.as_ptr(),
+                        b.as_ptr().add(n0),
+                        n,
+                        out.ptr().add(n0),
+                        n,
+                    )
+                };
+            });
+        }
+        return true;
+    }
+    let _ = (m, k, n, a, ta, b, tb, c, acc, par);
+    false
+}
+
+/// No in-place kernel (f64 goes to faer).
+#[allow(clippy::too_many_arguments)]
+fn no_ab<T>(m: usize, k: usize, n: usize, a: &[T], ta: bool, b: &[T], tb: bool, c: &mut [T], acc: bool, par: bool) -> bool {
+    let _ = (m, k, n, a, ta, b, tb, c, acc, par);
     false
 }
 

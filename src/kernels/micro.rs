@@ -1,10 +1,12 @@
 //! A register-blocked AVX-512 f32 micro-kernel and the small products built on it.
 //!
-//! [`micro`] computes an `R x 16V` block (`R` ≤ 6 rows, `V` ≤ 4 vectors: at most 24
-//! accumulators plus `V` loaded vectors, within the 32 ZMM registers) of `A · B`, with `A`
-//! read through arbitrary row and depth strides (broadcast one element at a time) and `B`
-//! by rows of `16V` contiguous values. Users: [`ab`], the plain row-major product (the
-//! Winograd conv's 36 point GEMMs, `kernels::conv::winograd`), and [`atb`], the product `Aᵀ B` of two
+//! [`micro`] computes an `R x 16V` block (`V` ≤ 4 vectors, `R x V` ≤ 24 accumulators
+//! plus `V` loaded vectors, within the 32 ZMM registers: 6 x 4 up to 16 x 1) of `A · B`,
+//! with `A` read through arbitrary row and depth strides (broadcast one element at a time)
+//! and `B` by rows of `16V` contiguous values (the last vector's lanes masked, for widths
+//! that are not whole vectors). Users: [`ab`], the plain row-major product (the Winograd
+//! conv's 36 point GEMMs, `kernels::conv::winograd`, and `kernels::gemm`'s in-place
+//! products), and [`atb`], the product `Aᵀ B` of two
 //! depth-major operands (per-example weight gradients: `batch_matmul(adj_a)` of patches
 //! and output gradients), which needs no packing since each depth step reads one
 //! contiguous row of each operand.
@@ -15,7 +17,7 @@
 //! the caller reaches only after checking AVX-512F, with in-bounds pointers as documented.
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx512::{ab, atb, micro_dyn};
+pub(crate) use avx512::{FULL, ab, ab_strided, atb, micro_dyn};
 
 /// A raw pointer to an f32 buffer that parallel tasks write through, each only its own
 /// disjoint elements (the tiles' rows of a Winograd group's transformed inputs `V`),
@@ -62,6 +64,9 @@ mod avx512 {
 
     use super::{Depth, LANES};
 
+    /// The lane mask of a whole vector (the `last` argument of the micro-kernels).
+    pub(crate) const FULL: u16 = u16::MAX;
+
     /// `c [m, n] = aᵀ b` for `a [k, m]` and `b [k, n]` row-major, `n` a multiple of 16.
     ///
     /// # Safety
@@ -77,28 +82,85 @@ mod avx512 {
                 let r = (m - m0).min(6);
                 // SAFETY: rows m0..m0+r of c and columns m0..m0+r of a, columns n0..n0+16nv
                 // of b and c: inside the buffers.
-                unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n) };
+                unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n, FULL) };
             }
         }
     }
 
     /// `c [m, n] = a [m, k] · b [k, n]`, all row-major: per 64-column block of `b` (in
-    /// L1/L2 while it is reused), every 6-row block of `a`.
+    /// L1/L2 while it is reused), every row block of `a` (read in place: no packing). A
+    /// block narrower than 64 columns takes more rows per micro-kernel call ([`rows_for`]),
+    /// so that every call keeps enough independent accumulators to hide the FMA latency.
     ///
     /// # Safety
-    /// The CPU has AVX-512F; `a`, `b`, `c` hold `[m, k]`, `[k, n]`, `[m, n]`; `n` is a
-    /// multiple of 16.
+    /// The CPU has AVX-512F; `a`, `b`, `c` hold `[m, k]`, `[k, n]`, `[m, n]`.
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn ab(m: usize, k: usize, n: usize, a: *const f32, b: *const f32, c: *mut f32) {
-        let depth = Depth::flat(k, 1, n);
+        // SAFETY: the caller's bounds, with row strides k, n, n.
+        unsafe { ab_strided(m, k, n, a, b, n, c, n) }
+    }
+
+    /// [`ab`] with the row strides of `b` and `c` given (`ldb`, `ldc` ≥ `n`: the columns
+    /// `n` of wider matrices, a parallel task's column range), for any width `n` (the last
+    /// vector of each row masked where `n` is not a multiple of 16).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `a` holds `[m, k]`, `b[d * ldb ..][..n]` and
+    /// `c[r * ldc ..][..n]` are in bounds for every `d < k`, `r < m`.
+    #[allow(clippy::too_many_arguments)]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn ab_strided(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: *const f32,
+        b: *const f32,
+        ldb: usize,
+        c: *mut f32,
+        ldc: usize,
+    ) {
+        let depth = Depth::flat(k, 1, ldb);
         for n0 in (0..n).step_by(4 * LANES) {
-            let nv = ((n - n0) / LANES).min(4);
-            for m0 in (0..m).step_by(6) {
-                let r = (m - m0).min(6);
+            let nv = (n - n0).div_ceil(LANES).min(4);
+            // the lanes of the block's last vector inside the `n` columns
+            let last = match (n - n0).min(4 * LANES) % LANES {
+                0 => FULL,
+                t => (1u16 << t) - 1,
+            };
+            let (rows, b) = (rows_for(nv), b.wrapping_add(n0));
+            let mut m0 = 0;
+            while m0 < m {
+                let r = (m - m0).min(rows);
+                let (a, c) = (a.wrapping_add(m0 * k), c.wrapping_add(m0 * ldc + n0));
                 // SAFETY: rows m0..m0+r of a and c, columns n0..n0+16nv of b and c: inside
                 // the buffers (the caller's bounds).
-                unsafe { micro_dyn(r, nv, a.add(m0 * k), k, b.add(n0), &depth, c.add(m0 * n + n0), n) };
+                unsafe {
+                    match (r, nv) {
+                        (16, 1) => micro::<16, 1>(a, k, b, &depth, c, ldc, last),
+                        (12, 2) => micro::<12, 2>(a, k, b, &depth, c, ldc, last),
+                        (8, 3) => micro::<8, 3>(a, k, b, &depth, c, ldc, last),
+                        _ => {
+                            // the last rows, in blocks of at most 6
+                            for r0 in (0..r).step_by(6) {
+                                let (a, c) = (a.wrapping_add(r0 * k), c.wrapping_add(r0 * ldc));
+                                micro_dyn((r - r0).min(6), nv, a, k, b, &depth, c, ldc, last);
+                            }
+                        }
+                    }
+                }
+                m0 += r;
             }
+        }
+    }
+
+    /// Rows per micro-kernel call for a block of `nv` vectors: at most 24 accumulators (and
+    /// at least 12 where there is room: 16 x 1, 12 x 2, 8 x 3, 6 x 4).
+    pub(crate) fn rows_for(nv: usize) -> usize {
+        match nv {
+            1 => 16,
+            2 => 12,
+            3 => 8,
+            _ => 6,
         }
     }
 
@@ -118,11 +180,12 @@ mod avx512 {
         depth: &Depth,
         out: *mut f32,
         ldc: usize,
+        last: u16,
     ) {
         macro_rules! arms {
             ($(($r:literal, $v:literal)),*) => {
                 match (r, nv) {
-                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc) },)*
+                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc, last) },)*
                     _ => unreachable!("micro-kernel shape {r}x{nv}"),
                 }
             };
@@ -158,10 +221,12 @@ mod avx512 {
     /// `out [R, 16V] = A [R, D] · B [D, 16V]` over the depth `D` that `depth` walks, with
     /// `A[r][d] = a[r*a_row + depth.a(d)]`, `B[d] = b[depth.b(d) ..][..16V]`, `ldc` the row
     /// stride of `out`: the sum over `d` in walk order from zero, one fused multiply-add per
-    /// step.
+    /// step. Only the lanes of `last` ([`FULL`]: all) of the last vector of each `B` row
+    /// are read and of each `out` row written.
     ///
     /// # Safety
-    /// The CPU has AVX-512F; every `A[r][d]`, `B[d]` and `out[r*ldc ..][..16V]` for `r < R`
+    /// The CPU has AVX-512F; every `A[r][d]`, `B[d]` and `out[r*ldc ..][..16V]` (the last
+    /// vector: its `last` lanes) for `r < R`
     /// and every `d` of the walk is in bounds.
     #[allow(clippy::too_many_arguments)]
     #[inline]
@@ -173,6 +238,7 @@ mod avx512 {
         depth: &Depth,
         out: *mut f32,
         ldc: usize,
+        last: u16,
     ) {
         let mut acc = [[_mm512_setzero_ps(); V]; R];
         let (n, sa, sb) = (depth.n, depth.sa, depth.sb);
@@ -181,7 +247,9 @@ mod avx512 {
                 // SAFETY (all pointer arithmetic and loads below): the caller's bounds.
                 let (mut ap, mut bp) = unsafe { (a.add(i0 * sa[0] + i1 * sa[1]), b.add(i0 * sb[0] + i1 * sb[1])) };
                 for _ in 0..n[2] {
-                    let bv: [__m512; V] = std::array::from_fn(|j| unsafe { _mm512_loadu_ps(bp.add(j * LANES)) });
+                    let bv: [__m512; V] = std::array::from_fn(|j| unsafe {
+                        if j + 1 == V { _mm512_maskz_loadu_ps(last, bp.add(j * LANES)) } else { _mm512_loadu_ps(bp.add(j * LANES)) }
+                    });
                     for (r, row) in acc.iter_mut().enumerate() {
                         let av = _mm512_set1_ps(unsafe { *ap.add(r * a_row) });
                         for (acc, &bj) in row.iter_mut().zip(&bv) {
@@ -196,8 +264,14 @@ mod avx512 {
         }
         for (r, row) in acc.iter().enumerate() {
             for (j, &v) in row.iter().enumerate() {
-                // SAFETY: the caller's bounds.
-                unsafe { _mm512_storeu_ps(out.add(r * ldc + j * LANES), v) };
+                // SAFETY: the caller's bounds (the last vector: the lanes of `last`).
+                unsafe {
+                    if j + 1 == V {
+                        _mm512_mask_storeu_ps(out.add(r * ldc + j * LANES), last, v)
+                    } else {
+                        _mm512_storeu_ps(out.add(r * ldc + j * LANES), v)
+                    }
+                };
             }
         }
     }

@@ -133,6 +133,48 @@ fn gemm_cases() {
 }
 
 #[test]
+fn gemm_in_place_kernel_shapes_match_naive_and_do_not_depend_on_threads() {
+    // shapes the in-place AVX-512 kernel takes (`ab_applies`): narrow B of 1-4 vectors
+    // (row blocks of 16 / 12 / 8 / 6 and their remainders), few rows with wide B (tasks
+    // of column blocks), many rows (tasks of row blocks), one row, widths that are not whole
+    // vectors (the last vector masked)
+    use pfor::kernels::gemm::{ab_applies, gemm};
+    let shapes = [(1000, 128, 16), (37, 64, 32), (701, 300, 48), (169, 64, 256), (49, 512, 1000), (1, 9, 64), (193, 1024, 64), (300, 70, 41), (7, 3, 5)];
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+    for (m, k, n) in shapes {
+        assert!(ab_applies(m, k, n), "m={m} k={k} n={n}");
+        // small integers: every order of summation gives the exact result
+        let a: Vec<f32> = (0..m * k).map(|x| ((x * 7) % 5) as f32 - 2.0).collect();
+        let b: Vec<f32> = (0..k * n).map(|x| ((x * 3) % 7) as f32 - 3.0).collect();
+        let mut want = vec![0.0f32; m * n];
+        for i in 0..m {
+            for p in 0..k {
+                for j in 0..n {
+                    want[i * n + j] += a[i * k + p] * b[p * n + j];
+                }
+            }
+        }
+        let run = |a: &[f32], b: &[f32]| {
+            let mut c = vec![f32::NAN; m * n];
+            gemm(m, k, n, a, false, b, false, &mut c, false).unwrap();
+            c
+        };
+        assert_eq!(run(&a, &b), want, "m={m} k={k} n={n}");
+        assert_eq!(two.install(|| run(&a, &b)), want, "two threads: m={m} k={k} n={n}");
+        // inexact data: the same bits on one thread and on two
+        if pfor::kernels::cpu::caps().avx512f {
+            let a: Vec<f32> = (0..m * k).map(|x| ((x * 7919) % 1000) as f32 / 997.0 - 0.5).collect();
+            let b: Vec<f32> = (0..k * n).map(|x| ((x * 104729) % 1000) as f32 / 991.0 - 0.5).collect();
+            let (c1, c2) = (one.install(|| run(&a, &b)), two.install(|| run(&a, &b)));
+            assert!(c1.iter().zip(&c2).all(|(x, y)| x.to_bits() == y.to_bits()), "m={m} k={k} n={n}");
+        }
+    }
+    // deep products stay with faer (as do accumulation and transposed operands)
+    assert!(!ab_applies(49, 2048, 512) && !ab_applies(64, 1025, 40) && !ab_applies(0, 8, 16));
+}
+
+#[test]
 fn standard_copies_of_strided_views_keep_row_major_order() {
     use ndarray::{Array, Axis, IxDyn, Slice};
     use pfor::tensor::layout::{stack_standard, standard_vec};
