@@ -287,7 +287,18 @@ const AB_TASK_ROWS: usize = 48;
 /// are split (see `kernels::micro`), so results do not depend on the thread count. False
 /// (nothing written) elsewhere.
 #[allow(clippy::too_many_arguments)]
-fn ab_f32(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool, c: &mut [f32], acc: bool, par: bool) -> bool {
+fn ab_f32(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    ta: bool,
+    b: &[f32],
+    tb: bool,
+    c: &mut [f32],
+    acc: bool,
+    par: bool,
+) -> bool {
     #[cfg(target_arch = "x86_64")]
     if !ta && !tb && !acc && ab_applies(m, k, n) && avx512() {
         if a.len() != m * k || b.len() != k * n || c.len() != m * n {
@@ -340,7 +351,18 @@ fn ab_f32(m: usize, k: usize, n: usize, a: &[f32], ta: bool, b: &[f32], tb: bool
 
 /// No in-place kernel (f64 goes to faer).
 #[allow(clippy::too_many_arguments)]
-fn no_ab<T>(m: usize, k: usize, n: usize, a: &[T], ta: bool, b: &[T], tb: bool, c: &mut [T], acc: bool, par: bool) -> bool {
+fn no_ab<T>(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[T],
+    ta: bool,
+    b: &[T],
+    tb: bool,
+    c: &mut [T],
+    acc: bool,
+    par: bool,
+) -> bool {
     let _ = (m, k, n, a, ta, b, tb, c, acc, par);
     false
 }

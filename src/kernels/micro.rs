@@ -248,7 +248,11 @@ mod avx512 {
                 let (mut ap, mut bp) = unsafe { (a.add(i0 * sa[0] + i1 * sa[1]), b.add(i0 * sb[0] + i1 * sb[1])) };
                 for _ in 0..n[2] {
                     let bv: [__m512; V] = std::array::from_fn(|j| unsafe {
-                        if j + 1 == V { _mm512_maskz_loadu_ps(last, bp.add(j * LANES)) } else { _mm512_loadu_ps(bp.add(j * LANES)) }
+                        if j + 1 == V {
+                            _mm512_maskz_loadu_ps(last, bp.add(j * LANES))
+                        } else {
+                            _mm512_loadu_ps(bp.add(j * LANES))
+                        }
                     });
                     for (r, row) in acc.iter_mut().enumerate() {
                         let av = _mm512_set1_ps(unsafe { *ap.add(r * a_row) });

@@ -139,7 +139,17 @@ fn gemm_in_place_kernel_shapes_match_naive_and_do_not_depend_on_threads() {
     // of column blocks), many rows (tasks of row blocks), one row, widths that are not whole
     // vectors (the last vector masked)
     use pfor::kernels::gemm::{ab_applies, gemm};
-    let shapes = [(1000, 128, 16), (37, 64, 32), (701, 300, 48), (169, 64, 256), (49, 512, 1000), (1, 9, 64), (193, 1024, 64), (300, 70, 41), (7, 3, 5)];
+    let shapes = [
+        (1000, 128, 16),
+        (37, 64, 32),
+        (701, 300, 48),
+        (169, 64, 256),
+        (49, 512, 1000),
+        (1, 9, 64),
+        (193, 1024, 64),
+        (300, 70, 41),
+        (7, 3, 5),
+    ];
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
     let two = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
     for (m, k, n) in shapes {

@@ -84,6 +84,9 @@ fn configs() -> Vec<(&'static str, Cfg)> {
         ("5x5 stride 2 SAME, 4 channels, 96 outputs", c(3, 19, 18, 4, 5, 5, 96, p(two, Same, one))),
         ("3x2 stride 1 dilated, 2 channels", c(2, 11, 13, 2, 3, 2, 32, p(one, Same, two))),
         ("3x3 stride (2, 1) VALID, 3 channels", c(1, 13, 17, 3, 3, 3, 32, p([2, 1], Valid, one))),
+        // pixel steps (stride x channels) of 4 and 9: a compile-time step and the run-time one
+        ("3x3 stride 1 SAME, 4 channels", c(2, 9, 11, 4, 3, 3, 64, p(one, Same, one))),
+        ("3x3 stride 3 VALID, 3 channels", c(1, 20, 23, 3, 3, 3, 32, p([3, 3], Valid, one))),
         (
             "3x3 stride 1 SAME, 5 channels (above the direct kernel's bound)",
             c(1, 10, 10, 5, 3, 3, 32, p(one, Same, one)),

@@ -71,6 +71,7 @@ pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out
         || epi.residual.is_some()
         || w.len() != g.kh * g.kw * g.c * g.o
         || !dst.fits(g.n * g.oh * g.ow, g.o, out.len())
+        || !band_holds_tiles(g)
     {
         return false;
     }
@@ -112,6 +113,7 @@ pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>
         || epi.bias.is_some_and(|b| b.len() != g.o)
         || epi.residual.is_some()
         || w.len() != g.kh * g.kw * g.c * g.o
+        || !band_holds_tiles(g)
     {
         return false;
     }
@@ -160,6 +162,16 @@ fn layout(g: &Geom) -> (usize, Vec<usize>) {
         .flat_map(|ky| (0..g.kw).flat_map(move |kx| (0..c).map(move |ci| (ky * wp + kx * g.dw) * c + ci)))
         .collect();
     (wp, taps)
+}
+
+/// Whether every read of every full tile of an output row lies inside its band (`KH x wp
+/// x C` values): the last tap of the last tile's last pixel, `((KH-1) wp + (KW-1) DW) C +
+/// C - 1 + (8 tiles - 1) SW C`, is `KH wp C - 1` by [`layout`]'s choice of `wp`; checked
+/// once per call, so the tap loops read without bounds checks.
+fn band_holds_tiles(g: &Geom) -> bool {
+    let (wp, taps) = layout(g);
+    let last_pixel = g.ow.div_ceil(PIXELS) * PIXELS - 1;
+    taps.iter().all(|&t| t + last_pixel * g.sw * g.c < g.kh * wp * g.c)
 }
 
 /// The `KH` input rows read by output row `r = n*OH + oy`, zero-padded to `wp` pixels.
@@ -213,28 +225,53 @@ mod avx512 {
     }
 
     /// Tiles of 8 pixels x 32 channels (16 accumulators; each broadcast input value feeds
-    /// two FMAs). Pixel `p` of a tile reads band element `off + (ox0 + p) * SW * C`.
+    /// two FMAs). Pixel `p` of a tile reads band element `off + (ox0 + p) * SW * C`; the
+    /// common steps `SW * C` are compile-time constants (the 8 pixel offsets then fit in
+    /// the load instructions instead of taking registers, which the loop ran out of).
     #[target_feature(enable = "avx512f")]
     fn pairs(g: &Geom, band: &[f32], taps: &[usize], w: &[f32], epi: &Epilogue<'_, f32>, orow: &mut [f32]) {
-        let (o, step) = (g.o, g.sw * g.c);
+        match g.sw * g.c {
+            1 => tiles::<1>(g, band, taps, w, epi, orow),
+            2 => tiles::<2>(g, band, taps, w, epi, orow),
+            3 => tiles::<3>(g, band, taps, w, epi, orow),
+            4 => tiles::<4>(g, band, taps, w, epi, orow),
+            6 => tiles::<6>(g, band, taps, w, epi, orow),
+            8 => tiles::<8>(g, band, taps, w, epi, orow),
+            _ => tiles::<0>(g, band, taps, w, epi, orow),
+        }
+    }
+
+    /// [`pairs`] for the step `S` (0: `SW * C` at run time).
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn tiles<const S: usize>(
+        g: &Geom,
+        band: &[f32],
+        taps: &[usize],
+        w: &[f32],
+        epi: &Epilogue<'_, f32>,
+        orow: &mut [f32],
+    ) {
+        let (o, step) = (g.o, if S > 0 { S } else { g.sw * g.c });
+        let (bp, wp) = (band.as_ptr(), w.as_ptr());
         for cb in (0..o).step_by(2 * BLOCK) {
             let (b0, b1) = (bias_at(epi, cb), bias_at(epi, cb + BLOCK));
             for ox0 in (0..g.ow).step_by(PIXELS) {
                 let mut lo = [_mm512_setzero_ps(); PIXELS];
                 let mut hi = [_mm512_setzero_ps(); PIXELS];
                 for (t, &off) in taps.iter().enumerate() {
-                    let start = off + ox0 * step;
-                    let Some(xs) = band.get(start..=start + (PIXELS - 1) * step) else { continue };
-                    let Some(wv) = w.get(t * o + cb..).and_then(|s| s.first_chunk::<{ 2 * BLOCK }>()) else {
-                        continue;
-                    };
-                    // SAFETY: `wv` holds 2 * BLOCK = 32 f32.
-                    let (w0, w1) = unsafe { (_mm512_loadu_ps(wv.as_ptr()), _mm512_loadu_ps(wv.as_ptr().add(BLOCK))) };
-                    for p in 0..PIXELS {
-                        // SAFETY: `xs` holds `(PIXELS - 1) * step + 1` elements.
-                        let xb = _mm512_set1_ps(unsafe { *xs.get_unchecked(p * step) });
-                        lo[p] = _mm512_fmadd_ps(xb, w0, lo[p]);
-                        hi[p] = _mm512_fmadd_ps(xb, w1, hi[p]);
+                    // SAFETY: `band_holds_tiles` (checked by the callers) puts every pixel of
+                    // every full tile inside the band; the filter holds `taps.len()` rows of
+                    // `o` values (`o` a multiple of 2 * BLOCK, checked by `applies`).
+                    unsafe {
+                        let xs = bp.add(off + ox0 * step);
+                        let wv = wp.add(t * o + cb);
+                        let (w0, w1) = (_mm512_loadu_ps(wv), _mm512_loadu_ps(wv.add(BLOCK)));
+                        for p in 0..PIXELS {
+                            let xb = _mm512_set1_ps(*xs.add(p * step));
+                            lo[p] = _mm512_fmadd_ps(xb, w0, lo[p]);
+                            hi[p] = _mm512_fmadd_ps(xb, w1, hi[p]);
+                        }
                     }
                 }
                 for p in 0..PIXELS.min(g.ow - ox0) {

@@ -22,7 +22,7 @@
 //! reduction in order (one 64-column block of `U_p` against every tile of the batch), then
 //! the output transform with the `+ bias`, `+ residual`, `relu` epilogue in registers. That
 //! tile-major schedule reads all of `U` once per batch; where `U` is larger than 16 MB
-//! (ResNet-50's 3x3 convs of 512 channels: 37.7 MB), or 4 MB at few tiles, the
+//! (ResNet-50's 3x3 convs of 512 channels: 37.7 MB), or 1 MB at few tiles, the
 //! point-major schedule of `points` runs instead: all tiles' input transforms, then per
 //! point one GEMM over all tiles (threads over points), then the output transforms.
 //! [`conv2d_pool`]

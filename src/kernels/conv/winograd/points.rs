@@ -8,7 +8,7 @@
 //!
 //! Where (the rule of [`Schedule::point_major`]): when `U` (`36 C O` f32) is larger than
 //! [`U_ALWAYS`] (16 MB, half the L3 cache: ResNet-50's 512-channel layers), or larger than
-//! [`U_FEW_TILES`] (4 MB) in a conv of at most [`FEW_TILES`] tiles, where the tile-major
+//! [`U_FEW_TILES`] (1 MB) in a conv of at most [`FEW_TILES`] tiles, where the tile-major
 //! schedule's few tasks each read all of `U` and a core may idle. Measured (2-core AVX-512
 //! machine under load; CPU ms per conv with `benches/probes/winograd_probe.rs`,
 //! `PFOR_WINOGRAD3=always`, `PFOR_WINOGRAD_SCHEDULE=tile|point`, two rounds; "model": ms
@@ -24,8 +24,11 @@
 //! | SqueezeNet `[n,13,13,64] -> 256` (2.4 MB) | 0.15, 0.20 / 0.24, 0.19 | 1.2, 1.3 / 1.1, 1.3                  | 5.4 / 5.8   |
 //!
 //! At n = 1 the 7x7 layer (4 tiles) stays on im2col all the same (the F(4x4, 3x3) cost
-//! rule, `winograd::rule3`, wants 16 tiles). The 2.4 MB filters stay tile-major even at
-//! n = 1 (ResNet's 28x28 layer gains there, SqueezeNet's 13x13 ones do not).
+//! rule, `winograd::rule3`, wants 16 tiles). The 2.4 MB filters ran tile-major at n = 1
+//! until the whole models were timed A/B (`onnx_profile MODEL pfor 1`, four rounds
+//! interleaved, 2026-11-26): with [`U_FEW_TILES`] at 1 MB instead of 4 MB (ResNet's 28x28
+//! layer and SqueezeNet's 13x13 ones point-major at n = 1), ResNet-50 ran 46.3-48.0 images/s
+//! against 45.3-46.8 (ahead in every round), SqueezeNet 492-515 against 467-527.
 //!
 //! Invariants: the arithmetic is the tile-major schedule's (the same transforms and the same
 //! micro-kernel summing over input channels in order from the first, whose results do not
@@ -42,7 +45,7 @@ use crate::kernels::micro::SharedMut;
 /// Bytes of a transformed filter `U` above which the point-major schedule always runs.
 pub(super) const U_ALWAYS: usize = 16 << 20;
 /// Bytes of `U` above which the point-major schedule runs a conv of at most [`FEW_TILES`].
-pub(super) const U_FEW_TILES: usize = 4 << 20;
+pub(super) const U_FEW_TILES: usize = 1 << 20;
 /// Tiles (over the batch) up to which [`U_FEW_TILES`] applies.
 pub(super) const FEW_TILES: usize = 64;
 /// Bytes of transformed inputs and GEMM results (`36 x tiles x (C + O)` f32) per group of
