@@ -110,6 +110,12 @@ pub struct ExecOptions {
     /// pool is the session's [`Workers`] ([`Session::set_workers`]). On built in;
     /// `PFOR_ON_CALLER` turns it off.
     pub on_workers: bool,
+    /// While a run handed to the workers (see [`on_workers`](Self::on_workers)) is going,
+    /// keep the pool's other threads polling for its parallel kernels' jobs instead of
+    /// sleeping between kernels (`exec::workers`: a wake-up per kernel otherwise; a core
+    /// stays busy for the run's length, as with ONNX Runtime's spinning pool); results are
+    /// identical. On built in; `PFOR_NO_SPIN` turns it off.
+    pub warm_workers: bool,
     /// Run f32 convs with 5x5 stride-1 filters and channel counts that are multiples of 16
     /// by Winograd F(2x2, 5x5) on AVX-512 CPUs (2.8x fewer multiplies; rounding differs from
     /// a direct sum's, see `ops::conv`). On built in; `PFOR_NO_WINOGRAD` turns it off; off,
@@ -160,6 +166,7 @@ impl ExecOptions {
             recycle_buffers: true,
             fuse: true,
             on_workers: true,
+            warm_workers: true,
             winograd: true,
             atb: true,
             pretranspose: true,
@@ -210,6 +217,7 @@ impl ExecOptions {
             profile_report,
             fuse: !set("PFOR_NO_FUSE"),
             on_workers: !set("PFOR_ON_CALLER"),
+            warm_workers: !set("PFOR_NO_SPIN"),
             winograd: !set("PFOR_NO_WINOGRAD"),
             atb: !set("PFOR_NO_ATB"),
             pretranspose: !set("PFOR_NO_PRETRANSPOSE"),

@@ -205,7 +205,7 @@ impl Session {
         };
         let t0 = Instant::now();
         let r = if hand_off {
-            self.workers.run(plan.parallel_kernels, || plan.run(init, &mut ctx))
+            self.workers.run(plan.parallel_kernels, self.options.warm_workers, || plan.run(init, &mut ctx))
         } else {
             plan.run(init, &mut ctx)
         };

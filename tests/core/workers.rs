@@ -147,3 +147,71 @@ fn recursion_to_the_default_limit_fits_a_worker_stack() {
     let e = s.run(&[(n, Tensor::scalar(limit + 5))]).unwrap_err();
     assert!(matches!(e.root(), Error::RecursionLimit { function, .. } if function == "depth"), "{e}");
 }
+
+#[test]
+fn kept_warm_workers_change_no_result_on_any_pool_size() {
+    // the pool's other threads poll for the run's jobs (ExecOptions::warm_workers) or sleep
+    // between kernels: the same kernels and splits, the same bits; a pool of 4 threads has 3
+    // pollers on a 2-core machine
+    let (g, x, outs) = two_gemms();
+    let cold = ExecOptions { warm_workers: false, ..ExecOptions::default() };
+    let mut sessions = vec![Session::new(&g, &outs).unwrap(), Session::with_options(&g, &outs, cold).unwrap()];
+    let mut four = Session::new(&g, &outs).unwrap();
+    four.set_workers(Workers::new(4, "warm-test").unwrap());
+    sessions.push(four);
+    let mut c = Session::with_options(&g, &outs, on_caller()).unwrap();
+    for seed in 0..3 {
+        let feed = [(x, Tensor::randn(&[192, 256], 20 + seed).unwrap())];
+        let want = c.run(&feed).unwrap();
+        for s in &mut sessions {
+            for (a, b) in s.run(&feed).unwrap().iter().zip(&want) {
+                assert_eq!(bits(a), bits(b));
+            }
+        }
+    }
+}
+
+/// An f32 identity whose kernel panics on a negative first element (a user's bug).
+#[derive(Debug)]
+struct PanicsOnNegative;
+
+impl pfor::ops::CustomOp for PanicsOnNegative {
+    fn name(&self) -> &str {
+        "panics_on_negative"
+    }
+    fn infer(&self, inputs: &[TensorType]) -> Result<Vec<TensorType>> {
+        Ok(inputs.to_vec())
+    }
+    fn eval(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let first = inputs[0].to_array::<f32>()?.iter().next().copied().unwrap_or(0.0);
+        assert!(first >= 0.0, "a user kernel's bug");
+        Ok(inputs.to_vec())
+    }
+}
+
+#[test]
+fn a_panic_inside_a_kept_warm_run_reaches_the_caller_and_the_pool_keeps_working() {
+    // two_gemms, then the panicking op on its output: the run is handed off with the other
+    // threads polling; the panic unwinds to the caller (nothing hangs), and the same session
+    // and pool run the next feed normally
+    let (mut g, x, outs) = two_gemms();
+    let z = g.add_op(pfor::ops::Op::Custom(std::sync::Arc::new(PanicsOnNegative)), &[outs[0]]).unwrap();
+    let mut s = Session::new(&g, &[z]).unwrap();
+    assert_eq!(s.hands_off(), multi_threaded());
+    let ones = Tensor::from_array(ndarray::ArrayD::from_elem(ndarray::IxDyn(&[192, 256]), 1.0f32));
+    let first_non_negative = |t: &Tensor| t.to_array::<f32>().unwrap().iter().next().copied().unwrap_or(0.0) >= 0.0;
+    // find a feed whose first output element is negative, and one whose is not
+    let (mut bad, mut good) = (None, None);
+    for seed in 0..40 {
+        let feed = Tensor::randn(&[192, 256], 100 + seed).unwrap();
+        let y = Session::with_options(&g, &[outs[0]], on_caller()).unwrap().run(&[(x, feed.clone())]).unwrap();
+        let slot = if first_non_negative(&y[0]) { &mut good } else { &mut bad };
+        slot.get_or_insert(feed);
+    }
+    let (bad, good) = (bad.expect("a feed with a negative output"), good.unwrap_or(ones));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| s.run(&[(x, bad.clone())])));
+    assert!(r.is_err(), "the kernel's panic reaches the caller");
+    for _ in 0..3 {
+        assert!(s.run(&[(x, good.clone())]).is_ok());
+    }
+}
