@@ -56,6 +56,13 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
     fn has_atb() -> bool {
         false
     }
+    /// Whether `[m, k] x [k, n]` (row-major operands, no accumulation) runs the in-place
+    /// kernel on this CPU ([`ab_applies`]): no operand is copied into panels, so a caller
+    /// that splits the rows into independent products makes each read all of `B`.
+    fn in_place(m: usize, k: usize, n: usize) -> bool {
+        let _ = (m, k, n);
+        false
+    }
     /// Rows of an outer product: `out[r*n + j] = x[r] * y(r)[j]` for the `out.len() / n`
     /// rows, `y(r)` the row's `n` values. `stream`: the whole output is far larger than the
     /// caches, so floats bypass them with non-temporal stores where the CPU has AVX-512
@@ -144,6 +151,9 @@ macro_rules! faer_gemm {
             }
             fn has_atb() -> bool {
                 $has_atb()
+            }
+            fn in_place(m: usize, k: usize, n: usize) -> bool {
+                $has_atb() && ab_applies(m, k, n)
             }
             fn outer_rows<'a>(
                 out: &mut [$t],
@@ -277,9 +287,11 @@ pub fn ab_applies(m: usize, k: usize, n: usize) -> bool {
     m > 0 && n > 0 && (1..=if n <= 64 { 1024 } else { 512 }).contains(&k)
 }
 
-/// Rows per parallel task of the in-place kernel: a multiple of every micro-kernel's row
-/// block (16, 12, 8, 6), so that only the last task has a partial block.
-const AB_TASK_ROWS: usize = 48;
+/// The rows of a parallel task of the in-place kernel are a multiple of this: the threads'
+/// shares stay within 8 rows of each other (with tasks of 48 rows, a multiple of every
+/// micro-kernel row block, `[196, k]` split 144 / 52); a task's last partial block of rows
+/// runs in blocks of at most 6.
+const AB_TASK_ROWS: usize = 8;
 
 /// The f32 in-place product where [`ab_applies`] holds (row-major operands, no
 /// accumulation, AVX-512F); `par`: rows split over the rayon pool above [`PAR_FLOPS`]
@@ -311,7 +323,9 @@ fn ab_f32(
             return true;
         }
         use rayon::prelude::*;
-        if m >= 2 * threads * AB_TASK_ROWS || n < 2 * 64 {
+        // each task reads all of one operand and its share of the other: split the larger
+        // (`B` larger than `A`: a 1x1 conv on a small map, `[196, 256] x [256, 1024]`)
+        if m >= n || n < 2 * 64 {
             // tasks of whole rows
             let per = m.div_ceil(threads).div_ceil(AB_TASK_ROWS) * AB_TASK_ROWS;
             c.par_chunks_mut(per * n).enumerate().for_each(|(i, c)| {
@@ -322,7 +336,7 @@ fn ab_f32(
                 };
             });
         } else {
-            // few rows: tasks of 64-column blocks, every task over all rows
+            // tasks of 64-column blocks, every task over all rows
             let per = n.div_ceil(threads).div_ceil(64) * 64;
             let out = crate::kernels::micro::SharedMut(c.as_mut_ptr());
             (0..n.div_ceil(per)).into_par_iter().for_each(|t| {

@@ -147,10 +147,15 @@ impl Chunks {
     }
 }
 
-fn fwd_chunks<T>(rows: usize, k: usize, o: usize) -> Chunks {
+fn fwd_chunks<T: Float>(rows: usize, k: usize, o: usize) -> Chunks {
     let threads = rayon::current_num_threads().max(1);
     let kk = k.max(1);
+    // the in-place GEMM with fewer rows than filter columns: one parallel product splits the
+    // filter's columns (each thread reads half of it), where row chunks would each read all
+    // of it (ResNet-50 at n = 1, `[196, 256] x [256, 1024]`)
+    let wide = T::in_place(rows, kk, o) && rows < o;
     if threads > 1
+        && !wide
         && rows.saturating_mul(kk).saturating_mul(o) >= PAR_FLOPS
         && kk.saturating_mul(o).saturating_mul(size_of::<T>()) <= FWD_FILTER_BYTES
     {
