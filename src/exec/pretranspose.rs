@@ -48,6 +48,7 @@ use super::Step;
 use std::borrow::Cow;
 
 use crate::kernels::conv::Geom;
+use crate::kernels::conv::PreparedFilter;
 use crate::kernels::conv::winograd::Prepared;
 use crate::ops::{ConvOp, LinearOp, Op, ShapeOp};
 use crate::tensor::{Dim, Shape, Tensor, TensorType};
@@ -180,11 +181,46 @@ fn standard_operand(w: &Tensor) -> Option<Tensor> {
     }, _ => None)
 }
 
+/// Conv step `si`'s constant filter in the form its kernel multiplies by, made now: the
+/// Winograd transform where that kernel will take the conv (`winograd`: it may), else the
+/// `[KH*KW*C, O]` filter in the panels of the in-place GEMM where that one may take its
+/// products (f32, AVX-512, `kernels::gemm::panels_apply` for some row count: a 1x1 conv of
+/// ≤ 2048 input channels, whose weight-bound products at small batches read the panels as
+/// one stream each).
+pub(super) fn prepared_filter(
+    steps: &[Step],
+    producer: &HashMap<usize, usize>,
+    si: usize,
+    winograd: bool,
+) -> Option<PreparedFilter> {
+    let st = &steps[si];
+    let Op::Conv(ConvOp::Conv2D { .. }) = &st.op else { return None };
+    if let Some(p) = winograd.then(|| winograd_filter(steps, producer, si)).flatten() {
+        return Some(PreparedFilter::Winograd(p));
+    }
+    let &(xs, _) = st.inputs.first()?;
+    let Op::Const { value: w } = &steps[*producer.get(&st.inputs.get(1)?.0)?].op else { return None };
+    let p = &steps[*producer.get(&xs)?];
+    let x_f32 =
+        p.outputs.iter().position(|&o| o == xs).is_some_and(|k| p.out_types[k].dtype == crate::tensor::DType::F32);
+    let ws = w.shape();
+    if !x_f32 || w.dtype() != crate::tensor::DType::F32 || ws.len() != 4 {
+        return None;
+    }
+    let (k, n) = (ws[0] * ws[1] * ws[2], ws[3]);
+    if !(crate::kernels::cpu::caps().avx512f && crate::kernels::gemm::panels_apply(1, k, n)) {
+        return None;
+    }
+    let a = w.array::<f32>().ok()?;
+    let a = a.as_standard_layout();
+    crate::kernels::gemm::Panels::new(k, n, a.as_slice()?).map(PreparedFilter::Panels)
+}
+
 /// The Winograd transform of conv step `si`'s filter, made now, where the filter is a
 /// constant (a `Const` step) and the Winograd kernel will take the conv: f32, a static input
 /// shape (or one whose batch alone is dynamic) whose geometry the kernel applies to and, with
 /// a static batch, its cost rule picks.
-pub(super) fn winograd_filter(steps: &[Step], producer: &HashMap<usize, usize>, si: usize) -> Option<Prepared> {
+fn winograd_filter(steps: &[Step], producer: &HashMap<usize, usize>, si: usize) -> Option<Prepared> {
     let st = &steps[si];
     let Op::Conv(conv @ ConvOp::Conv2D { params }) = &st.op else { return None };
     let (&(xs, _), &(ws, _)) = (st.inputs.first()?, st.inputs.get(1)?);

@@ -63,6 +63,13 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
         let _ = (m, k, n);
         false
     }
+    /// `c [m, n] = a [m, k] · B` (no accumulation) with `B` in [`Panels`], where the
+    /// in-place kernel takes the shapes on this CPU; false (nothing written) elsewhere.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_panels(m: usize, k: usize, n: usize, a: &[Self], panels: &Panels, c: &mut [Self], par: bool) -> bool {
+        let _ = (m, k, n, a, panels, c, par);
+        false
+    }
     /// Rows of an outer product: `out[r*n + j] = x[r] * y(r)[j]` for the `out.len() / n`
     /// rows, `y(r)` the row's `n` values. `stream`: the whole output is far larger than the
     /// caches, so floats bypass them with non-temporal stores where the CPU has AVX-512
@@ -144,7 +151,7 @@ pub fn atb_batched(opts: super::KernelOptions, batch: usize, m: usize, k: usize,
 }
 
 macro_rules! faer_gemm {
-    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident, $ab:ident) => {
+    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident, $ab:ident, $panels:ident) => {
         impl GemmElem for $t {
             fn atb(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) -> bool {
                 $atb(m, k, n, a, b, c)
@@ -154,6 +161,9 @@ macro_rules! faer_gemm {
             }
             fn in_place(m: usize, k: usize, n: usize) -> bool {
                 $has_atb() && ab_applies(m, k, n)
+            }
+            fn gemm_panels(m: usize, k: usize, n: usize, a: &[$t], p: &Panels, c: &mut [$t], par: bool) -> bool {
+                $panels(m, k, n, a, p, c, par)
             }
             fn outer_rows<'a>(
                 out: &mut [$t],
@@ -244,8 +254,8 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512, ab_f32);
-faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never, no_ab);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512, ab_f32, panels_f32);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never, no_ab, no_panels);
 
 /// The CPU has AVX-512F (what the f32 [`GemmElem::atb`] kernel needs).
 fn avx512() -> bool {
@@ -287,17 +297,139 @@ pub fn ab_applies(m: usize, k: usize, n: usize) -> bool {
     m > 0 && n > 0 && (1..=if n <= 64 { 1024 } else { 512 }).contains(&k)
 }
 
+/// Shapes that the in-place kernel takes with `B` in [`Panels`]: those of [`ab_applies`],
+/// and deeper products of few rows (≤ 64, depth ≤ 2048: a 1x1 conv on a 7x7 map at n = 1,
+/// `[49, 2048] x [2048, 512]`), where each contiguous `[k, 64]` panel streams from memory
+/// once and from L2 for the next row blocks (the row-major `B`'s rows 4n bytes apart ran
+/// these at 0.5-0.9x faer).
+pub fn panels_apply(m: usize, k: usize, n: usize) -> bool {
+    ab_applies(m, k, n) || (m > 0 && m <= 64 && n > 0 && (1..=2048).contains(&k))
+}
+
 /// The rows of a parallel task of the in-place kernel are a multiple of this: the threads'
 /// shares stay within 8 rows of each other (with tasks of 48 rows, a multiple of every
 /// micro-kernel row block, `[196, k]` split 144 / 52); a task's last partial block of rows
 /// runs in blocks of at most 6.
 const AB_TASK_ROWS: usize = 8;
 
+/// A constant right operand `B [k, n]` (f32) copied once into panels of 64 columns, each
+/// `[k, 64]` contiguous (the last one zero-padded): the in-place kernel then reads each
+/// panel front to back, one stream, where the row-major `B` gives it `k` rows of 256 bytes
+/// `4n` bytes apart. Made when a plan compiles, for a conv filter or `matmul` weight that
+/// the in-place kernel will multiply by (weight-bound at small batches: ResNet-50's 1x1
+/// convs at n = 1 read 4 MB of filter for 49 rows). The products are the same sums in the
+/// same order as with the row-major `B` (bit-identical).
+#[derive(Clone, Debug)]
+pub struct Panels {
+    k: usize,
+    n: usize,
+    data: Vec<f32>,
+}
+
+/// Columns per panel (one micro-kernel block).
+const PANEL: usize = 64;
+
+impl Panels {
+    /// The panels of the row-major `b` (`[k, n]`); `None` where `b` does not hold `k * n`
+    /// values, the sizes overflow or the memory cannot be had.
+    pub(crate) fn new(k: usize, n: usize, b: &[f32]) -> Option<Panels> {
+        let len = n.div_ceil(PANEL).checked_mul(k)?.checked_mul(PANEL)?;
+        if b.len() != k.checked_mul(n)? {
+            return None;
+        }
+        let mut data = Vec::new();
+        data.try_reserve_exact(len).ok()?;
+        data.resize(len, 0.0);
+        for (p, panel) in data.chunks_exact_mut((k * PANEL).max(1)).enumerate() {
+            let (n0, w) = (p * PANEL, PANEL.min(n - p * PANEL));
+            for (row, src) in panel.chunks_exact_mut(PANEL).zip(b.chunks_exact(n)) {
+                row[..w].copy_from_slice(&src[n0..n0 + w]);
+            }
+        }
+        Some(Panels { k, n, data })
+    }
+
+    /// `(k, n)` of the operand.
+    pub(crate) fn shape(&self) -> (usize, usize) {
+        (self.k, self.n)
+    }
+}
+
+/// The right operand of the in-place kernel.
+#[derive(Clone, Copy)]
+enum Rhs<'a> {
+    /// Row-major `[k, n]`.
+    Rows(&'a [f32]),
+    /// In panels.
+    Panels(&'a Panels),
+}
+
+/// `c [rows, n0..n1] = a [rows, k] · B [k, n0..n1]` by `micro::ab_strided` (`c` rows of
+/// `ldc`; `n0` a multiple of 64 for panels).
+///
+/// # Safety
+/// AVX-512F is present; `a` holds `rows` rows of `k`, `c` `rows` rows of `ldc ≥ n1`, the
+/// operand `B` has at least `n1` columns and `k` rows.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn in_place_cols(
+    rows: usize,
+    k: usize,
+    a: *const f32,
+    rhs: Rhs<'_>,
+    n0: usize,
+    n1: usize,
+    c: *mut f32,
+    ldc: usize,
+) {
+    use crate::kernels::micro::ab_strided;
+    // SAFETY (all calls): the caller's bounds; a panel holds `[k, 64]`.
+    match rhs {
+        Rhs::Rows(b) => unsafe { ab_strided(rows, k, n1 - n0, a, b.as_ptr().add(n0), ldc, c.add(n0), ldc) },
+        Rhs::Panels(p) => {
+            for q0 in (n0..n1).step_by(PANEL) {
+                let panel = unsafe { p.data.as_ptr().add(q0 / PANEL * k * PANEL) };
+                unsafe { ab_strided(rows, k, PANEL.min(n1 - q0), a, panel, PANEL, c.add(q0), ldc) };
+            }
+        }
+    }
+}
+
+/// `c [m, n] = a [m, k] · B` by the in-place kernel (the caller checked AVX-512F, the
+/// shapes by [`ab_applies`] and the lengths); `par`: split over the rayon pool above
+/// [`PAR_FLOPS`] multiply-adds, into tasks of rows or of 64-column blocks, whichever
+/// operand is larger (each task reads all of one and its share of the other). Every output
+/// element is the same sum in the same order however the work is split (see
+/// `kernels::micro`), so results depend neither on the thread count nor on `B`'s layout.
+#[cfg(target_arch = "x86_64")]
+fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32], par: bool) {
+    use rayon::prelude::*;
+    let threads = rayon::current_num_threads();
+    if !matches!(par_for(m, k, n, par), Par::Rayon(_)) || threads < 2 {
+        // SAFETY: AVX-512F is present; the lengths were checked by the caller.
+        unsafe { in_place_cols(m, k, a.as_ptr(), rhs, 0, n, c.as_mut_ptr(), n) };
+    } else if m >= n || n < 2 * PANEL {
+        // tasks of whole rows
+        let per = m.div_ceil(threads).div_ceil(AB_TASK_ROWS) * AB_TASK_ROWS;
+        c.par_chunks_mut(per * n).enumerate().for_each(|(i, c)| {
+            // SAFETY: rows i*per.. of `a` and the `c.len() / n` rows of the block `c`.
+            unsafe { in_place_cols(c.len() / n, k, a[i * per * k..].as_ptr(), rhs, 0, n, c.as_mut_ptr(), n) };
+        });
+    } else {
+        // tasks of 64-column blocks, every task over all rows
+        let per = n.div_ceil(threads).div_ceil(PANEL) * PANEL;
+        let out = crate::kernels::micro::SharedMut(c.as_mut_ptr());
+        (0..n.div_ceil(per)).into_par_iter().for_each(|t| {
+            let n0 = t * per;
+            // SAFETY: columns n0..n0+per (cut to n) of `B` and of `c`; each task writes only
+            // its own columns of `c`.
+            unsafe { in_place_cols(m, k, a.as_ptr(), rhs, n0, (n0 + per).min(n), out.ptr(), n) };
+        });
+    }
+}
+
 /// The f32 in-place product where [`ab_applies`] holds (row-major operands, no
-/// accumulation, AVX-512F); `par`: rows split over the rayon pool above [`PAR_FLOPS`]
-/// multiply-adds. Every output element is the same sum in the same order however the rows
-/// are split (see `kernels::micro`), so results do not depend on the thread count. False
-/// (nothing written) elsewhere.
+/// accumulation, AVX-512F; see [`in_place`]). False (nothing written) elsewhere.
 #[allow(clippy::too_many_arguments)]
 fn ab_f32(
     m: usize,
@@ -316,50 +448,23 @@ fn ab_f32(
         if a.len() != m * k || b.len() != k * n || c.len() != m * n {
             return false;
         }
-        let threads = rayon::current_num_threads();
-        if !matches!(par_for(m, k, n, par), Par::Rayon(_)) || threads < 2 {
-            // SAFETY: AVX-512F is present; the lengths are checked above.
-            unsafe { crate::kernels::micro::ab(m, k, n, a.as_ptr(), b.as_ptr(), c.as_mut_ptr()) };
-            return true;
-        }
-        use rayon::prelude::*;
-        // each task reads all of one operand and its share of the other: split the larger
-        // (`B` larger than `A`: a 1x1 conv on a small map, `[196, 256] x [256, 1024]`)
-        if m >= n || n < 2 * 64 {
-            // tasks of whole rows
-            let per = m.div_ceil(threads).div_ceil(AB_TASK_ROWS) * AB_TASK_ROWS;
-            c.par_chunks_mut(per * n).enumerate().for_each(|(i, c)| {
-                // SAFETY: AVX-512F is present; rows i*per.. of `a` ([m, k]) and the block
-                // `c` of `c.len() / n` of those rows are in bounds, `b` holds `[k, n]`.
-                unsafe {
-                    crate::kernels::micro::ab(c.len() / n, k, n, a[i * per * k..].as_ptr(), b.as_ptr(), c.as_mut_ptr())
-                };
-            });
-        } else {
-            // tasks of 64-column blocks, every task over all rows
-            let per = n.div_ceil(threads).div_ceil(64) * 64;
-            let out = crate::kernels::micro::SharedMut(c.as_mut_ptr());
-            (0..n.div_ceil(per)).into_par_iter().for_each(|t| {
-                let n0 = t * per;
-                // SAFETY: AVX-512F is present; columns n0..n0+w of `b` ([k, n]) and of `c`
-                // ([m, n]) are in bounds, and each task writes only its own columns of `c`.
-                unsafe {
-                    crate::kernels::micro::ab_strided(
-                        m,
-                        k,
-                        per.min(n - n0),
-                        a.as_ptr(),
-                        b.as_ptr().add(n0),
-                        n,
-                        out.ptr().add(n0),
-                        n,
-                    )
-                };
-            });
-        }
+        in_place(m, k, n, a, Rhs::Rows(b), c, par);
         return true;
     }
     let _ = (m, k, n, a, ta, b, tb, c, acc, par);
+    false
+}
+
+/// `c [m, n] = a [m, k] · B` with `B` in `panels`, where the in-place kernel takes the
+/// shapes on this CPU ([`panels_apply`]) and the buffers fit; false (nothing written) elsewhere (the caller
+/// then multiplies by the row-major `B`).
+fn panels_f32(m: usize, k: usize, n: usize, a: &[f32], panels: &Panels, c: &mut [f32], par: bool) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if panels_apply(m, k, n) && avx512() && panels.shape() == (k, n) && a.len() == m * k && c.len() == m * n {
+        in_place(m, k, n, a, Rhs::Panels(panels), c, par);
+        return true;
+    }
+    let _ = (m, k, n, a, panels, c, par);
     false
 }
 
@@ -378,6 +483,12 @@ fn no_ab<T>(
     par: bool,
 ) -> bool {
     let _ = (m, k, n, a, ta, b, tb, c, acc, par);
+    false
+}
+
+/// No panel kernel (f64).
+fn no_panels<T>(m: usize, k: usize, n: usize, a: &[T], panels: &Panels, c: &mut [T], par: bool) -> bool {
+    let _ = (m, k, n, a, panels, c, par);
     false
 }
 

@@ -68,7 +68,7 @@ pub fn winograd_conv2d(
     }
     let p = k.saturating_sub(1) / 2;
     let g = conv::Geom { n, h, w, c, kh: k, kw: k, o, oh: h, ow: w, sh: 1, sw: 1, dh: 1, dw: 1, pt: p, pl: p };
-    let epi = conv::im2col::Epilogue { bias, residual, relu, winograd: None };
+    let epi = conv::im2col::Epilogue { bias, residual, relu, filter: None };
     let mut out = alloc::try_zeroed::<f32>(OP, len)?;
     Ok(conv::winograd::conv2d_scheduled(&g, x, f, epi, &mut out, schedule).then_some(out))
 }

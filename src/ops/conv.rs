@@ -276,9 +276,9 @@ pub(crate) struct ConvEpilogue<'a> {
     pub residual: Option<&'a Tensor>,
     /// Apply relu after the bias.
     pub relu: bool,
-    /// The filter's Winograd transform, made when the plan was compiled (not output work:
-    /// the kernel's filter operand, ready).
-    pub winograd: Option<&'a crate::kernels::conv::winograd::Prepared>,
+    /// The filter in a kernel's form, made when the plan was compiled (not output work: the
+    /// kernel's filter operand, ready; see `kernels::conv::PreparedFilter`).
+    pub filter: Option<&'a crate::kernels::conv::PreparedFilter>,
 }
 
 impl ConvOp {
@@ -593,7 +593,7 @@ impl ConvOp {
             bias: bias.transpose()?,
             residual: residual.transpose()?,
             relu: epi.relu,
-            winograd: epi.winograd,
+            filter: epi.filter,
         };
         f(&Geom::new(op, x, [w[0], w[1]], w[3], s, d, p)?, data[0], data[1], epi)
     }

@@ -119,3 +119,46 @@ fn forward_conv_chunkings_match_the_naive_reference_and_fuse_bit_identically() {
     check();
     in_pool(check);
 }
+
+#[test]
+fn constant_filters_in_panels_match_the_fed_filter() {
+    // A constant f32 1x1 filter is copied into the in-place GEMM's panels when the plan
+    // compiles (`exec::pretranspose::prepared_filter`); the same conv with the filter fed
+    // multiplies the row-major filter. Where both take the in-place kernel (depth ≤ 512, or
+    // ≤ 1024 into ≤ 64 channels) the results are the same bits; deeper products of few rows
+    // take the panels only (the fed filter goes to faer): the naive reference then.
+    // Widths: whole panels, a masked last vector, a last panel of fewer than 64 channels.
+    let shapes: [(Cfg, bool); 6] = [
+        (Cfg { n: 2, h: 6, w: 6, c: 48, kh: 1, kw: 1, o: 200, pr: p([1, 1], Same, [1, 1]) }, true),
+        (Cfg { n: 1, h: 9, w: 9, c: 32, kh: 1, kw: 1, o: 16, pr: p([1, 1], Same, [1, 1]) }, true),
+        (Cfg { n: 1, h: 9, w: 9, c: 64, kh: 1, kw: 1, o: 96, pr: p([2, 2], Same, [1, 1]) }, true),
+        (Cfg { n: 3, h: 4, w: 4, c: 100, kh: 1, kw: 1, o: 37, pr: p([1, 1], Valid, [1, 1]) }, true),
+        (Cfg { n: 1, h: 5, w: 5, c: 700, kh: 1, kw: 1, o: 100, pr: p([1, 1], Same, [1, 1]) }, false),
+        (Cfg { n: 0, h: 5, w: 5, c: 700, kh: 1, kw: 1, o: 100, pr: p([1, 1], Same, [1, 1]) }, false),
+    ];
+    let check = || {
+        for (i, (cfg, same_bits)) in shapes.iter().enumerate() {
+            let seed = 90 + 3 * i as u64;
+            let (xs, ws) = ([cfg.n, cfg.h, cfg.w, cfg.c], [cfg.kh, cfg.kw, cfg.c, cfg.o]);
+            let (xv, wv, bv) = (randv(&xs, seed), randv(&ws, seed + 1), randv(&[cfg.o], seed + 2));
+            let (x64, w64, b64) = (f64t(&xs, &xv), f64t(&ws, &wv), f64t(&[cfg.o], &bv));
+            let (xt, wt, bt) = (x64.cast(DType::F32), w64.cast(DType::F32), b64.cast(DType::F32));
+            let fed = run(cfg, DType::F32, false, [&x64, &w64, &b64]).0;
+            let mut g = Graph::new();
+            let x = g.input("x", DType::F32, xs);
+            let (w, b) = (g.constant(wt.clone()), g.constant(bt.clone()));
+            let y = g.conv2d(x, w, cfg.pr).unwrap();
+            let y = g.bias_add(y, b).unwrap();
+            let y = g.relu(y).unwrap();
+            let got = Session::new(&g, &[y]).unwrap().run(&[(x, xt.clone())]).unwrap().remove(0);
+            let case = format!("{cfg:?}");
+            if *same_bits {
+                assert_eq!(got.to_f64_vec(), fed.to_f64_vec(), "{case}: panels vs the fed filter");
+            }
+            let (shape, want) = reference(cfg, &xv, &wv, &bv, false);
+            assert_close(&got, &f64t(&shape, &want).cast(DType::F32), 1e-3);
+        }
+    };
+    check();
+    in_pool(check);
+}

@@ -9,9 +9,10 @@
 //! conv a group of images at a time (the group's conv output still cached when the pool
 //! reads it); else the pool op runs after the conv inside the same step.
 //!
-//! A conv whose filter is a constant that the Winograd kernel will take holds the filter's
-//! transform, made when the plan is compiled (`exec::pretranspose::winograd_filter`); such a
-//! conv is a chain of its own even with nothing after it.
+//! A conv whose filter is a constant holds the filter in the form its kernel multiplies by
+//! (the Winograd transform, or the in-place GEMM's panels), made when the plan is compiled
+//! (`exec::pretranspose::prepared_filter`); such a conv is a chain of its own even with
+//! nothing after it.
 //!
 //! Invariants:
 //! - only values with exactly one consumer that are not fetched are fused away, so no one
@@ -41,7 +42,7 @@ use super::PlanView;
 use crate::error::{Error, Result};
 use crate::exec::{ExecCtx, Step};
 use crate::ir::NodeId;
-use crate::kernels::conv::winograd::Prepared;
+use crate::kernels::conv::PreparedFilter;
 use crate::kernels::conv::{Dst, Float};
 use crate::ops::conv::ConvEpilogue;
 use crate::ops::{BinaryKind, ConvOp, EvalCtx, NnOp, Op, Padding, ShapeOp, UnaryKind};
@@ -77,7 +78,7 @@ pub(crate) struct ConvChain {
     channels: usize,
     tail: Vec<Tail>,
     /// The constant filter's Winograd transform, made when the plan was compiled.
-    winograd: Option<Arc<Prepared>>,
+    filter: Option<Arc<PreparedFilter>>,
 }
 
 impl ConvChain {
@@ -110,7 +111,7 @@ impl ConvChain {
 
     /// A conv with nothing fused after it (a part of a fused concat, see `concat`).
     pub(crate) fn bare(conv_node: NodeId, conv: ConvOp, channels: usize) -> ConvChain {
-        ConvChain { conv_node, conv, channels, tail: Vec::new(), winograd: None }
+        ConvChain { conv_node, conv, channels, tail: Vec::new(), filter: None }
     }
 
     /// Static output channels of the conv.
@@ -164,7 +165,7 @@ impl ConvChain {
     /// The kernel epilogue of the chain's tail.
     fn epilogue<'a>(&'a self, bias: Option<&'a Tensor>, residual: Option<&'a Tensor>) -> ConvEpilogue<'a> {
         let relu = self.tail.iter().any(|t| matches!(t, Tail::Relu(_)));
-        ConvEpilogue { bias, residual, relu, winograd: self.winograd.as_deref() }
+        ConvEpilogue { bias, residual, relu, filter: self.filter.as_deref() }
     }
 
     /// Run the chain into the channels `dst` of `out`'s pixel rows (a fused concat's slice;
@@ -385,9 +386,9 @@ fn residual_operand(view: &PlanView<'_>, st: &Step, cur: usize) -> Option<usize>
 }
 
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
-/// are the fetched slots. With `winograd`, a conv whose constant filter the Winograd kernel
-/// will take holds the filter's transform (a conv without a tail then becomes a chain of its
-/// own, with an empty tail).
+/// are the fetched slots. A conv with a constant filter holds it in its kernel's form
+/// (`winograd`: the Winograd kernel may be that kernel; a conv without a tail then becomes a
+/// chain of its own, with an empty tail).
 pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winograd: bool) {
     // Match every chain first (on the unchanged plan), then rewrite.
     let view = PlanView::new(steps, pinned);
@@ -456,11 +457,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
             chain.push(c);
             (cur, cur_ty) = (st.outputs[0], st.out_types[0].clone());
         }
-        let prepared = if winograd {
-            crate::exec::pretranspose::winograd_filter(steps, view.producers(), a).map(Arc::new)
-        } else {
-            None
-        };
+        let prepared = crate::exec::pretranspose::prepared_filter(steps, view.producers(), a, winograd).map(Arc::new);
         if keep == 0 && prepared.is_none() {
             continue;
         }
@@ -471,7 +468,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
         // (topological order), hence before the chain's last step.
         let early = |v: Option<usize>| v.is_none_or(|b| view.producer(b).is_none_or(|p| p < chain[keep - 1]));
         debug_assert!(keep == 0 || (early(bias) && early(residual)));
-        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail, winograd: prepared };
+        let fused = ConvChain { conv_node: steps[a].node, conv: conv.clone(), channels, tail, filter: prepared };
         found.push((a, fused, chain, [bias, residual]));
     }
     let mut removed = vec![false; steps.len()];

@@ -39,15 +39,16 @@ pub(crate) struct Epilogue<'a, T> {
     pub residual: Option<&'a [T]>,
     /// Apply `relu` (NaN propagates; `-0.0` and negatives become `0.0`).
     pub relu: bool,
-    /// Not output work: the filter's Winograd transform, made when the plan was compiled
-    /// (the Winograd kernel uses it instead of transforming the filter; see `winograd`).
-    pub winograd: Option<&'a super::winograd::Prepared>,
+    /// Not output work: the filter in a kernel's form, made when the plan was compiled (the
+    /// Winograd kernel uses its transform instead of transforming the filter, the GEMMs
+    /// its panels; see [`super::PreparedFilter`]).
+    pub filter: Option<&'a super::PreparedFilter>,
 }
 
 impl<'a, T: Float> Epilogue<'a, T> {
     /// Bias and relu only.
     pub(crate) fn new(bias: Option<&'a [T]>, relu: bool) -> Self {
-        Epilogue { bias, residual: None, relu, winograd: None }
+        Epilogue { bias, residual: None, relu, filter: None }
     }
     /// Nothing to apply.
     pub(crate) fn is_none(&self) -> bool {
@@ -185,8 +186,16 @@ fn chunk_product<T: Float>(
     let (k, o) = (g.kh * g.kw * g.c, g.o);
     let nr = oc.len() / o;
     let mm = if par { gemm::<T> } else { gemm_seq::<T> };
+    // `patches · filter`, by the filter's panels where the plan made them
+    let panels = epi.filter.and_then(super::PreparedFilter::panels);
+    let product = |patches: &[T], oc: &mut [T]| -> Result<()> {
+        match panels {
+            Some(p) if T::gemm_panels(nr, k, o, patches, p, oc, par) => Ok(()),
+            _ => mm(nr, k, o, patches, false, w, false, oc, false),
+        }
+    };
     if g.pointwise() {
-        mm(nr, k, o, &x[r0 * k..(r0 + nr) * k], false, w, false, oc, false)?;
+        product(&x[r0 * k..(r0 + nr) * k], oc)?;
     } else {
         col.resize(nr * k, T::default());
         let patches = &mut col[..nr * k];
@@ -197,7 +206,7 @@ fn chunk_product<T: Float>(
             // tasks of whole rows, ≥ ~16K elements each
             let pr = (1usize << 14).div_ceil(k).max(1);
             for_each_chunk(patches, pr * k, par && is_parallel(nr * k), |i, c| im2col(g, x, r0 + i * pr, c));
-            mm(nr, k, o, patches, false, w, false, oc, false)?;
+            product(patches, oc)?;
         }
     }
     if !epi.is_none() {

@@ -42,6 +42,36 @@ use super::gemm::GemmElem;
 use crate::error::Result;
 pub(crate) use geom::Geom;
 
+/// A conv filter in the form a kernel multiplies by, made once when a plan compiles from a
+/// constant filter (the fused conv step holds it and the kernel's [`im2col::Epilogue`]
+/// carries it): the Winograd transform `U` of a 3x3 or 5x5 filter, or the `[KH*KW*C, O]`
+/// filter in the in-place GEMM's panels. A kernel that does not take the form it is given
+/// uses the row-major filter, which the step still reads.
+#[derive(Debug)]
+pub(crate) enum PreparedFilter {
+    /// The Winograd transform (see [`winograd`]).
+    Winograd(winograd::Prepared),
+    /// Panels of 64 output channels (see `kernels::gemm::Panels`).
+    Panels(crate::kernels::gemm::Panels),
+}
+
+impl PreparedFilter {
+    /// The Winograd transform, if that is the form.
+    pub(crate) fn winograd(&self) -> Option<&winograd::Prepared> {
+        match self {
+            PreparedFilter::Winograd(p) => Some(p),
+            PreparedFilter::Panels(_) => None,
+        }
+    }
+    /// The panels, if that is the form.
+    pub(crate) fn panels(&self) -> Option<&crate::kernels::gemm::Panels> {
+        match self {
+            PreparedFilter::Panels(p) => Some(p),
+            PreparedFilter::Winograd(_) => None,
+        }
+    }
+}
+
 /// Float element types the kernels run on.
 pub(crate) trait Float:
     GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum

@@ -310,7 +310,7 @@ fn run(
         let batch = (BATCH_BYTES / (POINTS * (g.c + g.o) * 4)).clamp(6, MAX_BATCH) / 6 * 6;
         // the plan's transform of its constant filter, else this filter's
         let fresh;
-        let u = match epi.winograd.and_then(|p| p.get(alg, g.c, g.o)) {
+        let u = match epi.filter.and_then(super::PreparedFilter::winograd).and_then(|p| p.get(alg, g.c, g.o)) {
             Some(u) => u,
             None => {
                 fresh = filter::transform(alg, g.c, g.o, w);

@@ -71,7 +71,7 @@ fn pooled<T: Float>(
     let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
     let len: usize = shape.iter().product();
     let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);
-    let kepi = im2col::Epilogue { winograd: epi.winograd, ..im2col::Epilogue::new(bd, epi.relu) };
+    let kepi = im2col::Epilogue { filter: epi.filter, ..im2col::Epilogue::new(bd, epi.relu) };
     if !T::conv_pool(g, xd, wd, kepi, &mut out, kernels)? {
         return Ok(None);
     }
