@@ -183,10 +183,13 @@ fn standard_operand(w: &Tensor) -> Option<Tensor> {
 
 /// Conv step `si`'s constant filter in the form its kernel multiplies by, made now: the
 /// Winograd transform where that kernel will take the conv (`winograd`: it may), else the
-/// `[KH*KW*C, O]` filter in the panels of the in-place GEMM where that one may take its
-/// products (f32, AVX-512, `kernels::gemm::panels_apply` for some row count: a 1x1 conv of
-/// ≤ 2048 input channels, whose weight-bound products at small batches read the panels as
-/// one stream each).
+/// `[KH*KW*C, O]` filter in the panels of the in-place GEMM where that one takes its
+/// products (f32, AVX-512, `kernels::gemm::ab_applies`: depth ≤ 512, or ≤ 1024 into ≤ 64
+/// channels), whose weight-bound products at small batches read the panels as one stream
+/// each. Deeper products of few rows would gain too (`[49, 2048] x [2048, 512]`: 0.34 →
+/// 0.28 ms with panels) but would then differ in rounding from the same conv with a fed
+/// filter (faer's order), which the fused / unfused and batched / per-example equalities
+/// rule out.
 pub(super) fn prepared_filter(
     steps: &[Step],
     producer: &HashMap<usize, usize>,
@@ -208,7 +211,7 @@ pub(super) fn prepared_filter(
         return None;
     }
     let (k, n) = (ws[0] * ws[1] * ws[2], ws[3]);
-    if !(crate::kernels::cpu::caps().avx512f && crate::kernels::gemm::panels_apply(1, k, n)) {
+    if !<f32 as crate::kernels::gemm::GemmElem>::in_place(1, k, n) {
         return None;
     }
     let a = w.array::<f32>().ok()?;

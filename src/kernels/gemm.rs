@@ -297,15 +297,6 @@ pub fn ab_applies(m: usize, k: usize, n: usize) -> bool {
     m > 0 && n > 0 && (1..=if n <= 64 { 1024 } else { 512 }).contains(&k)
 }
 
-/// Shapes that the in-place kernel takes with `B` in [`Panels`]: those of [`ab_applies`],
-/// and deeper products of few rows (≤ 64, depth ≤ 2048: a 1x1 conv on a 7x7 map at n = 1,
-/// `[49, 2048] x [2048, 512]`), where each contiguous `[k, 64]` panel streams from memory
-/// once and from L2 for the next row blocks (the row-major `B`'s rows 4n bytes apart ran
-/// these at 0.5-0.9x faer).
-pub fn panels_apply(m: usize, k: usize, n: usize) -> bool {
-    ab_applies(m, k, n) || (m > 0 && m <= 64 && n > 0 && (1..=2048).contains(&k))
-}
-
 /// The rows of a parallel task of the in-place kernel are a multiple of this: the threads'
 /// shares stay within 8 rows of each other (with tasks of 48 rows, a multiple of every
 /// micro-kernel row block, `[196, k]` split 144 / 52); a task's last partial block of rows
@@ -456,11 +447,13 @@ fn ab_f32(
 }
 
 /// `c [m, n] = a [m, k] · B` with `B` in `panels`, where the in-place kernel takes the
-/// shapes on this CPU ([`panels_apply`]) and the buffers fit; false (nothing written) elsewhere (the caller
+/// shapes on this CPU ([`ab_applies`]: exactly where it would take the row-major `B`, so a
+/// conv gives the same bits with or without the plan's panels, fused or not, batched or
+/// per example) and the buffers fit; false (nothing written) elsewhere (the caller
 /// then multiplies by the row-major `B`).
 fn panels_f32(m: usize, k: usize, n: usize, a: &[f32], panels: &Panels, c: &mut [f32], par: bool) -> bool {
     #[cfg(target_arch = "x86_64")]
-    if panels_apply(m, k, n) && avx512() && panels.shape() == (k, n) && a.len() == m * k && c.len() == m * n {
+    if ab_applies(m, k, n) && avx512() && panels.shape() == (k, n) && a.len() == m * k && c.len() == m * n {
         in_place(m, k, n, a, Rhs::Panels(panels), c, par);
         return true;
     }

@@ -125,8 +125,8 @@ fn constant_filters_in_panels_match_the_fed_filter() {
     // A constant f32 1x1 filter is copied into the in-place GEMM's panels when the plan
     // compiles (`exec::pretranspose::prepared_filter`); the same conv with the filter fed
     // multiplies the row-major filter. Where both take the in-place kernel (depth ≤ 512, or
-    // ≤ 1024 into ≤ 64 channels) the results are the same bits; deeper products of few rows
-    // take the panels only (the fed filter goes to faer): the naive reference then.
+    // ≤ 1024 into ≤ 64 channels) the results are the same bits; deeper products use neither
+    // (faer for both): the naive reference then.
     // Widths: whole panels, a masked last vector, a last panel of fewer than 64 channels.
     let shapes: [(Cfg, bool); 6] = [
         (Cfg { n: 2, h: 6, w: 6, c: 48, kh: 1, kw: 1, o: 200, pr: p([1, 1], Same, [1, 1]) }, true),
