@@ -201,13 +201,10 @@ pub(super) fn prepared_filter(
     if let Some(p) = winograd.then(|| winograd_filter(steps, producer, si)).flatten() {
         return Some(PreparedFilter::Winograd(p));
     }
-    let &(xs, _) = st.inputs.first()?;
     let Op::Const { value: w } = &steps[*producer.get(&st.inputs.get(1)?.0)?].op else { return None };
-    let p = &steps[*producer.get(&xs)?];
-    let x_f32 =
-        p.outputs.iter().position(|&o| o == xs).is_some_and(|k| p.out_types[k].dtype == crate::tensor::DType::F32);
+    let xt = slot_type(steps, producer, st.inputs.first()?.0)?;
     let ws = w.shape();
-    if !x_f32 || w.dtype() != crate::tensor::DType::F32 || ws.len() != 4 {
+    if xt.dtype != crate::tensor::DType::F32 || w.dtype() != crate::tensor::DType::F32 || ws.len() != 4 {
         return None;
     }
     let (k, n) = (ws[0] * ws[1] * ws[2], ws[3]);
@@ -219,6 +216,12 @@ pub(super) fn prepared_filter(
     crate::kernels::gemm::Panels::new(k, n, a.as_slice()?).map(PreparedFilter::Panels)
 }
 
+/// The static type of slot `s` (its producing step's output type).
+fn slot_type<'a>(steps: &'a [Step], producer: &HashMap<usize, usize>, s: usize) -> Option<&'a TensorType> {
+    let p = &steps[*producer.get(&s)?];
+    p.outputs.iter().position(|&o| o == s).map(|k| &p.out_types[k])
+}
+
 /// The Winograd transform of conv step `si`'s filter, made now, where the filter is a
 /// constant (a `Const` step) and the Winograd kernel will take the conv: f32, a static input
 /// shape (or one whose batch alone is dynamic) whose geometry the kernel applies to and, with
@@ -228,11 +231,7 @@ fn winograd_filter(steps: &[Step], producer: &HashMap<usize, usize>, si: usize) 
     let Op::Conv(conv @ ConvOp::Conv2D { params }) = &st.op else { return None };
     let (&(xs, _), &(ws, _)) = (st.inputs.first()?, st.inputs.get(1)?);
     let Op::Const { value: w } = &steps[*producer.get(&ws)?].op else { return None };
-    let ty = |s: usize| {
-        let p = &steps[*producer.get(&s)?];
-        p.outputs.iter().position(|&o| o == s).map(|k| &p.out_types[k])
-    };
-    let xt = ty(xs)?;
+    let xt = slot_type(steps, producer, xs)?;
     let dims = xt.shape.dims();
     if xt.dtype != crate::tensor::DType::F32
         || w.dtype() != crate::tensor::DType::F32

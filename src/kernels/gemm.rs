@@ -306,8 +306,8 @@ const AB_TASK_ROWS: usize = 8;
 /// A constant right operand `B [k, n]` (f32) copied once into panels of 64 columns, each
 /// `[k, 64]` contiguous (the last one zero-padded): the in-place kernel then reads each
 /// panel front to back, one stream, where the row-major `B` gives it `k` rows of 256 bytes
-/// `4n` bytes apart. Made when a plan compiles, for a conv filter or `matmul` weight that
-/// the in-place kernel will multiply by (weight-bound at small batches: ResNet-50's 1x1
+/// `4n` bytes apart. Made when a plan compiles, for a constant conv filter that the
+/// in-place kernel will multiply by (`exec::pretranspose::prepared_filter`) (weight-bound at small batches: ResNet-50's 1x1
 /// convs at n = 1 read 4 MB of filter for 49 rows). The products are the same sums in the
 /// same order as with the row-major `B` (bit-identical).
 #[derive(Clone, Debug)]
@@ -356,7 +356,8 @@ enum Rhs<'a> {
 }
 
 /// `c [rows, n0..n1] = a [rows, k] · B [k, n0..n1]` by `micro::ab_strided` (`c` rows of
-/// `ldc`; `n0` a multiple of 64 for panels).
+/// `ldc`, which is also the row stride of a row-major `B`: both are `n` wide; `n0` a
+/// multiple of 64 for panels).
 ///
 /// # Safety
 /// AVX-512F is present; `a` holds `rows` rows of `k`, `c` `rows` rows of `ldc ≥ n1`, the

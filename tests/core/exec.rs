@@ -199,6 +199,9 @@ fn profile_records_every_node_with_shapes() {
     assert_eq!(mm.count, 3);
     assert_eq!(mm.input_shapes, vec![vec![2, 3], vec![3, 1]]);
     assert_eq!(mm.output_shapes, vec![vec![2, 1]]);
+    // the fastest of the 3 executions: at most their mean, and timed
+    assert!(mm.best > std::time::Duration::ZERO && mm.best * 3 <= mm.total, "{:?} of {:?}", mm.best, mm.total);
+    assert!(p.report(10).contains("best ms"));
     assert!(p.report(10).contains("matmul"));
     s.clear_profile();
     assert_eq!(s.profile().runs(), 0);

@@ -154,3 +154,23 @@ fn the_winograd_test_hook_refuses_shapes_whose_element_count_overflows() {
     assert!(matches!(&e, Error::Shape { op, .. } if op == "winograd_conv2d"), "{e}");
     assert!(e.to_string().contains("overflows"), "{e}");
 }
+
+#[test]
+fn a_fed_input_that_does_not_fit_a_planned_filter_is_an_error() {
+    // the plan copies a constant 1x1 f32 filter `[1, 1, 16, 32]` into the in-place GEMM's
+    // panels (or keeps it row-major off AVX-512); an input whose channels are dynamic and
+    // fed as 8 must not reach a product over 16: an error naming the conv, no panic, no
+    // value read past a buffer
+    let mut g = Graph::new();
+    let x =
+        g.input("x", DType::F32, Shape::from_dims([Dim::fixed(1), Dim::fixed(4), Dim::fixed(4), Dim::dynamic("c")]));
+    let w = g.constant(Tensor::randn(&[1, 1, 16, 32], 3).unwrap());
+    let y = g.conv2d(x, w, pfor::ops::Conv2dParams::default()).unwrap();
+    let y = g.relu(y).unwrap();
+    let mut s = Session::new(&g, &[y]).unwrap();
+    let e = s.run(&[(x, Tensor::zeros(DType::F32, &[1, 4, 4, 8]).unwrap())]).unwrap_err();
+    assert!(e.to_string().contains("conv2d"), "{e}");
+    // the right channel count runs, and the session keeps working after the error
+    let ok = s.run(&[(x, Tensor::zeros(DType::F32, &[1, 4, 4, 16]).unwrap())]).unwrap();
+    assert_eq!(ok[0].shape(), &[1, 4, 4, 32]);
+}
