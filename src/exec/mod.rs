@@ -126,6 +126,12 @@ pub struct ExecOptions {
     /// the shapes (see `kernels::gemm::atb_batched`), else with faer. On built in;
     /// `PFOR_NO_ATB` turns it off.
     pub atb: bool,
+    /// Run f32 convs over more than 4 input channels that Winograd does not take by the
+    /// implicit-GEMM kernel on AVX-512 CPUs (the taps read from the input, no patch matrix;
+    /// see `kernels::conv::implicit`): the same sum in the same order for every batch size
+    /// and filter form. On built in; `PFOR_NO_IMPLICIT_GEMM` turns it off; off, those convs
+    /// run as im2col + GEMM.
+    pub implicit_gemm: bool,
     /// Give every `matmul` whose right operand is a constant a row-major copy of it, made
     /// once when the plan compiles (see `exec::pretranspose`). On built in;
     /// `PFOR_NO_PRETRANSPOSE` turns it off.
@@ -169,6 +175,7 @@ impl ExecOptions {
             warm_workers: true,
             winograd: true,
             atb: true,
+            implicit_gemm: true,
             pretranspose: true,
             max_tensor_bytes: None,
         }
@@ -220,6 +227,7 @@ impl ExecOptions {
             warm_workers: !set("PFOR_NO_SPIN"),
             winograd: !set("PFOR_NO_WINOGRAD"),
             atb: !set("PFOR_NO_ATB"),
+            implicit_gemm: !set("PFOR_NO_IMPLICIT_GEMM"),
             pretranspose: !set("PFOR_NO_PRETRANSPOSE"),
             ..ExecOptions::builtin()
         }
@@ -235,7 +243,7 @@ impl ExecOptions {
     /// assert!(!k.winograd && k.atb);
     /// ```
     pub fn kernel_options(&self) -> KernelOptions {
-        KernelOptions { winograd: self.winograd, atb: self.atb }
+        KernelOptions { winograd: self.winograd, atb: self.atb, implicit_gemm: self.implicit_gemm }
     }
 }
 
@@ -406,7 +414,7 @@ impl Plan {
             pretranspose::pretranspose_constants(&mut steps, &mut n_slots, &pinned);
         }
         if fuse {
-            fuse::conv_chains(&mut steps, &pinned, options.winograd);
+            fuse::conv_chains(&mut steps, &pinned, options.kernel_options());
             fuse::concat_slices(&mut steps, &pinned);
             fuse::patch_products(&mut steps, &pinned);
             fuse::split_biases(&mut steps, &mut n_slots, &pinned, fuse::fusable);

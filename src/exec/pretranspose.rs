@@ -182,23 +182,23 @@ fn standard_operand(w: &Tensor) -> Option<Tensor> {
 }
 
 /// Conv step `si`'s constant filter in the form its kernel multiplies by, made now: the
-/// Winograd transform where that kernel will take the conv (`winograd`: it may), else the
-/// `[KH*KW*C, O]` filter in the panels of the in-place GEMM where that one takes its
-/// products (f32, AVX-512, `kernels::gemm::ab_applies`: depth ≤ 512, or ≤ 1024 into ≤ 64
-/// channels), whose weight-bound products at small batches read the panels as one stream
-/// each. Deeper products of few rows would gain too (`[49, 2048] x [2048, 512]`: 0.34 →
-/// 0.28 ms with panels) but would then differ in rounding from the same conv with a fed
-/// filter (faer's order), which the fused / unfused and batched / per-example equalities
-/// rule out.
+/// Winograd transform where that kernel will take the conv (`kernels.winograd`: it may), else
+/// the `[KH*KW*C, O]` filter in the panels of the in-place GEMM where the implicit-GEMM conv
+/// takes the conv (`kernels::conv::implicit`: f32 over more than 4 channels, AVX-512) or the
+/// in-place GEMM its products (`kernels::gemm::ab_applies`): both sum in one order whatever
+/// form the filter has, so the panels change no bit, and their weight-bound products at
+/// small batches read the panels as one stream each. Deeper GEMMs (faer) keep the row-major
+/// filter: panels there would change the rounding against the same conv with a fed filter,
+/// which the fused / unfused and batched / per-example equalities rule out.
 pub(super) fn prepared_filter(
     steps: &[Step],
     producer: &HashMap<usize, usize>,
     si: usize,
-    winograd: bool,
+    kernels: crate::kernels::KernelOptions,
 ) -> Option<PreparedFilter> {
     let st = &steps[si];
     let Op::Conv(ConvOp::Conv2D { .. }) = &st.op else { return None };
-    if let Some(p) = winograd.then(|| winograd_filter(steps, producer, si)).flatten() {
+    if let Some(p) = kernels.winograd.then(|| winograd_filter(steps, producer, si)).flatten() {
         return Some(PreparedFilter::Winograd(p));
     }
     let Op::Const { value: w } = &steps[*producer.get(&st.inputs.get(1)?.0)?].op else { return None };
@@ -208,7 +208,8 @@ pub(super) fn prepared_filter(
         return None;
     }
     let (k, n) = (ws[0] * ws[1] * ws[2], ws[3]);
-    if !<f32 as crate::kernels::gemm::GemmElem>::in_place(1, k, n) {
+    let implicit = kernels.implicit_gemm && crate::kernels::conv::implicit::takes(ws[2], n);
+    if !implicit && !<f32 as crate::kernels::gemm::GemmElem>::in_place(1, k, n) {
         return None;
     }
     let a = w.array::<f32>().ok()?;

@@ -318,7 +318,7 @@ pub struct Panels {
 }
 
 /// Columns per panel (one micro-kernel block).
-const PANEL: usize = 64;
+pub(crate) const PANEL: usize = 64;
 
 impl Panels {
     /// The panels of the row-major `b` (`[k, n]`); `None` where `b` does not hold `k * n`
@@ -343,6 +343,12 @@ impl Panels {
     /// `(k, n)` of the operand.
     pub(crate) fn shape(&self) -> (usize, usize) {
         (self.k, self.n)
+    }
+
+    /// Panel `p`: columns `64p ..` (at most 64, the rest zero) of every row, `[k, 64]`
+    /// row-major; `None` past the last panel.
+    pub(crate) fn panel(&self, p: usize) -> Option<&[f32]> {
+        self.data.get(p * self.k * PANEL..(p + 1) * self.k * PANEL)
     }
 }
 
@@ -380,7 +386,7 @@ unsafe fn in_place_cols(
         Rhs::Rows(b) => unsafe { ab_strided(rows, k, n1 - n0, a, b.as_ptr().add(n0), ldc, c.add(n0), ldc) },
         Rhs::Panels(p) => {
             for q0 in (n0..n1).step_by(PANEL) {
-                let panel = unsafe { p.data.as_ptr().add(q0 / PANEL * k * PANEL) };
+                let panel = p.panel(q0 / PANEL).map_or(std::ptr::null(), <[f32]>::as_ptr);
                 unsafe { ab_strided(rows, k, PANEL.min(n1 - q0), a, panel, PANEL, c.add(q0), ldc) };
             }
         }

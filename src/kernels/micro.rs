@@ -82,7 +82,7 @@ mod avx512 {
                 let r = (m - m0).min(6);
                 // SAFETY: rows m0..m0+r of c and columns m0..m0+r of a, columns n0..n0+16nv
                 // of b and c: inside the buffers.
-                unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n, FULL) };
+                unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n, FULL, false) };
             }
         }
     }
@@ -136,14 +136,14 @@ mod avx512 {
                 // the buffers (the caller's bounds).
                 unsafe {
                     match (r, nv) {
-                        (16, 1) => micro::<16, 1>(a, k, b, &depth, c, ldc, last),
-                        (12, 2) => micro::<12, 2>(a, k, b, &depth, c, ldc, last),
-                        (8, 3) => micro::<8, 3>(a, k, b, &depth, c, ldc, last),
+                        (16, 1) => micro::<16, 1>(a, k, b, &depth, c, ldc, last, false),
+                        (12, 2) => micro::<12, 2>(a, k, b, &depth, c, ldc, last, false),
+                        (8, 3) => micro::<8, 3>(a, k, b, &depth, c, ldc, last, false),
                         _ => {
                             // the last rows, in blocks of at most 6
                             for r0 in (0..r).step_by(6) {
                                 let (a, c) = (a.wrapping_add(r0 * k), c.wrapping_add(r0 * ldc));
-                                micro_dyn((r - r0).min(6), nv, a, k, b, &depth, c, ldc, last);
+                                micro_dyn((r - r0).min(6), nv, a, k, b, &depth, c, ldc, last, false);
                             }
                         }
                     }
@@ -164,7 +164,8 @@ mod avx512 {
         }
     }
 
-    /// [`micro`] for `r` (1..=6) rows and `nv` (1..=4) vectors.
+    /// [`micro`] for `r` (1..=6) rows and `nv` (1..=4) vectors (`load`: accumulate onto
+    /// `out`).
     ///
     /// # Safety
     /// As [`micro`].
@@ -181,11 +182,12 @@ mod avx512 {
         out: *mut f32,
         ldc: usize,
         last: u16,
+        load: bool,
     ) {
         macro_rules! arms {
             ($(($r:literal, $v:literal)),*) => {
                 match (r, nv) {
-                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc, last) },)*
+                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc, last, load) },)*
                     _ => unreachable!("micro-kernel shape {r}x{nv}"),
                 }
             };
@@ -218,7 +220,9 @@ mod avx512 {
         )
     }
 
-    /// `out [R, 16V] = A [R, D] · B [D, 16V]` over the depth `D` that `depth` walks, with
+    /// `out [R, 16V] = A [R, D] · B [D, 16V]` (`load`: `out += A · B`, the sums continuing
+    /// from the values `out` holds, so a depth split into consecutive calls sums exactly as
+    /// one call) over the depth `D` that `depth` walks, with
     /// `A[r][d] = a[r*a_row + depth.a(d)]`, `B[d] = b[depth.b(d) ..][..16V]`, `ldc` the row
     /// stride of `out`: the sum over `d` in walk order from zero, one fused multiply-add per
     /// step. Only the lanes of `last` ([`FULL`]: all) of the last vector of each `B` row
@@ -239,8 +243,23 @@ mod avx512 {
         out: *mut f32,
         ldc: usize,
         last: u16,
+        load: bool,
     ) {
         let mut acc = [[_mm512_setzero_ps(); V]; R];
+        if load {
+            for (r, row) in acc.iter_mut().enumerate() {
+                for (j, v) in row.iter_mut().enumerate() {
+                    // SAFETY: the caller's bounds (the last vector: the lanes of `last`).
+                    *v = unsafe {
+                        if j + 1 == V {
+                            _mm512_maskz_loadu_ps(last, out.add(r * ldc + j * LANES))
+                        } else {
+                            _mm512_loadu_ps(out.add(r * ldc + j * LANES))
+                        }
+                    };
+                }
+            }
+        }
         let (n, sa, sb) = (depth.n, depth.sa, depth.sb);
         for i0 in 0..n[0] {
             for i1 in 0..n[1] {

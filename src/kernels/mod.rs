@@ -86,10 +86,13 @@ pub struct KernelOptions {
     /// The depth-major batched GEMM kernel for `Aᵀ B` items (per-example weight gradients)
     /// instead of faer ([`gemm::atb_batched`]).
     pub atb: bool,
+    /// The implicit-GEMM kernel for f32 convs over more than 4 channels (AVX-512 CPUs;
+    /// `kernels::conv::implicit`) instead of im2col + GEMM.
+    pub implicit_gemm: bool,
 }
 
 impl Default for KernelOptions {
     fn default() -> Self {
-        KernelOptions { winograd: true, atb: true }
+        KernelOptions { winograd: true, atb: true, implicit_gemm: true }
     }
 }

@@ -7,6 +7,7 @@ pub mod control;
 pub mod conv;
 pub mod conv_chunks;
 pub mod conv_explicit_padding;
+pub mod conv_implicit;
 pub mod conv_winograd;
 pub mod conv_winograd3;
 pub mod conv_winograd_points;

@@ -387,9 +387,9 @@ fn residual_operand(view: &PlanView<'_>, st: &Step, cur: usize) -> Option<usize>
 
 /// Fuse every eligible conv chain in `steps` (before slot releases are computed); `pinned`
 /// are the fetched slots. A conv with a constant filter holds it in its kernel's form
-/// (`winograd`: the Winograd kernel may be that kernel; a conv without a tail then becomes a
-/// chain of its own, with an empty tail).
-pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winograd: bool) {
+/// (`kernels`: the optional kernels that may be that kernel; a conv without a tail then
+/// becomes a chain of its own, with an empty tail).
+pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, kernels: crate::kernels::KernelOptions) {
     // Match every chain first (on the unchanged plan), then rewrite.
     let view = PlanView::new(steps, pinned);
     let mut found: Vec<Found> = Vec::new();
@@ -457,7 +457,7 @@ pub(crate) fn conv_chains(steps: &mut Vec<Step>, pinned: &HashSet<usize>, winogr
             chain.push(c);
             (cur, cur_ty) = (st.outputs[0], st.out_types[0].clone());
         }
-        let prepared = crate::exec::pretranspose::prepared_filter(steps, view.producers(), a, winograd).map(Arc::new);
+        let prepared = crate::exec::pretranspose::prepared_filter(steps, view.producers(), a, kernels).map(Arc::new);
         if keep == 0 && prepared.is_none() {
             continue;
         }

@@ -57,12 +57,24 @@ impl<'a, T: Float> Epilogue<'a, T> {
     /// Apply to `out`, whole rows of `o` channels starting at element `at` of the whole
     /// output (where the residual is read from); one branch-free loop per case.
     pub(crate) fn apply(&self, out: &mut [T], o: usize, at: usize) {
+        let residual = self.residual.map(|r| &r[at..at + out.len()]);
+        Self::apply_rows(out, o, self.bias, residual, self.relu);
+    }
+    /// Apply to `out`, channels `c0 .. c0 + out.len()` of the output pixel whose channel
+    /// `c0` is element `at` of the whole output (a kernel that finishes column blocks).
+    pub(crate) fn apply_span(&self, out: &mut [T], c0: usize, at: usize) {
+        let len = out.len();
+        let (bias, residual) = (self.bias.map(|b| &b[c0..c0 + len]), self.residual.map(|r| &r[at..at + len]));
+        Self::apply_rows(out, len, bias, residual, self.relu);
+    }
+    /// Rows of `o` values: `+ bias` (`o` values), `+ residual` (as many values as `out`),
+    /// then relu (NaN propagates), each as the separate ops compute it.
+    fn apply_rows(out: &mut [T], o: usize, bias: Option<&[T]>, residual: Option<&[T]>, relu_on: bool) {
         let zero = T::default();
         let relu = |v: T| if v > zero || v.is_nan() { v } else { zero };
-        if let Some(r) = self.residual {
-            let (r, relu_on) = (&r[at..at + out.len()], self.relu);
+        if let Some(r) = residual {
             let end = |s: T| if relu_on { relu(s) } else { s };
-            match self.bias {
+            match bias {
                 Some(b) => out.chunks_exact_mut(o).zip(r.chunks_exact(o)).for_each(|(row, rr)| {
                     row.iter_mut().zip(rr).zip(b).for_each(|((v, &x), &b)| {
                         let mut s = *v;
@@ -74,7 +86,7 @@ impl<'a, T: Float> Epilogue<'a, T> {
             }
             return;
         }
-        match (self.bias, self.relu) {
+        match (bias, relu_on) {
             (None, false) => {}
             (Some(b), false) => out.chunks_exact_mut(o).for_each(|r| r.iter_mut().zip(b).for_each(|(v, &b)| *v += b)),
             (Some(b), true) => out.chunks_exact_mut(o).for_each(|r| {

@@ -13,12 +13,14 @@
 //! input channels at any stride use a direct register-tiled kernel instead (`narrow`), and f32 5x5 and 3x3 stride-1 convs with
 //! channel counts that are multiples of 16 use Winograd F(2x2, 5x5) and, where its cost rule
 //! picks it, F(4x4, 3x3) (`winograd`: 2.8x and 4x fewer multiplies, rounding within a small
-//! multiple of a direct sum's; `KernelOptions::winograd` turns it off).
+//! multiple of a direct sum's; `KernelOptions::winograd` turns it off); the other f32 convs
+//! over more than 4 channels run as an implicit GEMM that reads the taps in place
+//! (`implicit`; `KernelOptions::implicit_gemm` turns it off).
 //!
 //!
 //! Typed entry points: [`im2col`] (`conv2d`, its gradients, `extract_patches` and its
 //! adjoint), [`direct`] (depthwise convs, pools and their gradients), and through
-//! [`Float`] the shape-specialised kernels ([`narrow`], [`winograd`]) and the pooled conv.
+//! [`Float`] the shape-specialised kernels ([`narrow`], [`winograd`], [`implicit`]) and the pooled conv.
 //!
 //! Invariants: every entry point writes every element of its output (a recycled buffer's
 //! stale content never shows; a conv told to write a channel slice [`Dst`] of wider rows
@@ -30,6 +32,7 @@
 pub(crate) mod direct;
 mod geom;
 pub(crate) mod im2col;
+pub(crate) mod implicit;
 pub(crate) mod narrow;
 pub(crate) mod patch_product;
 pub(crate) mod winograd;
@@ -132,7 +135,9 @@ impl Float for f32 {
         dst: Dst,
         k: Kernels,
     ) -> bool {
-        narrow::conv2d(g, x, w, epi, out, dst) || (k.winograd && winograd::conv2d(g, x, w, epi, out, dst))
+        narrow::conv2d(g, x, w, epi, out, dst)
+            || (k.winograd && winograd::conv2d(g, x, w, epi, out, dst))
+            || (k.implicit_gemm && implicit::conv2d(g, x, w, epi, out, dst))
     }
     fn conv_pool(
         g: &Geom,

@@ -68,6 +68,7 @@ pub(crate) fn product(g: &Geom, e: usize, x: &[f32], dy: &[f32], out: &mut [f32]
                                         dst.as_mut_ptr().add((m_at + m0) * o + o0),
                                         o,
                                         crate::kernels::micro::FULL,
+                                        false,
                                     )
                                 };
                             }
