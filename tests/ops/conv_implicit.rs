@@ -1,6 +1,6 @@
 //! The implicit-GEMM conv kernel (`kernels::conv::implicit`: f32 convs over more than 4
-//! input channels on AVX-512 CPUs; elsewhere these convs take im2col + GEMM and the same
-//! assertions hold). Over strides 1-3, dilations, SAME / VALID / asymmetric explicit pads,
+//! input channels on AVX-512 CPUs, but for 1x1 stride-1 ones that the in-place GEMM takes;
+//! elsewhere these convs take im2col + GEMM and the same assertions hold). Over strides 1-3, dilations, SAME / VALID / asymmetric explicit pads,
 //! channel counts that split the kernel's depth blocks (128 channels) with a remainder,
 //! output widths with a masked last vector and a partial last 64-channel panel, images
 //! large enough for several row segments, and n = 0, 1, 3:
@@ -66,7 +66,10 @@ fn configs() -> Vec<(&'static str, Cfg)> {
         ("3x3 stride 2 SAME, odd input, masked output vector", c(3, 15, 13, 24, 3, 3, 40, p(two, Same, one))),
         ("3x3 stride 1 SAME, 130 channels (a depth block remainder)", c(1, 7, 7, 130, 3, 3, 64, p(one, Same, one))),
         ("3x3 stride 1 VALID, 200 outputs (partial last panel)", c(2, 9, 8, 16, 3, 3, 200, p(one, Valid, one))),
-        ("1x1 stride 1 (rows merged into one run)", c(2, 6, 7, 48, 1, 1, 80, p(one, Valid, one))),
+        (
+            "1x1 stride 1, 1040 channels (deeper than the in-place GEMM takes: rows as one run)",
+            c(2, 5, 6, 1040, 1, 1, 72, p(one, Valid, one)),
+        ),
         ("1x1 stride 2 SAME", c(1, 11, 11, 64, 1, 1, 96, p(two, Same, one))),
         (
             "7x5 stride (3, 2) dilated, asymmetric pads",

@@ -37,6 +37,7 @@ use rayon::prelude::*;
 
 use super::im2col::Epilogue;
 use super::{Dst, Geom, is_parallel};
+use crate::kernels::gemm::GemmElem;
 
 /// Output channels per column block (4 vectors of 16 lanes): a panel of the filter's
 /// prepared form (`kernels::gemm::Panels`).
@@ -50,10 +51,13 @@ const PIXELS: usize = 6;
 const BAND_BYTES: usize = 256 << 10;
 
 /// Whether this kernel computes an f32 conv of this geometry on this CPU: any window over
-/// more channels than the direct kernel for few channels takes ([`super::narrow::MAX_C`]);
-/// the caller tries Winograd first (the 3x3 and 5x5 stride-1 convs its cost rule picks).
+/// more channels than the direct kernel for few channels takes ([`super::narrow::MAX_C`]),
+/// except a 1x1 stride-1 conv whose product the in-place GEMM takes (`kernels::gemm::
+/// ab_applies`: the input is its patch matrix already, and that kernel's row tasks balance
+/// small layers better; SqueezeNet's `[13,13,384] → 48` ran 0.5-0.9x as fast here); the
+/// caller tries Winograd first (the 3x3 and 5x5 stride-1 convs its cost rule picks).
 pub(crate) fn applies(g: &Geom) -> bool {
-    takes(g.c, g.o) && g.kh * g.kw > 0
+    takes(g.c, g.o) && g.kh * g.kw > 0 && !(g.pointwise() && <f32 as GemmElem>::in_place(1, g.c, g.o))
 }
 
 /// [`applies`] as far as a conv's input channels `c` and output channels `o` decide it (the
@@ -127,15 +131,19 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: &Epilogue<'_, f32>, out: &mut [f32],
     use crate::kernels::micro::SharedMut;
 
     let lay = Layout::new(g);
-    let segs = g.oh.div_ceil(lay.seg_rows);
-    // segment j of an image: output rows [j*OH/segs, (j+1)*OH/segs) (sizes within one row)
-    let seg = |j: usize| (j * g.oh / segs, (j + 1) * g.oh / segs);
     let blocks = g.o.div_ceil(COLS);
     let par = is_parallel(g.n * g.oh * g.ow * g.kh * g.kw * g.c * g.o);
     let threads = if par { rayon::current_num_threads().max(1) } else { 1 };
-    // enough tasks for every thread to stay busy (8 per thread where there are that many
-    // column blocks), the rest as wide column groups (each re-reads its segment's input)
-    let per_task = (blocks * g.n * segs / (8 * threads)).clamp(1, blocks);
+    let want = 8 * threads;
+    // segments of at most the band's rows, more (down to single rows) where there would be
+    // fewer than 4 (segment, column block) tasks per thread (each segment reads the filter
+    // once: as few as balance allows)
+    let segs = g.oh.div_ceil(lay.seg_rows).max((4 * threads).div_ceil(g.n * blocks)).min(g.oh);
+    // segment j of an image: output rows [j*OH/segs, (j+1)*OH/segs) (sizes within one row)
+    let seg = |j: usize| (j * g.oh / segs, (j + 1) * g.oh / segs);
+    // `want` tasks where there are that many (segment, column block) pairs, the rest as
+    // wide column groups (each re-reads its segment's input)
+    let per_task = (blocks * g.n * segs / want).clamp(1, blocks);
     let groups = blocks.div_ceil(per_task);
     let tasks = g.n * segs * groups;
     let band_len = if lay.band { lay.band_rows(g, seg(0).1 - seg(0).0 + 1) * lay.width * g.c } else { 0 };
