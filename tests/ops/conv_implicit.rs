@@ -1,7 +1,9 @@
 //! The implicit-GEMM conv kernel (`kernels::conv::implicit`: f32 convs over more than 4
 //! input channels on AVX-512 CPUs, but for 1x1 stride-1 ones that the in-place GEMM takes;
-//! elsewhere these convs take im2col + GEMM and the same assertions hold). Over strides 1-3, dilations, SAME / VALID / asymmetric explicit pads,
-//! channel counts that split the kernel's depth blocks (128 channels) with a remainder,
+//! elsewhere these convs take im2col + GEMM and the same assertions hold). Over strides 1-3,
+//! dilations (both axes, rows only), SAME / VALID / asymmetric explicit pads, each form of
+//! depth block (several kernel rows, pieces of a long kernel row, tap by tap when columns
+//! are dilated) with remainders,
 //! output widths with a masked last vector and a partial last 64-channel panel, images
 //! large enough for several row segments, and n = 0, 1, 3:
 //! - the f32 conv → bias → relu (→ add → relu) against the f64 graph (im2col, checked
@@ -75,6 +77,7 @@ fn configs() -> Vec<(&'static str, Cfg)> {
             "7x5 stride (3, 2) dilated, asymmetric pads",
             c(2, 23, 19, 9, 7, 5, 32, p([3, 2], Explicit([(2, 4), (0, 3)]), two)),
         ),
+        ("3x3 dilated rows only (2, 1), 8 channels", c(2, 12, 9, 8, 3, 3, 24, p(one, Same, [2, 1]))),
         ("3x3 stride 1, many row segments", c(1, 70, 70, 64, 3, 3, 16, p(one, Same, one))),
         ("5x5 stride 2, 7 outputs", c(1, 20, 20, 5, 5, 5, 7, p(two, Same, one))),
         ("3x3 stride 2, n = 0", c(0, 9, 9, 32, 3, 3, 64, p(two, Same, one))),

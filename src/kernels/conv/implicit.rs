@@ -7,10 +7,11 @@
 //! back, and its GEMM streams the filter from memory in the filter's row-major order; at
 //! one image, where every layer's filter is read once for few pixels, both dominate. Here a
 //! call computes a tile of up to 6 output pixels x 64 output channels over one depth block
-//! (`KC` channels of one tap), the pixels' input vectors `SW*C` apart; consecutive blocks
-//! continue the tile's sums from where the previous block stored them (the micro-kernel's
-//! `load`), so the whole depth is summed as one product in the filter's `(ky, kx, c)`
-//! order. Per block the filter rows in use (`KC x 64` values, 32 KiB: one contiguous run
+//! ([`depth_blocks`]: several kernel rows where a row's `KW*C` taps are short, else pieces
+//! of at most `KC` of one kernel row), the pixels' input vectors `SW*C` apart; consecutive
+//! blocks continue the tile's sums from where the previous block stored them (the
+//! micro-kernel's `load`), so the whole depth is summed as one product in the filter's
+//! `(ky, kx, c)` order. Per block the filter rows in use (at most 40 KiB: one contiguous run
 //! of the filter's panels, `kernels::gemm::Panels`, where the plan prepared them) stay in
 //! L1 while every pixel tile of a segment of output rows reads them. Measured per layer on
 //! ResNet-50 at n = 1 (`PFOR_PROFILE` of `onnx_profile`, best of 20, against
@@ -42,9 +43,12 @@ use crate::kernels::gemm::GemmElem;
 /// Output channels per column block (4 vectors of 16 lanes): a panel of the filter's
 /// prepared form (`kernels::gemm::Panels`).
 const COLS: usize = crate::kernels::gemm::PANEL;
-/// Input channels of one tap per micro-kernel call: `KC x COLS` filter values (32 KiB) stay
-/// in L1 while a segment's pixel tiles read them.
+/// Longest piece of a kernel row per micro-kernel call: `KC x COLS` filter values (32 KiB)
+/// stay in L1 while a segment's pixel tiles read them.
 const KC: usize = 128;
+/// Longest depth block of whole kernel rows (see [`depth_blocks`]): `160 x 64` filter
+/// values, 40 KiB, within L1.
+const ROW_BLOCK: usize = 160;
 /// Output pixels per micro-kernel call (6 x 4 vectors: 24 accumulators).
 const PIXELS: usize = 6;
 /// Bytes of input rows a segment reads (its padded band, where it needs one).
@@ -175,6 +179,45 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: &Epilogue<'_, f32>, out: &mut [f32],
     }
 }
 
+/// The depth blocks of one output pixel's product, in the filter's `(ky, kx, c)` order:
+/// `(offset of the block's first input value from the pixel's first, its first filter row,
+/// the walk)`. With undilated columns a kernel row's taps are one contiguous run of `KW*C`
+/// values in both the input and the filter: runs up to [`ROW_BLOCK`] long go several kernel
+/// rows to a block (a first layer's `7x7x3` filter is one block), longer ones are cut into
+/// equal pieces of at most [`KC`]; dilated columns go tap by tap, `KC` channels at a time.
+fn depth_blocks(g: &Geom, row_len: usize, ldb: usize) -> Vec<(usize, usize, crate::kernels::micro::Depth)> {
+    use crate::kernels::micro::Depth;
+    let c = g.c;
+    let run = g.kw * c;
+    let mut out = Vec::new();
+    if g.dw == 1 && run <= ROW_BLOCK {
+        let rows = ROW_BLOCK / run;
+        for ky in (0..g.kh).step_by(rows) {
+            let r = rows.min(g.kh - ky);
+            let depth = Depth { n: [1, r, run], sa: [0, g.dh * row_len, 1], sb: [0, run * ldb, ldb] };
+            out.push((ky * g.dh * row_len, ky * run, depth));
+        }
+    } else if g.dw == 1 {
+        let pieces = run.div_ceil(KC);
+        for ky in 0..g.kh {
+            for p in 0..pieces {
+                let (j0, j1) = (p * run / pieces, (p + 1) * run / pieces);
+                out.push((ky * g.dh * row_len + j0, ky * run + j0, Depth::flat(j1 - j0, 1, ldb)));
+            }
+        }
+    } else {
+        for ky in 0..g.kh {
+            for kx in 0..g.kw {
+                for c0 in (0..c).step_by(KC) {
+                    let a_off = ky * g.dh * row_len + kx * g.dw * c + c0;
+                    out.push((a_off, (ky * g.kw + kx) * c + c0, Depth::flat((c - c0).min(KC), 1, ldb)));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// The band of image `img`'s input rows that output rows `y0..y1` read, zero-padded: band
 /// row `r` is padded row `y0*SH + r` (input row `y0*SH + r - PT` where that is inside),
 /// band column `j` input column `j - PL`.
@@ -219,7 +262,7 @@ unsafe fn segment(
     (y0, y1): (usize, usize),
     cols: std::ops::Range<usize>,
 ) {
-    use crate::kernels::micro::{Depth, FULL, LANES, micro_dyn};
+    use crate::kernels::micro::{FULL, LANES, micro_dyn};
 
     let (c, o) = (g.c, g.o);
     // runs of output pixels whose inputs are `SW*C` apart: each output row, or all the
@@ -229,6 +272,8 @@ unsafe fn segment(
     let tiles = run.div_ceil(PIXELS);
     let (a, out) = (src.as_ptr(), out.ptr());
     let first_pixel = (img * g.oh + y0) * g.ow;
+    let ldb = if panels.is_some() { COLS } else { o };
+    let steps = depth_blocks(g, row_len, ldb);
     for n0 in cols.clone().step_by(COLS) {
         let width = (cols.end - n0).min(COLS);
         let nv = width.div_ceil(LANES);
@@ -237,42 +282,34 @@ unsafe fn segment(
             t => (1u16 << t) - 1,
         };
         // column n0 of the filter's rows: its panel (rows of 64), or the row-major filter
-        let (b, ldb) = match panels.and_then(|p| p.panel(n0 / COLS)) {
-            Some(panel) => (panel.as_ptr(), COLS),
-            None => (w.as_ptr().wrapping_add(n0), o),
+        let b = match panels.and_then(|p| p.panel(n0 / COLS)) {
+            Some(panel) => panel.as_ptr(),
+            None => w.as_ptr().wrapping_add(n0),
         };
-        for ky in 0..g.kh {
-            for kx in 0..g.kw {
-                for c0 in (0..c).step_by(KC) {
-                    let kc = (c - c0).min(KC);
-                    let depth = Depth::flat(kc, 1, ldb);
-                    let load = ky + kx + c0 > 0;
-                    let tap_a = ky * g.dh * row_len + kx * g.dw * c + c0;
-                    let bp = b.wrapping_add(((ky * g.kw + kx) * c + c0) * ldb);
-                    for y in 0..runs {
-                        let row_a = tap_a + y * g.sh * row_len;
-                        for t in 0..tiles {
-                            // pixel tiles of (nearly) equal sizes: x0 .. x1
-                            let (x0, x1) = (t * run / tiles, (t + 1) * run / tiles);
-                            let p = first_pixel + y * run + x0;
-                            // SAFETY: the caller's bounds: the tile's taps lie in `src`'s
-                            // rows, its outputs in rows y0..y1, columns n0..n0+width.
-                            unsafe {
-                                micro_dyn(
-                                    x1 - x0,
-                                    nv,
-                                    a.add(row_a + x0 * g.sw * c),
-                                    g.sw * c,
-                                    bp,
-                                    &depth,
-                                    out.add(p * dst.stride + dst.off + n0),
-                                    dst.stride,
-                                    last,
-                                    load,
-                                )
-                            };
-                        }
-                    }
+        for (k, &(a_off, b_row, depth)) in steps.iter().enumerate() {
+            let (load, bp) = (k > 0, b.wrapping_add(b_row * ldb));
+            for y in 0..runs {
+                let row_a = a_off + y * g.sh * row_len;
+                for t in 0..tiles {
+                    // pixel tiles of (nearly) equal sizes: x0 .. x1
+                    let (x0, x1) = (t * run / tiles, (t + 1) * run / tiles);
+                    let p = first_pixel + y * run + x0;
+                    // SAFETY: the caller's bounds: the tile's taps lie in `src`'s rows, its
+                    // outputs in rows y0..y1, columns n0..n0+width.
+                    unsafe {
+                        micro_dyn(
+                            x1 - x0,
+                            nv,
+                            a.add(row_a + x0 * g.sw * c),
+                            g.sw * c,
+                            bp,
+                            &depth,
+                            out.add(p * dst.stride + dst.off + n0),
+                            dst.stride,
+                            last,
+                            load,
+                        )
+                    };
                 }
             }
         }
