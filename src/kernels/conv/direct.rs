@@ -237,10 +237,12 @@ fn pool_row_inside<T: Float>(g: &Geom, img: &[T], oy: usize, orow: &mut [T]) {
     }
 }
 
-/// Whether `xs` holds a NaN.
+/// Whether `xs` holds a NaN: a count, which compiles to vector adds over several
+/// independent accumulators (a `bool` fold became one serial chain of mask-register ORs,
+/// 60 % of SqueezeNet's `[1,111,111,64]` 3x3 stride-2 pool, `perf record` of `pool_probe`).
 #[inline(always)]
 fn any_nan<T: Float>(xs: &[T]) -> bool {
-    xs.iter().fold(false, |a, v| a | v.is_nan())
+    xs.iter().map(|v| u32::from(v.is_nan())).sum::<u32>() != 0
 }
 
 /// `orow[ox] = ` the window fold of `rows` (the `kh` input rows of one output row) under
