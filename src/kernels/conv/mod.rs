@@ -269,6 +269,30 @@ impl<T: Float> OutBuf<T> {
     }
 }
 
+thread_local! {
+    /// This thread's [`with_scratch`] buffer (empty while lent out).
+    static SCRATCH: std::cell::Cell<Vec<f32>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Run `f` on a buffer of `len` f32 whose contents are stale (left by an earlier use: `f`
+/// must write every element it reads), lent from this thread's cache and kept there for
+/// the next call, so a kernel that runs every step does not zero (memset) megabytes of
+/// scratch it overwrites anyway. Re-entrant: a call nested inside `f` on the same thread (a
+/// rayon task stolen while `f` waits) finds the cache empty and allocates its own buffer.
+pub(crate) fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    let mut buf = SCRATCH.take();
+    if buf.len() < len {
+        // growth only: the zeros are written once per size, not once per call
+        buf.resize(len, 0.0);
+    }
+    let r = f(&mut buf[..len]);
+    SCRATCH.with(|s| {
+        let kept = s.take();
+        s.set(if kept.len() > buf.len() { kept } else { buf });
+    });
+    r
+}
+
 pub(crate) fn is_parallel(work: usize) -> bool {
     work >= PAR_THRESHOLD && rayon::current_num_threads() > 1
 }

@@ -112,8 +112,26 @@ pub(super) fn run(job: &Job<'_>, chunks: Vec<Chunk<'_>>, parallel: bool) {
     }
     let span = |gr: &[Chunk<'_>]| gr[0].rows.start * tiles_x..gr[gr.len() - 1].rows.end * tiles_x;
     let largest = groups.iter().map(|gr| span(gr).len()).max().unwrap_or(0);
-    let mut v = vec![0.0f32; POINTS * largest * c];
-    let mut m = vec![0.0f32; POINTS * largest * o];
+    // [36, tiles, C] transformed inputs and [36, tiles, O] point products: every element
+    // that is read is written first (each group's tiles), so stale scratch will do
+    super::super::with_scratch(POINTS * largest * (c + o), |buf| {
+        let (v, m) = buf.split_at_mut(POINTS * largest * c);
+        groups_run(job, groups, v, m, tiles_x, parallel, span)
+    });
+}
+
+/// The groups of [`run`], through the scratch `v` and `m`.
+#[allow(clippy::too_many_arguments)]
+fn groups_run(
+    job: &Job<'_>,
+    groups: Vec<Vec<Chunk<'_>>>,
+    v: &mut [f32],
+    m: &mut [f32],
+    tiles_x: usize,
+    parallel: bool,
+    span: impl Fn(&[Chunk<'_>]) -> std::ops::Range<usize>,
+) {
+    let (c, o) = (job.g.c, job.g.o);
     for group in groups {
         let tiles = span(&group);
         let (f0, bt) = (tiles.start, tiles.len());
