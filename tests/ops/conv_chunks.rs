@@ -162,3 +162,47 @@ fn constant_filters_in_panels_match_the_fed_filter() {
     check();
     in_pool(check);
 }
+
+#[test]
+fn few_channel_convs_pool_any_valid_window_in_kernel_bit_identically() {
+    // The direct kernel of 1-4 input channels pools any VALID max-pool window in-kernel
+    // (`narrow::conv2d_pool_window`: each pooled row's conv rows computed into a rolling
+    // scratch, SqueezeNet's conv1 → 3x3 stride-2 pool): the fused chain equals the unfused
+    // ops bit for bit, in f32 and f64 (which pools after the conv), over windows that
+    // overlap, tile, skip input and cross image boundaries inside a task (n = 3, 4 threads).
+    let cases = [
+        // (n, h, w, c, k, stride, o, pool window, pool stride)
+        (1, 37, 37, 3, 3, 2, 64, 3, 2),
+        (3, 29, 23, 3, 3, 2, 32, 3, 2),
+        (2, 20, 21, 2, 3, 1, 32, 2, 1),
+        (1, 19, 19, 4, 5, 1, 64, 3, 3),
+        (3, 9, 9, 1, 3, 1, 32, 4, 2),
+        (0, 9, 9, 3, 3, 2, 32, 3, 2),
+    ];
+    let check = || {
+        for (i, &(n, h, w, c, k, s, o, pk, ps)) in cases.iter().enumerate() {
+            let (xs, ws) = ([n, h, w, c], [k, k, c, o]);
+            let seed = 700 + 3 * i as u64;
+            let (xt, wt, bt) =
+                (f64t(&xs, &randv(&xs, seed)), f64t(&ws, &randv(&ws, seed + 1)), f64t(&[o], &randv(&[o], seed + 2)));
+            for dt in [DType::F32, DType::F64] {
+                let mut g = Graph::new();
+                let x = g.input("x", dt, xs);
+                let (wc, bc) = (g.constant(wt.cast(dt)), g.constant(bt.cast(dt)));
+                let y = g.conv2d(x, wc, p([s, s], Valid, [1, 1])).unwrap();
+                let y = g.bias_add(y, bc).unwrap();
+                let y = g.relu(y).unwrap();
+                let y = g.max_pool(y, [pk, pk], [ps, ps], Valid).unwrap();
+                let feeds = [(x, xt.cast(dt))];
+                let fused = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
+                let opts = ExecOptions { fuse: false, ..ExecOptions::default() };
+                let plain = Session::with_options(&g, &[y], opts).unwrap().run(&feeds).unwrap().remove(0);
+                let case = format!("case {i} {dt}");
+                assert_eq!(fused.shape(), plain.shape(), "{case}");
+                assert_eq!(fused.to_f64_vec(), plain.to_f64_vec(), "{case}: fused vs unfused");
+            }
+        }
+    };
+    check();
+    in_pool(check);
+}

@@ -204,11 +204,11 @@ impl ConvChain {
         }
         let epi = self.epilogue(bias.as_ref(), residual.as_ref());
         if let Some(Tail::MaxPool(node, pool)) = self.tail.last() {
-            // conv + epilogue + 2x2 pool in one kernel where it applies; the pool's output
-            // shape is the conv output's with OH, OW halved (the fusion checked the dims between)
+            // conv + epilogue + a VALID pool in one kernel where one applies; the pool reads
+            // the conv output as it is (the fusion checked the dims between)
             let ins = [x, w];
-            if is_pair_pool(pool)
-                && let Some(y) = self.conv.eval_fused_pool(&ins, epi, Some(&mut *ctx)).map_err(conv_err)?
+            if let Some(window) = valid_max_pool(pool)
+                && let Some(y) = self.conv.eval_fused_pool(&ins, epi, window, Some(&mut *ctx)).map_err(conv_err)?
             {
                 for t in ins {
                     ctx.recycle(t);
@@ -359,9 +359,12 @@ fn same_nhwc(conv: &TensorType, x: &TensorType) -> bool {
 /// pool reads it).
 const POOL_GROUP_BYTES: usize = 4 << 20;
 
-/// A 2x2 stride-2 VALID max pool: the one the conv kernels pool in-kernel.
-fn is_pair_pool(op: &Op) -> bool {
-    matches!(op, Op::Conv(ConvOp::MaxPool { ksize: [2, 2], strides: [2, 2], padding: Padding::Valid }))
+/// The window and strides of a VALID max pool: the pools the conv kernels pool in-kernel.
+fn valid_max_pool(op: &Op) -> Option<([usize; 2], [usize; 2])> {
+    match op {
+        Op::Conv(ConvOp::MaxPool { ksize, strides, padding: Padding::Valid }) => Some((*ksize, *strides)),
+        _ => None,
+    }
 }
 
 /// A chain found: (conv step, fused chain, fused-away steps after the conv, [the bias slot,

@@ -223,6 +223,16 @@ fn max_pool_inside<T: Float>(g: &Geom, x: &[T], buf: OutBuf<T>) -> Vec<T> {
     out
 }
 
+/// Output row 0 of the max pool `g` whose windows lie inside its input: `rows` holds the
+/// `KH` input rows it reads; the same fold as [`max_pool_inside`] (a fused conv's pool
+/// tail computes those rows and pools them while cache resident).
+pub(crate) fn max_pool_row<T: Float>(g: &Geom, rows: &[T], orow: &mut [T]) {
+    crate::kernels::simd::widest(
+        #[inline(always)]
+        || pool_row_inside(g, rows, 0, orow),
+    );
+}
+
 /// One output row of [`max_pool_inside`]: each pixel folds its taps in row-major window
 /// order. Without a NaN among the window rows, [`better`] reduces to `v > cur` (a plain
 /// vector max, fewer instructions per tap); with one, the row takes the exact rule.

@@ -121,6 +121,20 @@ pub(crate) trait Float:
         let _ = k;
         im2col::conv2d_pool(g, x, w, epi, out)
     }
+    /// `conv2d` with `epi`, then the max pool `pg` (any window inside the conv output, see
+    /// [`narrow::conv2d_pool_window`]), into `out`; false (nothing written) where no pooled
+    /// kernel takes the shapes.
+    fn conv_pool_window(
+        g: &Geom,
+        pg: &Geom,
+        x: &[Self],
+        w: &[Self],
+        epi: im2col::Epilogue<'_, Self>,
+        out: &mut [Self],
+    ) -> bool {
+        let _ = (g, pg, x, w, epi, out);
+        false
+    }
 }
 impl Float for f32 {
     fn is_nan(self) -> bool {
@@ -150,6 +164,16 @@ impl Float for f32 {
         Ok(narrow::conv2d_pool(g, x, w, epi, out)
             || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out))
             || im2col::conv2d_pool(g, x, w, epi, out)?)
+    }
+    fn conv_pool_window(
+        g: &Geom,
+        pg: &Geom,
+        x: &[f32],
+        w: &[f32],
+        epi: im2col::Epilogue<'_, f32>,
+        out: &mut [f32],
+    ) -> bool {
+        narrow::conv2d_pool_window(g, pg, x, w, epi, out)
     }
     fn special_backprop_input(
         g: &Geom,

@@ -152,6 +152,84 @@ pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>
     true
 }
 
+/// `conv2d` as in [`conv2d`], then the max pool `pg` (over the conv output: `pg.h = OH`,
+/// `pg.w = OW`, `pg.c = O`; windows inside it, no padding) into `out [N, PH, PW, O]`:
+/// each pooled row computes the `PKH` conv rows its windows read into a cache-resident
+/// scratch (keeping those the previous pooled row of the task already computed: for a 3x3
+/// stride-2 pool one row of three) and pools them, so the conv output never reaches
+/// memory; a task's first pooled row computes all of its rows (one row at each task edge
+/// twice for 3x3 stride 2). The rows are [`conv2d`]'s and the pool's fold is `max_pool`'s
+/// ([`super::direct::max_pool_row`]), so the result is the unfused ops' bit for bit.
+/// Returns false (nothing written) where [`applies`] does not hold or `pg` does not fit.
+pub(crate) fn conv2d_pool_window(
+    g: &Geom,
+    pg: &Geom,
+    x: &[f32],
+    w: &[f32],
+    epi: Epilogue<'_, f32>,
+    out: &mut [f32],
+) -> bool {
+    let (ph, pw, o) = (pg.oh, pg.ow, g.o);
+    let inside = pg.pt == 0
+        && pg.pl == 0
+        && [pg.dh, pg.dw] == [1, 1]
+        && pg.kh > 0
+        && pg.kw > 0
+        && (ph == 0 || (ph - 1) * pg.sh + pg.kh <= pg.h)
+        && (pw == 0 || (pw - 1) * pg.sw + pg.kw <= pg.w);
+    if !applies(g)
+        || !inside
+        || [pg.n, pg.h, pg.w, pg.c] != [g.n, g.oh, g.ow, o]
+        || epi.bias.is_some_and(|b| b.len() != o)
+        || epi.residual.is_some()
+        || w.len() != g.kh * g.kw * g.c * o
+        || out.len() != g.n * ph * pw * o
+        || !band_holds_tiles(g)
+    {
+        return false;
+    }
+    let (row_len, prow_len) = (g.ow * o, pw * o);
+    if prow_len == 0 || g.n * ph == 0 {
+        return true;
+    }
+    let (c, (wp, taps)) = (g.c, layout(g));
+    let par = is_parallel(g.n * ph * pg.sh * row_len * g.kh * g.kw * c);
+    let threads = if par { rayon::current_num_threads().max(1) } else { 1 };
+    // pooled rows per task: 4 tasks per thread (the scratch holds `PKH` conv rows whatever
+    // the task's length; each task computes its first rows' `PKH - PSH` shared rows again)
+    let rows = (g.n * ph).div_ceil(4 * threads).max(1);
+    // the pool over the scratch: its `PKH` conv rows as the input of output row 0
+    let scratch_pool = Geom { h: pg.kh, oh: 1, ..*pg };
+    for_each_chunk(out, rows * prow_len, par, |i, chunk| {
+        let mut band = vec![0.0; g.kh * wp * c];
+        let mut conv = vec![0.0; pg.kh * row_len];
+        // (image, first conv row) of the rows `conv` holds
+        let mut held: Option<(usize, usize)> = None;
+        for (j, prow) in chunk.chunks_exact_mut(prow_len).enumerate() {
+            let (n, py) = ((i * rows + j) / ph, (i * rows + j) % ph);
+            let first = py * pg.sh;
+            let kept = match held {
+                Some((hn, hf)) if hn == n && hf <= first && first < hf + pg.kh => {
+                    conv.copy_within((first - hf) * row_len.., 0);
+                    hf + pg.kh - first
+                }
+                _ => 0,
+            };
+            for (k, crow) in conv.chunks_exact_mut(row_len).enumerate().skip(kept) {
+                fill_band(g, x, n * g.oh + first + k, wp, &mut band);
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `applies` checked that the CPU supports AVX-512F.
+                unsafe {
+                    avx512::row(g, &band, &taps, w, &epi, crow)
+                };
+            }
+            held = Some((n, first));
+            super::direct::max_pool_row(&scratch_pool, &conv, prow);
+        }
+    });
+    true
+}
+
 /// The band width `wp` (pixels: every tap of every output column lands inside, and so do
 /// the reads of a full tile past the last column) and the band offset of each tap `(ky, kx,
 /// c)` for output column 0, taps in the filter's row order (`[KH, KW, C]` row-major).

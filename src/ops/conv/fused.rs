@@ -1,5 +1,7 @@
 //! Conv kernels with more of the executor's fused chain inside them (see `exec::fuse::conv`):
-//! `conv2d → bias → relu → 2x2 max_pool` in one pass that never writes the conv output.
+//! `conv2d → bias → relu → max_pool` in one pass that never writes the conv output (2x2
+//! stride-2 pools for every float conv, other VALID windows after the direct kernel of few
+//! input channels).
 //!
 //! Invariants: [`ConvOp::eval_fused_pool`] either returns the pooled result of exactly what
 //! the unfused ops compute (the conv kernel's own GEMMs and epilogue, `max_pool`'s selection
@@ -8,17 +10,22 @@
 use super::{ConvEpilogue, ConvOp, Float, Geom, OutBuf, im2col};
 use crate::error::{Error, Result};
 use crate::ops::EvalCtx;
+use crate::ops::conv::Padding;
+use crate::tensor::layout::standard_cow;
 use crate::tensor::{Tensor, TensorType};
 
 impl ConvOp {
-    /// `conv2d` with `epi`, then a 2x2 stride-2 VALID `max_pool`: `Some([N, OH/2, OW/2, O])`
-    /// where a pooled kernel takes the shapes (f32 single-channel inputs: the direct kernel;
-    /// other float convs with even `OH`, `OW`: im2col chunks of whole row pairs), `None`
-    /// otherwise. Inside a run (`ctx`) the output goes into a recycled buffer when one fits.
+    /// `conv2d` with `epi`, then a VALID `max_pool` of window `ksize` and `strides`:
+    /// `Some([N, PH, PW, O])` where a pooled kernel takes the shapes (2x2 stride 2: f32
+    /// few-channel inputs by the direct kernel, other float convs with even `OH`, `OW` by
+    /// im2col chunks of whole row pairs; other windows: f32 few-channel inputs by the direct
+    /// kernel), `None` otherwise. Inside a run (`ctx`) the output goes into a recycled
+    /// buffer when one fits.
     pub(crate) fn eval_fused_pool(
         &self,
         inputs: &[Tensor],
         epi: ConvEpilogue<'_>,
+        (ksize, strides): ([usize; 2], [usize; 2]),
         ctx: Option<&mut (dyn EvalCtx + '_)>,
     ) -> Result<Option<Tensor>> {
         let ConvOp::Conv2D { params } = *self else { return Ok(None) };
@@ -48,18 +55,25 @@ impl ConvOp {
         ) else {
             return Ok(None);
         };
-        crate::dispatch_float!(dt, T => pooled::<T>(&g, x, w, epi, ctx), _ => Ok(None))
+        // the pool's geometry over the conv output
+        let Ok(pg) = Geom::new("max_pool", [g.n, g.oh, g.ow, g.o], ksize, g.o, strides, [1, 1], Padding::Valid) else {
+            return Ok(None);
+        };
+        crate::dispatch_float!(dt, T => pooled::<T>(&g, &pg, x, w, epi, ctx), _ => Ok(None))
     }
 }
 
 fn pooled<T: Float>(
     g: &Geom,
+    pg: &Geom,
     x: &Tensor,
     w: &Tensor,
     epi: ConvEpilogue<'_>,
     ctx: Option<&mut (dyn EvalCtx + '_)>,
 ) -> Result<Option<Tensor>> {
-    let (xa, wa) = (x.array::<T>()?.as_standard_layout(), w.array::<T>()?.as_standard_layout());
+    // standard layouts as the op's own path makes them (a transposed view, e.g. an NCHW
+    // model input made NHWC, copied by the fast transposition, not element by element)
+    let (xa, wa) = (standard_cow(x.array::<T>()?.view()), standard_cow(w.array::<T>()?.view()));
     let bias = epi.bias.map(|b| b.array::<T>()).transpose()?;
     let bias = bias.as_ref().map(|b| b.as_standard_layout());
     let (Some(xd), Some(wd)) = (xa.as_slice(), wa.as_slice()) else { return Ok(None) };
@@ -68,11 +82,17 @@ fn pooled<T: Float>(
         None => None,
     };
     let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
-    let shape = [g.n, g.oh / 2, g.ow / 2, g.o];
+    let pair = [pg.kh, pg.kw, pg.sh, pg.sw] == [2, 2, 2, 2];
+    let shape = if pair { [g.n, g.oh / 2, g.ow / 2, g.o] } else { [g.n, pg.oh, pg.ow, g.o] };
     let len: usize = shape.iter().product();
     let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);
     let kepi = im2col::Epilogue { filter: epi.filter, ..im2col::Epilogue::new(bd, epi.relu) };
-    if !T::conv_pool(g, xd, wd, kepi, &mut out, kernels)? {
+    let done = if pair {
+        T::conv_pool(g, xd, wd, kepi, &mut out, kernels)?
+    } else {
+        T::conv_pool_window(g, pg, xd, wd, kepi, &mut out)
+    };
+    if !done {
         return Ok(None);
     }
     Ok(Some(Tensor::from_vec(&shape, out)?))
