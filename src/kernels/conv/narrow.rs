@@ -14,7 +14,9 @@
 //!
 //! [`conv2d_pool`] adds a 2x2 stride-2 max pool (the executor's fused `conv → bias → relu →
 //! max_pool` chains): each pooled row computes its two conv rows into a cache-resident pair
-//! and pools them, so the conv output never reaches memory.
+//! and pools them, so the conv output never reaches memory; [`conv2d_pool_window`] does the
+//! same for any VALID window (SqueezeNet's 3x3 stride-2 pool), its conv rows in a rolling
+//! scratch that keeps the rows consecutive pooled rows share.
 //!
 //! Work is split by output row `(n, oy)`, in tasks of whole rows. Each row first copies the
 //! `KH` input rows its windows read into a zero-padded band (wide enough for full tiles past
