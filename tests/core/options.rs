@@ -9,26 +9,39 @@ use pfor::ops::{CustomOp, EvalCtx};
 use pfor::prelude::*;
 
 /// The knobs as one comparable tuple.
-fn knobs(o: &ExecOptions) -> (bool, Option<usize>, bool, bool, bool, bool, bool, bool) {
-    (o.profile, o.profile_report, o.fuse, o.on_workers, o.warm_workers, o.winograd, o.atb, o.pretranspose)
+type Knobs = (bool, Option<usize>, bool, bool, bool, bool, bool, bool, bool);
+
+fn knobs(o: &ExecOptions) -> Knobs {
+    (
+        o.profile,
+        o.profile_report,
+        o.fuse,
+        o.on_workers,
+        o.warm_workers,
+        o.winograd,
+        o.atb,
+        o.implicit_gemm,
+        o.pretranspose,
+    )
 }
 
 #[test]
 fn every_environment_switch_maps_to_one_field() {
     let builtin = ExecOptions::builtin();
-    assert_eq!(knobs(&builtin), (false, None, true, true, true, true, true, true));
+    assert_eq!(knobs(&builtin), (false, None, true, true, true, true, true, true, true));
     assert_eq!(knobs(&ExecOptions::from_vars(|_| None)), knobs(&builtin));
     let only = |var: &'static str, value: &'static str| {
         ExecOptions::from_vars(move |name| (name == var).then(|| value.to_string()))
     };
-    assert_eq!(knobs(&only("PFOR_PROFILE", "7")), (true, Some(7), true, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_PROFILE", "")), (true, Some(25), true, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_FUSE", "1")), (false, None, false, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_ON_CALLER", "1")), (false, None, true, false, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_SPIN", "1")), (false, None, true, true, false, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_WINOGRAD", "1")), (false, None, true, true, true, false, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_ATB", "1")), (false, None, true, true, true, true, false, true));
-    assert_eq!(knobs(&only("PFOR_NO_PRETRANSPOSE", "1")), (false, None, true, true, true, true, true, false));
+    assert_eq!(knobs(&only("PFOR_PROFILE", "7")), (true, Some(7), true, true, true, true, true, true, true));
+    assert_eq!(knobs(&only("PFOR_PROFILE", "")), (true, Some(25), true, true, true, true, true, true, true));
+    assert_eq!(knobs(&only("PFOR_NO_FUSE", "1")), (false, None, false, true, true, true, true, true, true));
+    assert_eq!(knobs(&only("PFOR_ON_CALLER", "1")), (false, None, true, false, true, true, true, true, true));
+    assert_eq!(knobs(&only("PFOR_NO_SPIN", "1")), (false, None, true, true, false, true, true, true, true));
+    assert_eq!(knobs(&only("PFOR_NO_WINOGRAD", "1")), (false, None, true, true, true, false, true, true, true));
+    assert_eq!(knobs(&only("PFOR_NO_ATB", "1")), (false, None, true, true, true, true, false, true, true));
+    assert_eq!(knobs(&only("PFOR_NO_IMPLICIT_GEMM", "1")), (false, None, true, true, true, true, true, false, true));
+    assert_eq!(knobs(&only("PFOR_NO_PRETRANSPOSE", "1")), (false, None, true, true, true, true, true, true, false));
     // the knobs that are not switches keep their built-in values
     let o = only("PFOR_NO_FUSE", "1");
     assert_eq!((o.max_call_depth, o.check_types, o.recycle_buffers), (200, true, true));
