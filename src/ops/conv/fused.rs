@@ -55,6 +55,13 @@ impl ConvOp {
         ) else {
             return Ok(None);
         };
+        // windows other than 2x2 stride 2: only the direct kernel of few channels (f32) pools
+        // them in-kernel; ask before any buffer is made
+        let pair = ksize == [2, 2] && strides == [2, 2];
+        let direct = dt == crate::tensor::DType::F32 && crate::kernels::conv::narrow::applies(&g);
+        if !(pair || direct) {
+            return Ok(None);
+        }
         // the pool's geometry over the conv output
         let Ok(pg) = Geom::new("max_pool", [g.n, g.oh, g.ow, g.o], ksize, g.o, strides, [1, 1], Padding::Valid) else {
             return Ok(None);
@@ -83,6 +90,7 @@ fn pooled<T: Float>(
     };
     let kernels = crate::ops::ctx::kernel_options(ctx.as_deref());
     let pair = [pg.kh, pg.kw, pg.sh, pg.sw] == [2, 2, 2, 2];
+    // (other windows reach here only where the direct kernel applies, see eval_fused_pool)
     let shape = if pair { [g.n, g.oh / 2, g.ow / 2, g.o] } else { [g.n, pg.oh, pg.ow, g.o] };
     let len: usize = shape.iter().product();
     let mut out = OutBuf(ctx.and_then(|c| c.recycled::<T>(len))).overwritten(len);
