@@ -174,3 +174,49 @@ fn a_fed_input_that_does_not_fit_a_planned_filter_is_an_error() {
     let ok = s.run(&[(x, Tensor::zeros(DType::F32, &[1, 4, 4, 16]).unwrap())]).unwrap();
     assert_eq!(ok[0].shape(), &[1, 4, 4, 32]);
 }
+
+#[test]
+fn a_strided_conv_planned_for_the_implicit_gemm_refuses_a_misfitting_fed_input() {
+    // a constant 3x3 stride-2 f32 filter over 32 channels is prepared in panels for the
+    // implicit-GEMM kernel when the plan compiles; an input fed with 24 channels (dynamic in
+    // the graph) is an error naming the conv, never a product over the planned 32
+    let mut g = Graph::new();
+    let x =
+        g.input("x", DType::F32, Shape::from_dims([Dim::fixed(1), Dim::fixed(9), Dim::fixed(9), Dim::dynamic("c")]));
+    let w = g.constant(Tensor::randn(&[3, 3, 32, 64], 4).unwrap());
+    let p = pfor::ops::Conv2dParams { strides: [2, 2], padding: Padding::Same, ..Default::default() };
+    let y = g.conv2d(x, w, p).unwrap();
+    let y = g.relu(y).unwrap();
+    let mut s = Session::new(&g, &[y]).unwrap();
+    let e = s.run(&[(x, Tensor::zeros(DType::F32, &[1, 9, 9, 24]).unwrap())]).unwrap_err();
+    assert!(e.to_string().contains("conv2d"), "{e}");
+    let ok = s.run(&[(x, Tensor::zeros(DType::F32, &[1, 9, 9, 32]).unwrap())]).unwrap();
+    assert_eq!(ok[0].shape(), &[1, 5, 5, 64]);
+}
+
+#[test]
+fn a_fused_conv_pool_whose_window_does_not_fit_the_conv_output_is_an_error() {
+    // conv (3 channels: the direct kernel, which pools VALID windows in-kernel) → relu →
+    // 3x3 max pool, the image size dynamic: fed so small that the conv output (2x2) is
+    // narrower than the pool's window, the run fails naming max_pool (the fused kernel
+    // declines, the op reports), no panic; a size that fits runs as the unfused ops do
+    let mut g = Graph::new();
+    let hw = |g: &mut Graph| {
+        g.input("x", DType::F32, Shape::from_dims([Dim::fixed(1), Dim::dynamic("h"), Dim::dynamic("w"), Dim::fixed(3)]))
+    };
+    let x = hw(&mut g);
+    let w = g.constant(Tensor::randn(&[3, 3, 3, 32], 5).unwrap());
+    let p = pfor::ops::Conv2dParams { strides: [2, 2], ..Default::default() };
+    let y = g.conv2d(x, w, p).unwrap();
+    let y = g.relu(y).unwrap();
+    let y = g.max_pool(y, [3, 3], [2, 2], Padding::Valid).unwrap();
+    let mut s = Session::new(&g, &[y]).unwrap();
+    let e = s.run(&[(x, Tensor::randn(&[1, 5, 5, 3], 6).unwrap())]).unwrap_err();
+    assert!(e.to_string().contains("max_pool"), "{e}");
+    let feed = [(x, Tensor::randn(&[1, 23, 23, 3], 7).unwrap())];
+    let fused = s.run(&feed).unwrap().remove(0);
+    let opts = ExecOptions { fuse: false, ..ExecOptions::default() };
+    let plain = Session::with_options(&g, &[y], opts).unwrap().run(&feed).unwrap().remove(0);
+    assert_eq!(fused.shape(), &[1, 5, 5, 32]);
+    assert_eq!(fused.to_f64_vec(), plain.to_f64_vec());
+}
