@@ -386,7 +386,7 @@ unsafe fn in_place_cols(
         Rhs::Rows(b) => unsafe { ab_strided(rows, k, n1 - n0, a, b.as_ptr().add(n0), ldc, c.add(n0), ldc) },
         Rhs::Panels(p) => {
             for q0 in (n0..n1).step_by(PANEL) {
-                let panel = p.panel(q0 / PANEL).map_or(std::ptr::null(), <[f32]>::as_ptr);
+                let panel = unsafe { p.data.as_ptr().add(q0 / PANEL * k * PANEL) };
                 unsafe { ab_strided(rows, k, PANEL.min(n1 - q0), a, panel, PANEL, c.add(q0), ldc) };
             }
         }

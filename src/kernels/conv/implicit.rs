@@ -136,7 +136,8 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: &Epilogue<'_, f32>, out: &mut [f32],
 
     let lay = Layout::new(g);
     let blocks = g.o.div_ceil(COLS);
-    let par = is_parallel(g.n * g.oh * g.ow * g.kh * g.kw * g.c * g.o);
+    let work = [g.n, g.oh, g.ow, g.kh, g.kw, g.c, g.o].iter().fold(1usize, |a, &b| a.saturating_mul(b));
+    let par = is_parallel(work);
     let threads = if par { rayon::current_num_threads().max(1) } else { 1 };
     let want = 8 * threads;
     // segments of at most the band's rows, more (down to single rows) where there would be
@@ -154,6 +155,8 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: &Epilogue<'_, f32>, out: &mut [f32],
     // the filter in panels where the plan prepared them (one contiguous stream per column
     // block), else row-major: the same values in the same order either way
     let panels = epi.filter.and_then(|f| f.panels()).filter(|p| p.shape() == (g.kh * g.kw * g.c, g.o));
+    // the depth blocks, the same for every task (rows of `lay.width` pixels, band or input)
+    let steps = depth_blocks(g, lay.width * g.c, if panels.is_some() { COLS } else { g.o });
     let optr = SharedMut(out.as_mut_ptr());
     let task = |band: &mut Vec<f32>, t: usize| {
         let (img, rest) = (t / (segs * groups), t % (segs * groups));
@@ -169,7 +172,7 @@ fn run(g: &Geom, x: &[f32], w: &[f32], epi: &Epilogue<'_, f32>, out: &mut [f32],
         // SAFETY: AVX-512F (`applies`); the task writes only its rows y0..y1 of image `img`,
         // columns `cols` of the slice `dst` (disjoint from every other task's), and reads
         // `src` within its rows (see `segment`).
-        unsafe { segment(g, src, row_len, w, panels, epi, optr, dst, img, (y0, y1), cols) };
+        unsafe { segment(g, src, row_len, &steps, w, panels, epi, optr, dst, img, (y0, y1), cols) };
     };
     if par {
         (0..tasks).into_par_iter().for_each_init(Vec::new, task);
@@ -238,9 +241,9 @@ fn fill_band(g: &Geom, lay: &Layout, x: &[f32], img: usize, y0: usize, y1: usize
 }
 
 /// Output rows `y0..y1` of image `img`, output channels `cols`: per 64-channel block, the
-/// depth in blocks of (tap, `KC` channels), each over every pixel tile of the rows, then
-/// the epilogue. `src` holds the rows the taps read (`row_len` values each, the first one
-/// padded row `y0*SH`).
+/// depth blocks `steps` ([`depth_blocks`] of `row_len` and the filter's row stride), each
+/// over every pixel tile of the rows, then the epilogue. `src` holds the rows the taps read
+/// (`row_len` values each, the first one padded row `y0*SH`).
 ///
 /// # Safety
 /// The CPU has AVX-512F; `panels` (if any) are `w`'s; `src` holds [`Layout::band_rows`] rows of `row_len >= ((OW-1) SW +
@@ -253,6 +256,7 @@ unsafe fn segment(
     g: &Geom,
     src: &[f32],
     row_len: usize,
+    steps: &[(usize, usize, crate::kernels::micro::Depth)],
     w: &[f32],
     panels: Option<&crate::kernels::gemm::Panels>,
     epi: &Epilogue<'_, f32>,
@@ -273,7 +277,6 @@ unsafe fn segment(
     let (a, out) = (src.as_ptr(), out.ptr());
     let first_pixel = (img * g.oh + y0) * g.ow;
     let ldb = if panels.is_some() { COLS } else { o };
-    let steps = depth_blocks(g, row_len, ldb);
     for n0 in cols.clone().step_by(COLS) {
         let width = (cols.end - n0).min(COLS);
         let nv = width.div_ceil(LANES);
