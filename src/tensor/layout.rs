@@ -97,10 +97,14 @@ pub fn extend_standard<T: Copy + Send + Sync>(v: &ArrayViewD<'_, T>, out: &mut V
 
 /// Side of the square tiles of [`transposed_copy`].
 const TILE: usize = 32;
+/// Elements from which [`transposed_copy`] copies on the rayon pool.
+const PAR_TRANSPOSE: usize = 1 << 16;
 
 /// Appends the simplified view `w` (merged, no unit axes, rank ≥ 1) to `out` in row-major
 /// order when it is transposed: its last axis strided and an earlier axis `k` of stride 1.
-/// Copies, for each index of the other axes, the `[k, last]` plane tile by tile. `false`
+/// Copies, for each index of the other axes, the `[k, last]` plane in row ranges of `k`
+/// ([`copy_rows`]), on the rayon pool when the view is large (planes split into row ranges
+/// until every thread has two tasks: an image's NCHW → NHWC copy is one plane). `false`
 /// (nothing appended) when `w` is not such a view.
 fn transposed_copy<T: Copy + Send + Sync>(w: &ArrayViewD<'_, T>, out: &mut Vec<T>) -> bool {
     let r = w.ndim();
@@ -116,70 +120,107 @@ fn transposed_copy<T: Copy + Send + Sync>(w: &ArrayViewD<'_, T>, out: &mut Vec<T
         dst_strides[i] = dst_strides[i + 1] * shape[i + 1];
     }
     let rest: Vec<usize> = (0..r).filter(|&i| i != k && i != last).collect();
-    let rest_shape: Vec<usize> = rest.iter().map(|&i| shape[i]).collect();
-    let (nk, nj, sj, dk) = (shape[k], shape[last], strides[last], dst_strides[k]);
+    let (nk, nj) = (shape[k], shape[last]);
+    let planes: usize = rest.iter().map(|&i| shape[i]).product();
     let total = w.len();
     out.reserve(total);
     let start = out.len();
-    let spare = &mut out.spare_capacity_mut()[..total];
-    let base = w.as_ptr();
-    // [k, last] the two innermost output axes: each index of the rest writes one contiguous
-    // plane, so large copies split into planes on the rayon pool
-    let plane = nk * nj;
-    if k + 1 == last && total >= PAR_COPY && plane > 0 && rayon::current_num_threads() > 1 {
-        use rayon::prelude::*;
-        let addr = base as usize;
-        spare.par_chunks_mut(plane).enumerate().for_each(|(i, dst)| {
-            let (mut rem, mut src_off) = (i, 0isize);
-            for (p, &ax) in rest.iter().enumerate().rev() {
-                src_off += (rem % rest_shape[p]) as isize * strides[ax];
-                rem /= rest_shape[p];
-            }
-            for k0 in (0..nk).step_by(TILE) {
-                let k1 = (k0 + TILE).min(nk);
-                for j in 0..nj {
-                    let row = src_off + j as isize * sj;
-                    for kk in k0..k1 {
-                        // SAFETY: as below; `addr` is `w.as_ptr()`, whose buffer outlives this
-                        // call (only read here)
-                        let v = unsafe { *(addr as *const T).offset(row + kk as isize) };
-                        dst[kk * nj + j].write(v);
-                    }
-                }
-            }
-        });
-        // SAFETY: every plane `i` was written whole (`kk < nk`, `j < nj`), and the planes
-        // cover `0..total`.
-        unsafe { out.set_len(start + total) };
-        return true;
-    }
-    for idx in ndarray::indices(IxDyn(&rest_shape)) {
+    let threads = rayon::current_num_threads();
+    let par = total >= PAR_TRANSPOSE && threads > 1;
+    // row ranges of `k` per plane: enough tasks for two per thread, each at least a tile
+    let splits = if par { (2 * threads).div_ceil(planes).clamp(1, nk.div_ceil(TILE)) } else { 1 };
+    let rows = nk.div_ceil(splits);
+    let geom = Plane { src: w.as_ptr() as usize, sj: strides[last], nj, dk: dst_strides[k] };
+    let dst = out.spare_capacity_mut()[..total].as_mut_ptr() as usize;
+    let task = |t: usize| {
+        let (mut p, k0) = (t / splits, (t % splits) * rows);
         let (mut src_off, mut dst_off) = (0isize, 0usize);
-        for (p, &ax) in rest.iter().enumerate() {
-            src_off += idx[p] as isize * strides[ax];
-            dst_off += idx[p] * dst_strides[ax];
+        for &ax in rest.iter().rev() {
+            src_off += (p % shape[ax]) as isize * strides[ax];
+            dst_off += (p % shape[ax]) * dst_strides[ax];
+            p /= shape[ax];
         }
-        for k0 in (0..nk).step_by(TILE) {
-            let k1 = (k0 + TILE).min(nk);
-            for j0 in (0..nj).step_by(TILE) {
-                let j1 = (j0 + TILE).min(nj);
-                for j in j0..j1 {
-                    let row = src_off + j as isize * sj;
-                    for kk in k0..k1 {
-                        // SAFETY: `(rest idx, kk, j)` is an index inside `w`'s shape, so its
-                        // offset from `w.as_ptr()` (the sum of index times stride) lies in the
-                        // view's buffer.
-                        let v = unsafe { *base.offset(row + kk as isize) };
-                        spare[dst_off + kk * dk + j].write(v);
-                    }
-                }
-            }
+        // SAFETY: `src_off` and `dst_off` are the offsets of the plane's first element in
+        // `w`'s buffer and in the output (`total` reserved elements); `copy_rows` reads the
+        // plane's rows `k0..k1` inside `w`'s shape and writes their output positions, which
+        // no other task writes (tasks differ in plane or rows).
+        unsafe {
+            copy_rows(
+                &geom,
+                (geom.src as *const T).offset(src_off),
+                k0..(k0 + rows).min(nk),
+                (dst as *mut T).add(dst_off),
+            )
         }
+    };
+    if par {
+        use rayon::prelude::*;
+        (0..planes * splits).into_par_iter().for_each(task);
+    } else {
+        (0..planes * splits).for_each(task);
     }
-    // SAFETY: every output position `dst_off + kk * dk + j` over the whole index space was
-    // written above (the row-major offsets of `w`'s shape cover `0..total` exactly once).
+    // SAFETY: the tasks cover every plane and every row of it, and `copy_rows` writes every
+    // position `dst_off + kk * dk + j` of its rows: the row-major offsets of `w`'s shape,
+    // which cover `0..total` exactly once.
     unsafe { out.set_len(start + total) };
     true
+}
+
+/// One `[k, last]` plane of [`transposed_copy`]: the source's `k` axis of stride 1 and its
+/// `last` axis of stride `sj` (`nj` long); the output's `k` stride `dk`, `last` stride 1.
+struct Plane {
+    /// `w.as_ptr()` (an address, so that the tasks are `Send`).
+    src: usize,
+    sj: isize,
+    nj: usize,
+    dk: usize,
+}
+
+/// Copies the rows `ks` of a plane starting at `src` (source) and `dst` (output): element
+/// `(kk, j)` from `src + kk + j * sj` to `dst + kk * dk + j`. A last axis of 2 to 4
+/// elements (an image's channels) is copied row by row, each output row contiguous and the
+/// `nj` source lanes read in step (a tile loop over so short an axis cost 7 ns per element);
+/// wider planes in square tiles of [`TILE`], so that both the reads and the writes stay
+/// within a few cache lines.
+///
+/// # Safety
+/// Every `(kk, j)` for `kk` in `ks`, `j < nj` must be readable at its source offset and
+/// writable at its output offset, and no other thread may access those outputs.
+unsafe fn copy_rows<T: Copy>(p: &Plane, src: *const T, ks: std::ops::Range<usize>, dst: *mut T) {
+    /// Rows of a plane whose last axis is `N` long (`N` a constant: the lanes unrolled).
+    ///
+    /// # Safety
+    /// As [`copy_rows`] with `nj = N`.
+    #[inline(always)]
+    unsafe fn rows<T: Copy, const N: usize>(p: &Plane, src: *const T, ks: std::ops::Range<usize>, dst: *mut T) {
+        for kk in ks {
+            for j in 0..N {
+                // SAFETY: the caller's contract.
+                unsafe { dst.add(kk * p.dk + j).write(*src.offset(kk as isize + j as isize * p.sj)) };
+            }
+        }
+    }
+    // SAFETY (every arm): the caller's contract, `nj` matching each arm's constant.
+    unsafe {
+        match p.nj {
+            2 => return rows::<T, 2>(p, src, ks, dst),
+            3 => return rows::<T, 3>(p, src, ks, dst),
+            4 => return rows::<T, 4>(p, src, ks, dst),
+            _ => {}
+        }
+    }
+    for k0 in ks.clone().step_by(TILE) {
+        let k1 = (k0 + TILE).min(ks.end);
+        for j0 in (0..p.nj).step_by(TILE) {
+            for j in j0..(j0 + TILE).min(p.nj) {
+                let row = j as isize * p.sj;
+                for kk in k0..k1 {
+                    // SAFETY: the caller's contract.
+                    unsafe { dst.add(kk * p.dk + j).write(*src.offset(row + kk as isize)) };
+                }
+            }
+        }
+    }
 }
 
 /// `v` copied into a standard-layout array of the same shape.
@@ -219,7 +260,7 @@ pub fn standard_cow<T: Copy + Send + Sync>(v: ArrayViewD<'_, T>) -> CowArray<'_,
     if v.is_standard_layout() { CowArray::from(v) } else { CowArray::from(standard_array(&v)) }
 }
 
-/// Elements from which [`concat_standard`] and [`transposed_copy`] copy on the rayon pool.
+/// Elements from which [`concat_standard`] copies on the rayon pool.
 const PAR_COPY: usize = 1 << 18;
 
 /// Stack views of one shape along a new axis `axis` (≤ their rank) into a standard-layout

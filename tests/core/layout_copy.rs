@@ -23,10 +23,19 @@ fn permuted_views_copy_in_row_major_order() {
         (&[2, 33, 3, 34], &[0, 3, 1, 2]),
         (&[4, 3, 2, 5, 6], &[4, 1, 3, 0, 2]),
         (&[2, 2, 2, 2, 2], &[1, 0, 4, 2, 3]),
-        // past 2^18 elements: the planes are copied on the rayon pool (NCHW -> NHWC images;
-        // two outer axes)
+        // last axes of 2 to 8 (image channels: 2 to 4 row by row, wider in tiles)
+        (&[2, 2, 9, 11], &[0, 2, 3, 1]),
+        (&[1, 4, 13, 7], &[0, 2, 3, 1]),
+        (&[3, 6, 5, 19], &[0, 2, 3, 1]),
+        (&[2, 8, 33, 3], &[0, 2, 3, 1]),
+        // past 2^16 elements: copied on the rayon pool, a single plane split into row ranges
+        // (one NCHW -> NHWC image, rows not a multiple of the split), several planes
+        // (a batch; two outer axes; the plane's axes not adjacent in the output)
+        (&[1, 3, 224, 224], &[0, 2, 3, 1]),
+        (&[1, 2, 181, 191], &[0, 2, 3, 1]),
         (&[4, 3, 150, 150], &[0, 2, 3, 1]),
         (&[2, 3, 4, 100, 120], &[1, 0, 3, 4, 2]),
+        (&[6, 40, 300], &[2, 1, 0]),
     ];
     for (shape, perm) in cases {
         let a = array(shape);
