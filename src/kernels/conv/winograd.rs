@@ -255,11 +255,13 @@ struct Chunk<'a> {
 }
 
 /// Per-task scratch: transformed inputs `[36, batch, C]`, GEMM results `[36, batch, O]`,
-/// one zero-padded edge tile `[6, 6, C]`.
-struct Scratch {
-    v: Vec<f32>,
-    m: Vec<f32>,
-    patch: Vec<f32>,
+/// one zero-padded edge tile `[6, 6, C]`. Stale contents will do (lent by
+/// [`super::with_scratch`]): every element read is written first (a batch's transforms,
+/// its products; `edge_tile` zeroes the tile before it copies the input in).
+struct Scratch<'a> {
+    v: &'a mut [f32],
+    m: &'a mut [f32],
+    patch: &'a mut [f32],
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -298,14 +300,18 @@ fn run(
         let (rows, total) = (g.n * tiles_y, g.n * tiles_y * tiles_x);
         let parallel = super::is_parallel(len * k * k * g.c);
         let threads = if parallel { rayon::current_num_threads() } else { 1 };
-        let per_task = TASK_TILES.min(total.div_ceil(2 * threads)).div_ceil(tiles_x).max(1);
-        let mut chunks = Vec::with_capacity(rows.div_ceil(per_task));
-        let (mut rest, mut r0) = (&mut out[..], 0);
-        while r0 < rows {
-            let r1 = (r0 + per_task).min(rows);
+        // tasks of whole tile rows, at most TASK_TILES tiles and at least two per thread,
+        // their sizes spread evenly (14 rows in 4 tasks: 3, 4, 3, 4, so that rayon's halves
+        // hold 7 each; 4, 4, 4, 2 left one thread 8 rows against 6)
+        let tasks = rows.div_ceil((TASK_TILES / tiles_x).max(1)).max((2 * threads).min(rows));
+        let bound = |i: usize| i * rows / tasks;
+        let mut chunks = Vec::with_capacity(tasks);
+        let mut rest = &mut out[..];
+        for i in 0..tasks {
+            let (r0, r1) = (bound(i), bound(i + 1));
             let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(start(r1) - start(r0));
             chunks.push(Chunk { rows: r0..r1, base: start(r0), out: chunk });
-            (rest, r0) = (tail, r1);
+            rest = tail;
         }
         let batch = (BATCH_BYTES / (POINTS * (g.c + g.o) * 4)).clamp(6, MAX_BATCH) / 6 * 6;
         // the plan's transform of its constant filter, else this filter's
@@ -322,24 +328,24 @@ fn run(
             points::run(&job, chunks, parallel);
             return true;
         }
-        let scratch = || Scratch {
-            v: vec![0.0; POINTS * batch * g.c],
-            m: vec![0.0; POINTS * batch * g.o],
-            patch: vec![0.0; POINTS * g.c],
-        };
-        let task = |s: &mut Scratch, ch: Chunk<'_>| {
-            let (f0, f1) = (ch.rows.start * tiles_x, ch.rows.end * tiles_x);
-            for b0 in (f0..f1).step_by(batch) {
-                // SAFETY: `applies` checked that the CPU has AVX-512F; `s` is sized for the
-                // job; the batch's outputs lie in `ch.out` (its tile rows).
-                unsafe { avx512::batch(&job, s, b0..(b0 + batch).min(f1), ch.base, ch.out) };
-            }
+        let (vs, ms) = (POINTS * batch * g.c, POINTS * batch * g.o);
+        let task = |ch: Chunk<'_>| {
+            super::with_scratch(vs + ms + POINTS * g.c, |buf| {
+                let (v, rest) = buf.split_at_mut(vs);
+                let (m, patch) = rest.split_at_mut(ms);
+                let mut s = Scratch { v, m, patch };
+                let (f0, f1) = (ch.rows.start * tiles_x, ch.rows.end * tiles_x);
+                for b0 in (f0..f1).step_by(batch) {
+                    // SAFETY: `applies` checked that the CPU has AVX-512F; `s` is sized for
+                    // the job; the batch's outputs lie in `ch.out` (its tile rows).
+                    unsafe { avx512::batch(&job, &mut s, b0..(b0 + batch).min(f1), ch.base, ch.out) };
+                }
+            })
         };
         if parallel && chunks.len() > 1 {
-            chunks.into_par_iter().for_each_init(scratch, task);
+            chunks.into_par_iter().for_each(task);
         } else {
-            let mut s = scratch();
-            chunks.into_iter().for_each(|c| task(&mut s, c));
+            chunks.into_iter().for_each(task);
         }
         true
     }
@@ -387,11 +393,17 @@ mod avx512 {
     /// The CPU supports AVX-512F; `s` was sized for `job`; `tiles` has at most `job.batch`
     /// tiles and their outputs lie inside `chunk`.
     #[target_feature(enable = "avx512f")]
-    pub(crate) unsafe fn batch(job: &Job<'_>, s: &mut Scratch, tiles: Range<usize>, base: usize, chunk: &mut [f32]) {
+    pub(crate) unsafe fn batch(
+        job: &Job<'_>,
+        s: &mut Scratch<'_>,
+        tiles: Range<usize>,
+        base: usize,
+        chunk: &mut [f32],
+    ) {
         let (bt, nt) = (job.batch, tiles.len());
         // SAFETY: `s.v`, `job.u`, `s.m` hold [36, batch, C], [36, C, O], [36, batch, O].
         unsafe {
-            inputs(job, &mut s.patch, tiles.clone(), s.v.as_mut_ptr(), bt);
+            inputs(job, s.patch, tiles.clone(), s.v.as_mut_ptr(), bt);
             gemms(s.v.as_ptr(), job.u.as_ptr(), s.m.as_mut_ptr(), nt, bt, job.g.c, job.g.o);
             outputs(job, s.m.as_ptr(), bt, tiles, base, chunk);
         }
