@@ -19,6 +19,9 @@
 use faer::{Accum, MatMut, MatRef, Par};
 
 use crate::error::{Error, Result};
+use crate::kernels::conv::im2col::Epilogue;
+#[cfg(target_arch = "x86_64")]
+use crate::kernels::micro::Finish;
 use crate::tensor::Element;
 
 /// Multiply-add count above which GEMM runs multi-threaded.
@@ -63,13 +66,6 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
         let _ = (m, k, n);
         false
     }
-    /// `c [m, n] = a [m, k] · B` (no accumulation) with `B` in [`Panels`], where the
-    /// in-place kernel takes the shapes on this CPU; false (nothing written) elsewhere.
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_panels(m: usize, k: usize, n: usize, a: &[Self], panels: &Panels, c: &mut [Self], par: bool) -> bool {
-        let _ = (m, k, n, a, panels, c, par);
-        false
-    }
     /// Rows of an outer product: `out[r*n + j] = x[r] * y(r)[j]` for the `out.len() / n`
     /// rows, `y(r)` the row's `n` values. `stream`: the whole output is far larger than the
     /// caches, so floats bypass them with non-temporal stores where the CPU has AVX-512
@@ -87,6 +83,48 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
         plain_outer_rows(out, n, x, y)
     }
 }
+
+/// The in-place product by a [`Panels`] operand, its blocks finished with a conv's
+/// epilogue (crate-internal: the epilogue type is the conv kernels').
+pub(crate) trait PanelGemm: Sized {
+    /// `c [m, n] = epi(a [m, k] · B)` (no accumulation) with `B` in [`Panels`], where the
+    /// in-place kernel takes the shapes on this CPU; false (nothing written) elsewhere. The
+    /// epilogue is applied in registers before each block is stored (its residual read from
+    /// element `at` on: `c` is that part of the whole output), the values the separate pass
+    /// `epi.apply(c, n, at)` would give.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_panels(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: &[Self],
+        panels: &Panels,
+        c: &mut [Self],
+        par: bool,
+        epi: (&Epilogue<'_, Self>, usize),
+    ) -> bool {
+        let _ = (m, k, n, a, panels, c, par, epi);
+        false
+    }
+}
+
+impl PanelGemm for f32 {
+    fn gemm_panels(
+        m: usize,
+        k: usize,
+        n: usize,
+        a: &[f32],
+        panels: &Panels,
+        c: &mut [f32],
+        par: bool,
+        epi: (&Epilogue<'_, f32>, usize),
+    ) -> bool {
+        panels_f32(m, k, n, a, panels, c, par, epi)
+    }
+}
+
+/// No panel kernel: f64 multiplies by the row-major `B` (faer).
+impl PanelGemm for f64 {}
 
 /// [`GemmElem::outer_rows`] with ordinary stores.
 fn plain_outer_rows<'a, T: GemmElem + 'a>(
@@ -151,7 +189,7 @@ pub fn atb_batched(opts: super::KernelOptions, batch: usize, m: usize, k: usize,
 }
 
 macro_rules! faer_gemm {
-    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident, $ab:ident, $panels:ident) => {
+    ($t:ty, $stream_rows:path, $atb:ident, $has_atb:ident, $ab:ident) => {
         impl GemmElem for $t {
             fn atb(m: usize, k: usize, n: usize, a: &[$t], b: &[$t], c: &mut [$t]) -> bool {
                 $atb(m, k, n, a, b, c)
@@ -161,9 +199,6 @@ macro_rules! faer_gemm {
             }
             fn in_place(m: usize, k: usize, n: usize) -> bool {
                 $has_atb() && ab_applies(m, k, n)
-            }
-            fn gemm_panels(m: usize, k: usize, n: usize, a: &[$t], p: &Panels, c: &mut [$t], par: bool) -> bool {
-                $panels(m, k, n, a, p, c, par)
             }
             fn outer_rows<'a>(
                 out: &mut [$t],
@@ -254,8 +289,8 @@ macro_rules! faer_gemm {
         }
     };
 }
-faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512, ab_f32, panels_f32);
-faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never, no_ab, no_panels);
+faer_gemm!(f32, crate::kernels::simd::stream_outer_rows_f32, atb_f32, avx512, ab_f32);
+faer_gemm!(f64, crate::kernels::simd::stream_outer_rows_f64, no_atb, never, no_ab);
 
 /// The CPU has AVX-512F (what the f32 [`GemmElem::atb`] kernel needs).
 fn avx512() -> bool {
@@ -296,6 +331,12 @@ fn atb_f32(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], c: &mut [f32]) ->
 pub fn ab_applies(m: usize, k: usize, n: usize) -> bool {
     m > 0 && n > 0 && (1..=if n <= 64 { 1024 } else { 512 }).contains(&k)
 }
+
+/// Multiply-adds from which the in-place kernel splits over threads: lower than faer's
+/// [`PAR_FLOPS`], as its tasks pack nothing and a split costs one fork-join (~5 µs with the
+/// workers kept warm). SqueezeNet's `[169, 256] x [256, 48]` and `[169, 48] x [48, 192]`
+/// (2.1M and 1.6M) had run on one thread.
+const AB_PAR_FLOPS: usize = 1 << 20;
 
 /// The rows of a parallel task of the in-place kernel are a multiple of this: the threads'
 /// shares stay within 8 rows of each other (with tasks of 48 rows, a multiple of every
@@ -361,13 +402,14 @@ enum Rhs<'a> {
     Panels(&'a Panels),
 }
 
-/// `c [rows, n0..n1] = a [rows, k] · B [k, n0..n1]` by `micro::ab_strided` (`c` rows of
-/// `ldc`, which is also the row stride of a row-major `B`: both are `n` wide; `n0` a
-/// multiple of 64 for panels).
+/// `c [rows, n0..n1] = fin(a [rows, k] · B [k, n0..n1])` by `micro::ab_strided` (`c` rows
+/// of `ldc`, which is also the row stride of a row-major `B`: both are `n` wide; `n0` a
+/// multiple of 64 for panels; `fin` addresses `c`'s first row and column).
 ///
 /// # Safety
 /// AVX-512F is present; `a` holds `rows` rows of `k`, `c` `rows` rows of `ldc ≥ n1`, the
-/// operand `B` has at least `n1` columns and `k` rows.
+/// operand `B` has at least `n1` columns and `k` rows; `fin`'s terms cover those rows and
+/// columns.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn in_place_cols(
@@ -379,39 +421,44 @@ unsafe fn in_place_cols(
     n1: usize,
     c: *mut f32,
     ldc: usize,
+    fin: Finish,
 ) {
     use crate::kernels::micro::ab_strided;
     // SAFETY (all calls): the caller's bounds; a panel holds `[k, 64]`.
     match rhs {
-        Rhs::Rows(b) => unsafe { ab_strided(rows, k, n1 - n0, a, b.as_ptr().add(n0), ldc, c.add(n0), ldc) },
+        Rhs::Rows(b) => unsafe {
+            ab_strided(rows, k, n1 - n0, a, b.as_ptr().add(n0), ldc, c.add(n0), ldc, fin.at(0, n0))
+        },
         Rhs::Panels(p) => {
             for q0 in (n0..n1).step_by(PANEL) {
                 let panel = unsafe { p.data.as_ptr().add(q0 / PANEL * k * PANEL) };
-                unsafe { ab_strided(rows, k, PANEL.min(n1 - q0), a, panel, PANEL, c.add(q0), ldc) };
+                unsafe { ab_strided(rows, k, PANEL.min(n1 - q0), a, panel, PANEL, c.add(q0), ldc, fin.at(0, q0)) };
             }
         }
     }
 }
 
 /// `c [m, n] = a [m, k] · B` by the in-place kernel (the caller checked AVX-512F, the
-/// shapes by [`ab_applies`] and the lengths); `par`: split over the rayon pool above
-/// [`PAR_FLOPS`] multiply-adds, into tasks of rows or of 64-column blocks, whichever
+/// shapes by [`ab_applies`] and the lengths); `par`: split over the rayon pool from
+/// [`AB_PAR_FLOPS`] multiply-adds, into tasks of rows or of 64-column blocks, whichever
 /// operand is larger (each task reads all of one and its share of the other). Every output
 /// element is the same sum in the same order however the work is split (see
 /// `kernels::micro`), so results depend neither on the thread count nor on `B`'s layout.
 #[cfg(target_arch = "x86_64")]
-fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32], par: bool) {
+#[allow(clippy::too_many_arguments)]
+fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32], par: bool, fin: Fin) {
     use rayon::prelude::*;
     let threads = rayon::current_num_threads();
-    if !matches!(par_for(m, k, n, par), Par::Rayon(_)) || threads < 2 {
+    if !par || m.saturating_mul(k).saturating_mul(n) < AB_PAR_FLOPS || threads < 2 {
         // SAFETY: AVX-512F is present; the lengths were checked by the caller.
-        unsafe { in_place_cols(m, k, a.as_ptr(), rhs, 0, n, c.as_mut_ptr(), n) };
+        unsafe { in_place_cols(m, k, a.as_ptr(), rhs, 0, n, c.as_mut_ptr(), n, fin.0) };
     } else if m >= n || n < 2 * PANEL {
         // tasks of whole rows
         let per = m.div_ceil(threads).div_ceil(AB_TASK_ROWS) * AB_TASK_ROWS;
         c.par_chunks_mut(per * n).enumerate().for_each(|(i, c)| {
+            let fin = fin.get().at(i * per, 0);
             // SAFETY: rows i*per.. of `a` and the `c.len() / n` rows of the block `c`.
-            unsafe { in_place_cols(c.len() / n, k, a[i * per * k..].as_ptr(), rhs, 0, n, c.as_mut_ptr(), n) };
+            unsafe { in_place_cols(c.len() / n, k, a[i * per * k..].as_ptr(), rhs, 0, n, c.as_mut_ptr(), n, fin) };
         });
     } else {
         // tasks of 64-column blocks, every task over all rows
@@ -421,9 +468,45 @@ fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32]
             let n0 = t * per;
             // SAFETY: columns n0..n0+per (cut to n) of `B` and of `c`; each task writes only
             // its own columns of `c`.
-            unsafe { in_place_cols(m, k, a.as_ptr(), rhs, n0, (n0 + per).min(n), out.ptr(), n) };
+            unsafe { in_place_cols(m, k, a.as_ptr(), rhs, n0, (n0 + per).min(n), out.ptr(), n, fin.get()) };
         });
     }
+}
+
+/// A [`Finish`] that parallel tasks share: its pointers are only read (the epilogue's bias
+/// and residual, which outlive the product).
+#[cfg(target_arch = "x86_64")]
+#[derive(Clone, Copy)]
+struct Fin(Finish);
+// SAFETY: see the type's doc: the pointed-to values are read-only while the tasks run.
+#[cfg(target_arch = "x86_64")]
+unsafe impl Send for Fin {}
+#[cfg(target_arch = "x86_64")]
+unsafe impl Sync for Fin {}
+
+#[cfg(target_arch = "x86_64")]
+impl Fin {
+    /// The finish (a method, so that closures capture the whole `Fin`).
+    fn get(self) -> Finish {
+        self.0
+    }
+}
+
+/// The [`Finish`] of `epi` for the product whose output starts at element `at` of the
+/// whole output (`n` columns): `None` where a term does not cover the `m` rows.
+#[cfg(target_arch = "x86_64")]
+fn fin_of(epi: &Epilogue<'_, f32>, at: usize, m: usize, n: usize) -> Option<Fin> {
+    let bias = match epi.bias {
+        Some(b) if b.len() != n => return None,
+        Some(b) => b.as_ptr(),
+        None => std::ptr::null(),
+    };
+    let res = match epi.residual {
+        Some(r) if r.len() < at.checked_add(m.checked_mul(n)?)? => return None,
+        Some(r) => r[at..].as_ptr(),
+        None => std::ptr::null(),
+    };
+    Some(Fin(Finish { bias, res, ldr: n, relu: epi.relu }))
 }
 
 /// The f32 in-place product where [`ab_applies`] holds (row-major operands, no
@@ -446,25 +529,36 @@ fn ab_f32(
         if a.len() != m * k || b.len() != k * n || c.len() != m * n {
             return false;
         }
-        in_place(m, k, n, a, Rhs::Rows(b), c, par);
+        in_place(m, k, n, a, Rhs::Rows(b), c, par, Fin(Finish::NONE));
         return true;
     }
     let _ = (m, k, n, a, ta, b, tb, c, acc, par);
     false
 }
 
-/// `c [m, n] = a [m, k] · B` with `B` in `panels`, where the in-place kernel takes the
-/// shapes on this CPU ([`ab_applies`]: exactly where it would take the row-major `B`, so a
-/// conv gives the same bits with or without the plan's panels, fused or not, batched or
+/// `c [m, n] = epi(a [m, k] · B)` with `B` in `panels`, where the in-place kernel takes
+/// the shapes on this CPU ([`ab_applies`]: exactly where it would take the row-major `B`, so
+/// a conv gives the same bits with or without the plan's panels, fused or not, batched or
 /// per example) and the buffers fit; false (nothing written) elsewhere (the caller
-/// then multiplies by the row-major `B`).
-fn panels_f32(m: usize, k: usize, n: usize, a: &[f32], panels: &Panels, c: &mut [f32], par: bool) -> bool {
+/// then multiplies by the row-major `B` and applies the epilogue itself).
+#[allow(clippy::too_many_arguments)]
+fn panels_f32(
+    m: usize,
+    k: usize,
+    n: usize,
+    a: &[f32],
+    panels: &Panels,
+    c: &mut [f32],
+    par: bool,
+    (epi, at): (&Epilogue<'_, f32>, usize),
+) -> bool {
     #[cfg(target_arch = "x86_64")]
     if ab_applies(m, k, n) && avx512() && panels.shape() == (k, n) && a.len() == m * k && c.len() == m * n {
-        in_place(m, k, n, a, Rhs::Panels(panels), c, par);
+        let Some(fin) = fin_of(epi, at, m, n) else { return false };
+        in_place(m, k, n, a, Rhs::Panels(panels), c, par, fin);
         return true;
     }
-    let _ = (m, k, n, a, panels, c, par);
+    let _ = (m, k, n, a, panels, c, par, epi, at);
     false
 }
 
@@ -483,12 +577,6 @@ fn no_ab<T>(
     par: bool,
 ) -> bool {
     let _ = (m, k, n, a, ta, b, tb, c, acc, par);
-    false
-}
-
-/// No panel kernel (f64).
-fn no_panels<T>(m: usize, k: usize, n: usize, a: &[T], panels: &Panels, c: &mut [T], par: bool) -> bool {
-    let _ = (m, k, n, a, panels, c, par);
     false
 }
 

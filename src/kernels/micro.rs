@@ -11,9 +11,14 @@
 //! and output gradients), which needs no packing since each depth step reads one
 //! contiguous row of each operand.
 //!
+//! A block may be finished in registers before it is stored ([`Finish`]: a conv's `+ bias`,
+//! `+ residual`, relu), which saves the in-place GEMM's convs a pass over their output.
+//!
 //! Invariants: every output element is the sum over the depth in order from zero, one fused
 //! multiply-add per step, so a result does not depend on how the caller blocks rows or
-//! columns, nor on threads; the functions here are `unsafe` `#[target_feature]` code that
+//! columns, nor on threads; a [`Finish`] applies the epilogue's arithmetic in its order
+//! (`conv::im2col::Epilogue`: the same f32 additions, relu keeping `v > 0` and NaN), so a
+//! finished block equals the stored block with the epilogue applied afterwards, bit for bit; the functions here are `unsafe` `#[target_feature]` code that
 //! the caller reaches only after checking AVX-512F, with in-bounds pointers as documented.
 
 #[cfg(target_arch = "x86_64")]
@@ -37,6 +42,39 @@ impl SharedMut {
 
 /// f32 lanes of one ZMM register.
 pub(crate) const LANES: usize = 16;
+
+/// What a micro-kernel applies to a finished block before storing it: `+ bias[column]`,
+/// then `+ residual[row][column]`, then relu (kept where `v > 0` or NaN, else `0.0`), as
+/// `conv::im2col::Epilogue` computes them. The pointers address the block's first row and
+/// column (null: no such term); residual rows are `ldr` elements apart.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Finish {
+    /// The bias of the block's first column, or null.
+    pub bias: *const f32,
+    /// The residual of the block's first row and column, or null.
+    pub res: *const f32,
+    /// Elements between residual rows.
+    pub ldr: usize,
+    /// Apply relu last.
+    pub relu: bool,
+}
+
+impl Finish {
+    /// Nothing to apply: the block is stored as summed.
+    pub(crate) const NONE: Finish = Finish { bias: std::ptr::null(), res: std::ptr::null(), ldr: 0, relu: false };
+
+    /// Whether there is nothing to apply.
+    pub(crate) fn is_none(&self) -> bool {
+        self.bias.is_null() && self.res.is_null() && !self.relu
+    }
+
+    /// The finish of the block whose first element is `row` rows and `col` columns further
+    /// (null pointers stay null).
+    pub(crate) fn at(self, row: usize, col: usize) -> Finish {
+        let shift = |p: *const f32, by: usize| if p.is_null() { p } else { p.wrapping_add(by) };
+        Finish { bias: shift(self.bias, col), res: shift(self.res, row * self.ldr + col), ..self }
+    }
+}
 
 /// The depth walk of a [`micro_dyn`] product: three nested counts (outermost first) and, per
 /// level, the element stride of `A`'s and `B`'s pointers (a conv filter gradient walks
@@ -62,7 +100,7 @@ impl Depth {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{Depth, LANES};
+    use super::{Depth, Finish, LANES};
 
     /// The lane mask of a whole vector (the `last` argument of the micro-kernels).
     pub(crate) const FULL: u16 = u16::MAX;
@@ -82,7 +120,21 @@ mod avx512 {
                 let r = (m - m0).min(6);
                 // SAFETY: rows m0..m0+r of c and columns m0..m0+r of a, columns n0..n0+16nv
                 // of b and c: inside the buffers.
-                unsafe { micro_dyn(r, nv, ap.add(m0), 1, bp.add(n0), &depth, cp.add(m0 * n + n0), n, FULL, false) };
+                unsafe {
+                    micro_dyn(
+                        r,
+                        nv,
+                        ap.add(m0),
+                        1,
+                        bp.add(n0),
+                        &depth,
+                        cp.add(m0 * n + n0),
+                        n,
+                        FULL,
+                        false,
+                        Finish::NONE,
+                    )
+                };
             }
         }
     }
@@ -97,16 +149,18 @@ mod avx512 {
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn ab(m: usize, k: usize, n: usize, a: *const f32, b: *const f32, c: *mut f32) {
         // SAFETY: the caller's bounds, with row strides k, n, n.
-        unsafe { ab_strided(m, k, n, a, b, n, c, n) }
+        unsafe { ab_strided(m, k, n, a, b, n, c, n, Finish::NONE) }
     }
 
     /// [`ab`] with the row strides of `b` and `c` given (`ldb`, `ldc` ≥ `n`: the columns
     /// `n` of wider matrices, a parallel task's column range), for any width `n` (the last
-    /// vector of each row masked where `n` is not a multiple of 16).
+    /// vector of each row masked where `n` is not a multiple of 16), every block finished
+    /// by `fin` (addressing `c`'s first row and column) before it is stored.
     ///
     /// # Safety
     /// The CPU has AVX-512F; `a` holds `[m, k]`, `b[d * ldb ..][..n]` and
-    /// `c[r * ldc ..][..n]` are in bounds for every `d < k`, `r < m`.
+    /// `c[r * ldc ..][..n]` are in bounds for every `d < k`, `r < m`, and so are `fin`'s
+    /// terms for every row `r < m` and column `< n`.
     #[allow(clippy::too_many_arguments)]
     #[target_feature(enable = "avx512f")]
     pub(crate) unsafe fn ab_strided(
@@ -118,6 +172,7 @@ mod avx512 {
         ldb: usize,
         c: *mut f32,
         ldc: usize,
+        fin: Finish,
     ) {
         let depth = Depth::flat(k, 1, ldb);
         for n0 in (0..n).step_by(4 * LANES) {
@@ -131,19 +186,19 @@ mod avx512 {
             let mut m0 = 0;
             while m0 < m {
                 let r = (m - m0).min(rows);
-                let (a, c) = (a.wrapping_add(m0 * k), c.wrapping_add(m0 * ldc + n0));
+                let (a, c, f) = (a.wrapping_add(m0 * k), c.wrapping_add(m0 * ldc + n0), fin.at(m0, n0));
                 // SAFETY: rows m0..m0+r of a and c, columns n0..n0+16nv of b and c: inside
                 // the buffers (the caller's bounds).
                 unsafe {
                     match (r, nv) {
-                        (16, 1) => micro::<16, 1>(a, k, b, &depth, c, ldc, last, false),
-                        (12, 2) => micro::<12, 2>(a, k, b, &depth, c, ldc, last, false),
-                        (8, 3) => micro::<8, 3>(a, k, b, &depth, c, ldc, last, false),
+                        (16, 1) => micro::<16, 1>(a, k, b, &depth, c, ldc, last, false, f),
+                        (12, 2) => micro::<12, 2>(a, k, b, &depth, c, ldc, last, false, f),
+                        (8, 3) => micro::<8, 3>(a, k, b, &depth, c, ldc, last, false, f),
                         _ => {
                             // the last rows, in blocks of at most 6
                             for r0 in (0..r).step_by(6) {
                                 let (a, c) = (a.wrapping_add(r0 * k), c.wrapping_add(r0 * ldc));
-                                micro_dyn((r - r0).min(6), nv, a, k, b, &depth, c, ldc, last, false);
+                                micro_dyn((r - r0).min(6), nv, a, k, b, &depth, c, ldc, last, false, f.at(r0, 0));
                             }
                         }
                     }
@@ -165,7 +220,7 @@ mod avx512 {
     }
 
     /// [`micro`] for `r` (1..=6) rows and `nv` (1..=4) vectors (`load`: accumulate onto
-    /// `out`).
+    /// `out`; `fin`: applied before the store).
     ///
     /// # Safety
     /// As [`micro`].
@@ -183,11 +238,12 @@ mod avx512 {
         ldc: usize,
         last: u16,
         load: bool,
+        fin: Finish,
     ) {
         macro_rules! arms {
             ($(($r:literal, $v:literal)),*) => {
                 match (r, nv) {
-                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc, last, load) },)*
+                    $(($r, $v) => unsafe { micro::<$r, $v>(a, a_row, b, depth, out, ldc, last, load, fin) },)*
                     _ => unreachable!("micro-kernel shape {r}x{nv}"),
                 }
             };
@@ -226,12 +282,14 @@ mod avx512 {
     /// `A[r][d] = a[r*a_row + depth.a(d)]`, `B[d] = b[depth.b(d) ..][..16V]`, `ldc` the row
     /// stride of `out`: the sum over `d` in walk order from zero, one fused multiply-add per
     /// step. Only the lanes of `last` ([`FULL`]: all) of the last vector of each `B` row
-    /// are read and of each `out` row written.
+    /// are read and of each `out` row written. `fin` is applied to the finished sums before
+    /// they are stored (after the loaded values were added: the finish of the whole sum).
     ///
     /// # Safety
     /// The CPU has AVX-512F; every `A[r][d]`, `B[d]` and `out[r*ldc ..][..16V]` (the last
     /// vector: its `last` lanes) for `r < R`
-    /// and every `d` of the walk is in bounds.
+    /// and every `d` of the walk is in bounds, and so are `fin`'s terms of those rows and
+    /// lanes.
     #[allow(clippy::too_many_arguments)]
     #[inline]
     #[target_feature(enable = "avx512f")]
@@ -244,6 +302,7 @@ mod avx512 {
         ldc: usize,
         last: u16,
         load: bool,
+        fin: Finish,
     ) {
         let mut acc = [[_mm512_setzero_ps(); V]; R];
         if load {
@@ -285,6 +344,10 @@ mod avx512 {
                 }
             }
         }
+        if !fin.is_none() {
+            // SAFETY: the caller's bounds for `fin`'s terms.
+            unsafe { finish(&mut acc, &fin, last) };
+        }
         for (r, row) in acc.iter().enumerate() {
             for (j, &v) in row.iter().enumerate() {
                 // SAFETY: the caller's bounds (the last vector: the lanes of `last`).
@@ -295,6 +358,34 @@ mod avx512 {
                         _mm512_storeu_ps(out.add(r * ldc + j * LANES), v)
                     }
                 };
+            }
+        }
+    }
+
+    /// `fin` applied to the block `acc` (rows of `V` vectors, the last one's `last` lanes
+    /// meaningful): `+ bias`, `+ residual`, relu, in the epilogue's order.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512F; `fin`'s terms are readable for the block's rows and lanes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn finish<const R: usize, const V: usize>(acc: &mut [[__m512; V]; R], fin: &Finish, last: u16) {
+        // the lanes read of vector j of a row (the last one masked)
+        let mask = |j: usize| if j + 1 == V { last } else { FULL };
+        for (r, row) in acc.iter_mut().enumerate() {
+            for (j, v) in row.iter_mut().enumerate() {
+                // SAFETY (loads): the caller's bounds, masked to the lanes of the block.
+                if !fin.bias.is_null() {
+                    *v = _mm512_add_ps(*v, unsafe { _mm512_maskz_loadu_ps(mask(j), fin.bias.add(j * LANES)) });
+                }
+                if !fin.res.is_null() {
+                    let res = unsafe { _mm512_maskz_loadu_ps(mask(j), fin.res.add(r * fin.ldr + j * LANES)) };
+                    *v = _mm512_add_ps(*v, res);
+                }
+                if fin.relu {
+                    // kept where v > 0 or v is NaN (not less-or-equal, unordered); 0.0 elsewhere
+                    *v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask::<_CMP_NLE_UQ>(*v, _mm512_setzero_ps()), *v);
+                }
             }
         }
     }

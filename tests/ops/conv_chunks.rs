@@ -164,6 +164,61 @@ fn constant_filters_in_panels_match_the_fed_filter() {
 }
 
 #[test]
+fn panel_products_finish_bias_residual_and_relu_in_registers_bit_identically() {
+    // A constant 1x1 filter in panels: the in-place GEMM applies the fused epilogue (bias,
+    // the residual, relu) to each block in registers before storing it (`micro::Finish`).
+    // Against the unfused ops (separate conv, bias_add, add, relu kernels), bit for bit:
+    // every combination of terms, widths with masked last vectors and partial panels, row
+    // counts past one task, and NaNs in the input (relu keeps NaN) and the residual.
+    let shapes = [(1, 9, 9, 32, 16), (2, 6, 6, 48, 200), (3, 4, 4, 100, 37), (1, 13, 13, 64, 256), (0, 4, 4, 8, 32)];
+    let bits = |t: &Tensor| t.to_f64_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let check = || {
+        for (i, &(n, h, w, c, o)) in shapes.iter().enumerate() {
+            let seed = 300 + 5 * i as u64;
+            let (xs, ys) = ([n, h, w, c], [n, h, w, o]);
+            let mut xv = randv(&xs, seed);
+            let mut rv = randv(&ys, seed + 1);
+            if let (Some(a), Some(b)) = (xv.get_mut(3), rv.get_mut(5)) {
+                (*a, *b) = (f64::NAN, f64::NAN);
+            }
+            let (xt, rt) = (f64t(&xs, &xv).cast(DType::F32), f64t(&ys, &rv).cast(DType::F32));
+            let wt = f64t(&[1, 1, c, o], &randv(&[1, 1, c, o], seed + 2)).cast(DType::F32);
+            let bt = f64t(&[o], &randv(&[o], seed + 3)).cast(DType::F32);
+            for (bias, residual, relu) in [
+                (true, true, true),
+                (true, false, true),
+                (false, true, true),
+                (true, true, false),
+                (false, false, true),
+            ] {
+                let mut g = Graph::new();
+                let (x, r) = (g.input("x", DType::F32, xs), g.input("r", DType::F32, ys));
+                let (wc, bc) = (g.constant(wt.clone()), g.constant(bt.clone()));
+                let mut y = g.conv2d(x, wc, p([1, 1], Same, [1, 1])).unwrap();
+                if bias {
+                    y = g.bias_add(y, bc).unwrap();
+                }
+                if residual {
+                    y = g.add(y, r).unwrap();
+                }
+                if relu {
+                    y = g.relu(y).unwrap();
+                }
+                let feeds = [(x, xt.clone()), (r, rt.clone())];
+                let fused = Session::new(&g, &[y]).unwrap().run(&feeds).unwrap().remove(0);
+                let opts = ExecOptions { fuse: false, ..ExecOptions::default() };
+                let plain = Session::with_options(&g, &[y], opts).unwrap().run(&feeds).unwrap().remove(0);
+                let case = format!("[{n},{h},{w},{c}] -> {o}, bias {bias} residual {residual} relu {relu}");
+                assert_eq!(fused.shape(), &ys[..], "{case}");
+                assert_eq!(bits(&fused), bits(&plain), "{case}: fused in registers vs the separate ops");
+            }
+        }
+    };
+    check();
+    in_pool(check);
+}
+
+#[test]
 fn few_channel_convs_pool_any_valid_window_in_kernel_bit_identically() {
     // The direct kernel of 1-4 input channels pools any VALID max-pool window in-kernel
     // (`narrow::conv2d_pool_window`: each pooled row's conv rows computed into a rolling

@@ -200,28 +200,30 @@ fn chunk_product<T: Float>(
     let mm = if par { gemm::<T> } else { gemm_seq::<T> };
     // `patches · filter`, by the filter's panels where the plan made them
     let panels = epi.filter.and_then(super::PreparedFilter::panels);
-    let product = |patches: &[T], oc: &mut [T]| -> Result<()> {
+    // (true: the panel product applied the epilogue as it stored its blocks)
+    let product = |patches: &[T], oc: &mut [T]| -> Result<bool> {
         match panels {
-            Some(p) if T::gemm_panels(nr, k, o, patches, p, oc, par) => Ok(()),
-            _ => mm(nr, k, o, patches, false, w, false, oc, false),
+            Some(p) if T::gemm_panels(nr, k, o, patches, p, oc, par, (&epi, r0 * o)) => Ok(true),
+            _ => mm(nr, k, o, patches, false, w, false, oc, false).map(|()| false),
         }
     };
-    if g.pointwise() {
-        product(&x[r0 * k..(r0 + nr) * k], oc)?;
+    let finished = if g.pointwise() {
+        product(&x[r0 * k..(r0 + nr) * k], oc)?
     } else {
         col.resize(nr * k, T::default());
         let patches = &mut col[..nr * k];
         if g.c == 1 {
             im2col_t_c1(g, x, r0, nr, patches);
             mm(nr, k, o, patches, true, w, false, oc, false)?;
+            false
         } else {
             // tasks of whole rows, ≥ ~16K elements each
             let pr = (1usize << 14).div_ceil(k).max(1);
             for_each_chunk(patches, pr * k, par && is_parallel(nr * k), |i, c| im2col(g, x, r0 + i * pr, c));
-            product(patches, oc)?;
+            product(patches, oc)?
         }
-    }
-    if !epi.is_none() {
+    };
+    if !epi.is_none() && !finished {
         let cr = (1usize << 14).div_ceil(o).max(1);
         for_each_chunk(oc, cr * o, par && is_parallel(oc.len()), |i, c| epi.apply(c, o, (r0 + i * cr) * o));
     }

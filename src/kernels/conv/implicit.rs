@@ -23,7 +23,8 @@
 //! reads into a zero-padded band (at most [`BAND_BYTES`]); without padding the taps read the
 //! input directly, and a 1x1 stride-1 conv's rows form one run of pixels (tiles do not stop
 //! at row ends). The epilogue (`+ bias`, `+ residual`, relu: the arithmetic of the separate
-//! ops) is applied to each finished column block of a segment while it is cache resident.
+//! ops) is applied in registers by the last depth block's micro-kernel calls, before their
+//! stores (`micro::Finish`).
 //!
 //! Invariants: [`conv2d`] runs only where [`applies`] holds (the caller checks nothing
 //! else); it writes every element of the output slice `dst` and no other, or returns false
@@ -242,7 +243,7 @@ fn fill_band(g: &Geom, lay: &Layout, x: &[f32], img: usize, y0: usize, y1: usize
 
 /// Output rows `y0..y1` of image `img`, output channels `cols`: per 64-channel block, the
 /// depth blocks `steps` ([`depth_blocks`] of `row_len` and the filter's row stride), each
-/// over every pixel tile of the rows, then the epilogue. `src` holds the rows the taps read
+/// over every pixel tile of the rows, the last one finishing with the epilogue. `src` holds the rows the taps read
 /// (`row_len` values each, the first one padded row `y0*SH`).
 ///
 /// # Safety
@@ -266,7 +267,7 @@ unsafe fn segment(
     (y0, y1): (usize, usize),
     cols: std::ops::Range<usize>,
 ) {
-    use crate::kernels::micro::{FULL, LANES, micro_dyn};
+    use crate::kernels::micro::{FULL, Finish, LANES, micro_dyn};
 
     let (c, o) = (g.c, g.o);
     // runs of output pixels whose inputs are `SW*C` apart: each output row, or all the
@@ -277,6 +278,13 @@ unsafe fn segment(
     let (a, out) = (src.as_ptr(), out.ptr());
     let first_pixel = (img * g.oh + y0) * g.ow;
     let ldb = if panels.is_some() { COLS } else { o };
+    // the epilogue, applied by the last depth block's micro-kernel calls in registers
+    let fin = Finish {
+        bias: epi.bias.map_or(std::ptr::null(), <[f32]>::as_ptr),
+        res: epi.residual.map_or(std::ptr::null(), <[f32]>::as_ptr),
+        ldr: o,
+        relu: epi.relu,
+    };
     for n0 in cols.clone().step_by(COLS) {
         let width = (cols.end - n0).min(COLS);
         let nv = width.div_ceil(LANES);
@@ -297,8 +305,10 @@ unsafe fn segment(
                     // pixel tiles of (nearly) equal sizes: x0 .. x1
                     let (x0, x1) = (t * run / tiles, (t + 1) * run / tiles);
                     let p = first_pixel + y * run + x0;
+                    let fin = if k + 1 == steps.len() { fin.at(p, n0) } else { Finish::NONE };
                     // SAFETY: the caller's bounds: the tile's taps lie in `src`'s rows, its
-                    // outputs in rows y0..y1, columns n0..n0+width.
+                    // outputs in rows y0..y1, columns n0..n0+width (and so do the
+                    // epilogue's bias and residual terms: `O` and `N*OH*OW*O` values).
                     unsafe {
                         micro_dyn(
                             x1 - x0,
@@ -311,12 +321,13 @@ unsafe fn segment(
                             dst.stride,
                             last,
                             load,
+                            fin,
                         )
                     };
                 }
             }
         }
-        if !epi.is_none() {
+        if !epi.is_none() && steps.is_empty() {
             for p in first_pixel..first_pixel + (y1 - y0) * g.ow {
                 // SAFETY: pixel p's columns n0..n0+width of the slice: this task's.
                 let vals = unsafe { std::slice::from_raw_parts_mut(out.add(p * dst.stride + dst.off + n0), width) };

@@ -77,7 +77,7 @@ impl PreparedFilter {
 
 /// Float element types the kernels run on.
 pub(crate) trait Float:
-    GemmElem + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum
+    GemmElem + super::gemm::PanelGemm + PartialOrd + std::ops::AddAssign + std::ops::Div<Output = Self> + std::iter::Sum
 {
     fn is_nan(self) -> bool;
     /// `conv2d` by a kernel specialised for its shapes (the direct kernel for 1-4 input

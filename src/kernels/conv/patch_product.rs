@@ -69,6 +69,7 @@ pub(crate) fn product(g: &Geom, e: usize, x: &[f32], dy: &[f32], out: &mut [f32]
                                         o,
                                         crate::kernels::micro::FULL,
                                         false,
+                                        crate::kernels::micro::Finish::NONE,
                                     )
                                 };
                             }
