@@ -84,42 +84,36 @@ pub trait GemmElem: Element + Default + std::ops::Add<Output = Self> + std::ops:
     }
 }
 
+/// One product `c [m, n] = epi(a [m, k] · B)` with `B` in [`Panels`] ([`PanelGemm`]): the
+/// epilogue's residual is read from element `at` on (`c` is that part of the whole output).
+pub(crate) struct PanelProduct<'a, T> {
+    pub m: usize,
+    pub k: usize,
+    pub n: usize,
+    pub a: &'a [T],
+    pub panels: &'a Panels,
+    /// May split over the rayon pool.
+    pub par: bool,
+    pub epi: &'a Epilogue<'a, T>,
+    pub at: usize,
+}
+
 /// The in-place product by a [`Panels`] operand, its blocks finished with a conv's
 /// epilogue (crate-internal: the epilogue type is the conv kernels').
 pub(crate) trait PanelGemm: Sized {
-    /// `c [m, n] = epi(a [m, k] · B)` (no accumulation) with `B` in [`Panels`], where the
-    /// in-place kernel takes the shapes on this CPU; false (nothing written) elsewhere. The
-    /// epilogue is applied in registers before each block is stored (its residual read from
-    /// element `at` on: `c` is that part of the whole output), the values the separate pass
-    /// `epi.apply(c, n, at)` would give.
-    #[allow(clippy::too_many_arguments)]
-    fn gemm_panels(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[Self],
-        panels: &Panels,
-        c: &mut [Self],
-        par: bool,
-        epi: (&Epilogue<'_, Self>, usize),
-    ) -> bool {
-        let _ = (m, k, n, a, panels, c, par, epi);
+    /// `c = p`'s product (no accumulation) where the in-place kernel takes the shapes on
+    /// this CPU; false (nothing written) elsewhere. The epilogue is applied in registers
+    /// before each block is stored: the values the separate pass `epi.apply(c, n, at)` would
+    /// give.
+    fn gemm_panels(p: &PanelProduct<'_, Self>, c: &mut [Self]) -> bool {
+        let _ = (p, c);
         false
     }
 }
 
 impl PanelGemm for f32 {
-    fn gemm_panels(
-        m: usize,
-        k: usize,
-        n: usize,
-        a: &[f32],
-        panels: &Panels,
-        c: &mut [f32],
-        par: bool,
-        epi: (&Epilogue<'_, f32>, usize),
-    ) -> bool {
-        panels_f32(m, k, n, a, panels, c, par, epi)
+    fn gemm_panels(p: &PanelProduct<'_, f32>, c: &mut [f32]) -> bool {
+        panels_f32(p, c)
     }
 }
 
@@ -541,17 +535,8 @@ fn ab_f32(
 /// a conv gives the same bits with or without the plan's panels, fused or not, batched or
 /// per example) and the buffers fit; false (nothing written) elsewhere (the caller
 /// then multiplies by the row-major `B` and applies the epilogue itself).
-#[allow(clippy::too_many_arguments)]
-fn panels_f32(
-    m: usize,
-    k: usize,
-    n: usize,
-    a: &[f32],
-    panels: &Panels,
-    c: &mut [f32],
-    par: bool,
-    (epi, at): (&Epilogue<'_, f32>, usize),
-) -> bool {
+fn panels_f32(p: &PanelProduct<'_, f32>, c: &mut [f32]) -> bool {
+    let PanelProduct { m, k, n, a, panels, par, epi, at } = *p;
     #[cfg(target_arch = "x86_64")]
     if ab_applies(m, k, n) && avx512() && panels.shape() == (k, n) && a.len() == m * k && c.len() == m * n {
         let Some(fin) = fin_of(epi, at, m, n) else { return false };

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use super::direct::pool_pair;
 use super::{Dst, Float, Geom, Kernels, OutBuf, for_each_chunk, is_parallel};
 use crate::error::Result;
-use crate::kernels::gemm::{PAR_FLOPS, gemm, gemm_seq};
+use crate::kernels::gemm::{PAR_FLOPS, PanelProduct, gemm, gemm_seq};
 
 /// Elementwise work applied to each chunk of `conv2d` output rows right after its GEMM
 /// wrote it (while it is cache resident): `v += bias[channel]`, then `v = v + residual[i]`
@@ -206,10 +206,13 @@ fn chunk_product<T: Float>(
     let panels = epi.filter.and_then(super::PreparedFilter::panels);
     // (true: the panel product applied the epilogue as it stored its blocks)
     let product = |patches: &[T], oc: &mut [T]| -> Result<bool> {
-        match panels {
-            Some(p) if T::gemm_panels(nr, k, o, patches, p, oc, par, (&epi, r0 * o)) => Ok(true),
-            _ => mm(nr, k, o, patches, false, w, false, oc, false).map(|()| false),
+        if let Some(panels) = panels {
+            let job = PanelProduct { m: nr, k, n: o, a: patches, panels, par, epi: &epi, at: r0 * o };
+            if T::gemm_panels(&job, oc) {
+                return Ok(true);
+            }
         }
+        mm(nr, k, o, patches, false, w, false, oc, false).map(|()| false)
     };
     let finished = if g.pointwise() {
         product(&x[r0 * k..(r0 + nr) * k], oc)?
