@@ -52,7 +52,7 @@ use hashbrown::{HashMap, HashSet};
 
 use crate::error::{Error, Result};
 use crate::ir::{Function, Graph, Library, NodeId, ValueId};
-use crate::kernels::KernelOptions;
+use crate::kernels::{KernelOptions, WinogradSchedule};
 use crate::ops::{FunctionRunner, Op};
 use crate::tensor::{Tensor, TensorType};
 pub use ctx::ExecCtx;
@@ -132,6 +132,14 @@ pub struct ExecOptions {
     /// and filter form. On built in; `PFOR_NO_IMPLICIT_GEMM` turns it off; off, those convs
     /// run as im2col + GEMM.
     pub implicit_gemm: bool,
+    /// The Winograd kernel's schedule ([`WinogradSchedule`]: tile- or point-major, `Auto`
+    /// by its rule); the same bits whichever runs. `Auto` built in;
+    /// `PFOR_WINOGRAD_SCHEDULE=tile|point` forces one (for measuring the rule).
+    pub winograd_schedule: WinogradSchedule,
+    /// Run 3x3 convs by Winograd F(4x4, 3x3) only where its cost rule picks it (enough
+    /// tiles; see `kernels::conv::winograd`); off, wherever the kernel takes them (for
+    /// measuring the rule). On built in; `PFOR_WINOGRAD3=always` turns it off.
+    pub winograd3_rule: bool,
     /// Give every `matmul` whose right operand is a constant a row-major copy of it, made
     /// once when the plan compiles (see `exec::pretranspose`). On built in;
     /// `PFOR_NO_PRETRANSPOSE` turns it off.
@@ -176,6 +184,8 @@ impl ExecOptions {
             winograd: true,
             atb: true,
             implicit_gemm: true,
+            winograd_schedule: WinogradSchedule::Auto,
+            winograd3_rule: true,
             pretranspose: true,
             max_tensor_bytes: None,
         }
@@ -228,6 +238,9 @@ impl ExecOptions {
             winograd: !set("PFOR_NO_WINOGRAD"),
             atb: !set("PFOR_NO_ATB"),
             implicit_gemm: !set("PFOR_NO_IMPLICIT_GEMM"),
+            winograd_schedule: var("PFOR_WINOGRAD_SCHEDULE")
+                .map_or(WinogradSchedule::Auto, |v| WinogradSchedule::from_name(&v)),
+            winograd3_rule: var("PFOR_WINOGRAD3").is_none_or(|v| v != "always"),
             pretranspose: !set("PFOR_NO_PRETRANSPOSE"),
             ..ExecOptions::builtin()
         }
@@ -243,7 +256,13 @@ impl ExecOptions {
     /// assert!(!k.winograd && k.atb);
     /// ```
     pub fn kernel_options(&self) -> KernelOptions {
-        KernelOptions { winograd: self.winograd, atb: self.atb, implicit_gemm: self.implicit_gemm }
+        KernelOptions {
+            winograd: self.winograd,
+            atb: self.atb,
+            implicit_gemm: self.implicit_gemm,
+            winograd_schedule: self.winograd_schedule,
+            winograd3_rule: self.winograd3_rule,
+        }
     }
 }
 

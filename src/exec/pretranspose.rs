@@ -198,7 +198,7 @@ pub(super) fn prepared_filter(
 ) -> Option<PreparedFilter> {
     let st = &steps[si];
     let Op::Conv(ConvOp::Conv2D { .. }) = &st.op else { return None };
-    if let Some(p) = kernels.winograd.then(|| winograd_filter(steps, producer, si)).flatten() {
+    if let Some(p) = kernels.winograd.then(|| winograd_filter(steps, producer, si, kernels)).flatten() {
         return Some(PreparedFilter::Winograd(p));
     }
     let Op::Const { value: w } = &steps[*producer.get(&st.inputs.get(1)?.0)?].op else { return None };
@@ -227,7 +227,12 @@ fn slot_type<'a>(steps: &'a [Step], producer: &HashMap<usize, usize>, s: usize) 
 /// constant (a `Const` step) and the Winograd kernel will take the conv: f32, a static input
 /// shape (or one whose batch alone is dynamic) whose geometry the kernel applies to and, with
 /// a static batch, its cost rule picks.
-fn winograd_filter(steps: &[Step], producer: &HashMap<usize, usize>, si: usize) -> Option<Prepared> {
+fn winograd_filter(
+    steps: &[Step],
+    producer: &HashMap<usize, usize>,
+    si: usize,
+    kernels: crate::kernels::KernelOptions,
+) -> Option<Prepared> {
     let st = &steps[si];
     let Op::Conv(conv @ ConvOp::Conv2D { params }) = &st.op else { return None };
     let (&(xs, _), &(ws, _)) = (st.inputs.first()?, st.inputs.get(1)?);
@@ -250,7 +255,7 @@ fn winograd_filter(steps: &[Step], producer: &HashMap<usize, usize>, si: usize) 
     let ws = w.shape();
     let g = Geom::new(conv.kind().name(), x, [ws[0], ws[1]], ws[3], params.strides, params.dilations, params.padding)
         .ok()?;
-    if ws[2] != g.c || (n.is_some() && !crate::kernels::conv::winograd::profitable(&g)) {
+    if ws[2] != g.c || (n.is_some() && !crate::kernels::conv::winograd::profitable(&g, kernels)) {
         return None;
     }
     let a = w.array::<f32>().ok()?;

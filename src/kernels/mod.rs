@@ -76,9 +76,10 @@ pub fn winograd_conv2d(
 /// Elements above which elementwise-like kernels use rayon (rayon costs ~15–35 µs per call).
 pub const PAR_THRESHOLD: usize = 1 << 17;
 
-/// Which optional kernels a call may take: the kernel-level knobs of
-/// `ExecOptions` (`winograd`, `atb`), handed to kernels by value. Each one only picks
-/// among kernels that compute the same op; [`Default`] turns all on.
+/// Which optional kernels a call may take, and how: the kernel-level knobs of
+/// `ExecOptions` (`winograd`, `atb`, `implicit_gemm`, `winograd_schedule`,
+/// `winograd3_rule`), handed to kernels by value. Each one only picks among kernels (or
+/// schedules) that compute the same op; [`Default`] is the built-in choice.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelOptions {
     /// Winograd F(2x2, 5x5) for the 5x5 stride-1 f32 convs it handles (AVX-512 CPUs).
@@ -89,10 +90,21 @@ pub struct KernelOptions {
     /// The implicit-GEMM kernel for f32 convs over more than 4 channels (AVX-512 CPUs;
     /// `kernels::conv::implicit`) instead of im2col + GEMM.
     pub implicit_gemm: bool,
+    /// The Winograd kernel's schedule (tile- or point-major; `Auto` by its rule).
+    pub winograd_schedule: WinogradSchedule,
+    /// F(4x4, 3x3) Winograd only where its cost rule says it beats im2col (on), or for
+    /// every conv the kernel handles (off: for measuring the rule).
+    pub winograd3_rule: bool,
 }
 
 impl Default for KernelOptions {
     fn default() -> Self {
-        KernelOptions { winograd: true, atb: true, implicit_gemm: true }
+        KernelOptions {
+            winograd: true,
+            atb: true,
+            implicit_gemm: true,
+            winograd_schedule: WinogradSchedule::Auto,
+            winograd3_rule: true,
+        }
     }
 }

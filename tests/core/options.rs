@@ -5,11 +5,12 @@
 
 use std::sync::{Arc, Mutex};
 
+use pfor::kernels::WinogradSchedule;
 use pfor::ops::{CustomOp, EvalCtx};
 use pfor::prelude::*;
 
 /// The knobs as one comparable tuple.
-type Knobs = (bool, Option<usize>, bool, bool, bool, bool, bool, bool, bool);
+type Knobs = (bool, Option<usize>, bool, bool, bool, bool, bool, bool, bool, WinogradSchedule, bool);
 
 fn knobs(o: &ExecOptions) -> Knobs {
     (
@@ -22,29 +23,67 @@ fn knobs(o: &ExecOptions) -> Knobs {
         o.atb,
         o.implicit_gemm,
         o.pretranspose,
+        o.winograd_schedule,
+        o.winograd3_rule,
     )
 }
 
 #[test]
 fn every_environment_switch_maps_to_one_field() {
+    use WinogradSchedule::{Auto, PointMajor, TileMajor};
     let builtin = ExecOptions::builtin();
-    assert_eq!(knobs(&builtin), (false, None, true, true, true, true, true, true, true));
+    let (t, f) = (true, false);
+    assert_eq!(knobs(&builtin), (f, None, t, t, t, t, t, t, t, Auto, t));
     assert_eq!(knobs(&ExecOptions::from_vars(|_| None)), knobs(&builtin));
     let only = |var: &'static str, value: &'static str| {
         ExecOptions::from_vars(move |name| (name == var).then(|| value.to_string()))
     };
-    assert_eq!(knobs(&only("PFOR_PROFILE", "7")), (true, Some(7), true, true, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_PROFILE", "")), (true, Some(25), true, true, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_FUSE", "1")), (false, None, false, true, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_ON_CALLER", "1")), (false, None, true, false, true, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_SPIN", "1")), (false, None, true, true, false, true, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_WINOGRAD", "1")), (false, None, true, true, true, false, true, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_ATB", "1")), (false, None, true, true, true, true, false, true, true));
-    assert_eq!(knobs(&only("PFOR_NO_IMPLICIT_GEMM", "1")), (false, None, true, true, true, true, true, false, true));
-    assert_eq!(knobs(&only("PFOR_NO_PRETRANSPOSE", "1")), (false, None, true, true, true, true, true, true, false));
+    assert_eq!(knobs(&only("PFOR_PROFILE", "7")), (t, Some(7), t, t, t, t, t, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_PROFILE", "")), (t, Some(25), t, t, t, t, t, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_NO_FUSE", "1")), (f, None, f, t, t, t, t, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_ON_CALLER", "1")), (f, None, t, f, t, t, t, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_NO_SPIN", "1")), (f, None, t, t, f, t, t, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_NO_WINOGRAD", "1")), (f, None, t, t, t, f, t, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_NO_ATB", "1")), (f, None, t, t, t, t, f, t, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_NO_IMPLICIT_GEMM", "1")), (f, None, t, t, t, t, t, f, t, Auto, t));
+    assert_eq!(knobs(&only("PFOR_NO_PRETRANSPOSE", "1")), (f, None, t, t, t, t, t, t, f, Auto, t));
+    // the two value knobs: the Winograd schedule by name, the F(4x4, 3x3) rule off by "always"
+    assert_eq!(knobs(&only("PFOR_WINOGRAD_SCHEDULE", "tile")), (f, None, t, t, t, t, t, t, t, TileMajor, t));
+    assert_eq!(knobs(&only("PFOR_WINOGRAD_SCHEDULE", "point")), (f, None, t, t, t, t, t, t, t, PointMajor, t));
+    assert_eq!(knobs(&only("PFOR_WINOGRAD_SCHEDULE", "other")), knobs(&builtin));
+    assert_eq!(knobs(&only("PFOR_WINOGRAD3", "always")), (f, None, t, t, t, t, t, t, t, Auto, f));
+    assert_eq!(knobs(&only("PFOR_WINOGRAD3", "1")), knobs(&builtin));
+    // and reach the kernels through `kernel_options`
+    let k = only("PFOR_WINOGRAD_SCHEDULE", "point").kernel_options();
+    assert_eq!((k.winograd_schedule, k.winograd3_rule), (PointMajor, t));
+    assert!(!only("PFOR_WINOGRAD3", "always").kernel_options().winograd3_rule);
     // the knobs that are not switches keep their built-in values
     let o = only("PFOR_NO_FUSE", "1");
     assert_eq!((o.max_call_depth, o.check_types, o.recycle_buffers), (200, true, true));
+}
+
+#[test]
+fn the_winograd_knobs_reach_the_kernel() {
+    // A 3x3 conv of 4 tiles, which the F(4x4, 3x3) cost rule leaves to the other kernels:
+    // with the rule off it runs by Winograd (other rounding, same values to f32 accuracy);
+    // either schedule then gives the same bits.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, [1, 8, 8, 16]);
+    let w = g.input("w", DType::F32, [3, 3, 16, 16]);
+    let y = g.conv2d(x, w, Conv2dParams::default()).unwrap();
+    let feeds = [(x, Tensor::randn(&[1, 8, 8, 16], 1).unwrap()), (w, Tensor::randn(&[3, 3, 16, 16], 2).unwrap())];
+    let run = |o: ExecOptions| Session::with_options(&g, &[y], o).unwrap().run(&feeds).unwrap().remove(0).to_f64_vec();
+    let ruled = run(ExecOptions::builtin());
+    let always = ExecOptions { winograd3_rule: false, ..ExecOptions::builtin() };
+    let wino = run(always.clone());
+    for schedule in [WinogradSchedule::TileMajor, WinogradSchedule::PointMajor] {
+        assert_eq!(run(ExecOptions { winograd_schedule: schedule, ..always.clone() }), wino, "{schedule:?}");
+    }
+    let far = ruled.iter().zip(&wino).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+    assert!(far < 1e-3, "Winograd and the direct sum agree to f32 accuracy: {far}");
+    if pfor::kernels::cpu::caps().avx512f {
+        assert_ne!(ruled, wino, "the rule off must send the conv to the Winograd kernel");
+    }
 }
 
 /// `x` through a `cond` whose branches are chains of f32 elementwise ops (fusable).

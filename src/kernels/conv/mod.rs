@@ -150,7 +150,7 @@ impl Float for f32 {
         k: Kernels,
     ) -> bool {
         narrow::conv2d(g, x, w, epi, out, dst)
-            || (k.winograd && winograd::conv2d(g, x, w, epi, out, dst))
+            || (k.winograd && winograd::conv2d(g, x, w, epi, out, dst, k))
             || (k.implicit_gemm && implicit::conv2d(g, x, w, epi, out, dst))
     }
     fn conv_pool(
@@ -162,7 +162,7 @@ impl Float for f32 {
         k: Kernels,
     ) -> Result<bool> {
         Ok(narrow::conv2d_pool(g, x, w, epi, out)
-            || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out))
+            || (k.winograd && winograd::conv2d_pool(g, x, w, epi, out, k))
             || im2col::conv2d_pool(g, x, w, epi, out)?)
     }
     fn conv_pool_window(
@@ -185,7 +185,7 @@ impl Float for f32 {
         match k.winograd.then(|| winograd::transposed(g)).flatten() {
             Some(t) => {
                 let mut dx = buf.overwritten(g.n * g.h * g.w * g.c);
-                if winograd::conv2d_backprop_input(&t, w, dy, &mut dx) { Ok(dx) } else { Err(OutBuf(Some(dx))) }
+                if winograd::conv2d_backprop_input(&t, w, dy, &mut dx, k) { Ok(dx) } else { Err(OutBuf(Some(dx))) }
             }
             None => Err(buf),
         }

@@ -59,6 +59,7 @@ use rayon::prelude::*;
 
 use super::im2col::Epilogue;
 use super::{Dst, Geom};
+use crate::kernels::KernelOptions;
 use crate::kernels::micro::LANES;
 
 /// Side of an input tile (`m + k - 1`).
@@ -131,15 +132,12 @@ pub(crate) fn applies(g: &Geom) -> bool {
 /// The cost rule: whether Winograd beats im2col + GEMM on this geometry. F(2x2, 5x5):
 /// always. F(4x4, 3x3): [`rule3`], measured on ResNet-50's and SqueezeNet's 3x3 layers
 /// (`benches/probes/winograd_probe.rs`, CPU time, A/B interleaved).
-/// `PFOR_WINOGRAD3=always` (read once) skips the F(4x4, 3x3) rule: for measuring it
-/// (`benches/probes/winograd_probe.rs`).
-pub(crate) fn profitable(g: &Geom) -> bool {
-    static ALWAYS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+/// `k.winograd3_rule` off (`PFOR_WINOGRAD3=always`) skips the F(4x4, 3x3) rule: for
+/// measuring it (`benches/probes/winograd_probe.rs`).
+pub(crate) fn profitable(g: &Geom, k: KernelOptions) -> bool {
     match Alg::of(g) {
         Some(Alg::F2x5) => true,
-        Some(Alg::F4x3) => {
-            *ALWAYS.get_or_init(|| std::env::var("PFOR_WINOGRAD3").is_ok_and(|v| v == "always")) || rule3(g)
-        }
+        Some(Alg::F4x3) => !k.winograd3_rule || rule3(g),
         None => false,
     }
 }
@@ -159,8 +157,17 @@ const MIN_TILES3: usize = 16;
 /// `out [N, OH, OW, O] = epi(conv2d(x, w))` with `w` the `[k, k, C, O]` filter where
 /// [`applies`] and [`profitable`] hold, into the channels `dst` of `out`'s pixel rows; every
 /// element of that slice is written. False (nothing written) otherwise.
-pub(crate) fn conv2d(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32], dst: Dst) -> bool {
-    profitable(g) && run(g, x, w, epi, out, false, dst, Schedule::Auto)
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn conv2d(
+    g: &Geom,
+    x: &[f32],
+    w: &[f32],
+    epi: Epilogue<'_, f32>,
+    out: &mut [f32],
+    dst: Dst,
+    k: KernelOptions,
+) -> bool {
+    profitable(g, k) && run(g, x, w, epi, out, false, dst, k.winograd_schedule)
 }
 
 /// [`conv2d`] into a dense output with this schedule and the cost rule skipped (for tests
@@ -180,11 +187,18 @@ pub(crate) fn conv2d_scheduled(
 /// [`conv2d`], then a 2x2 stride-2 VALID max pool: `out [N, OH/2, OW/2, O]` (an F(2x2, 5x5)
 /// tile is one pooling window, an F(4x4, 3x3) tile four). False (nothing written) where
 /// [`conv2d`] does not run or `OH`, `OW` are odd.
-pub(crate) fn conv2d_pool(g: &Geom, x: &[f32], w: &[f32], epi: Epilogue<'_, f32>, out: &mut [f32]) -> bool {
-    profitable(g)
+pub(crate) fn conv2d_pool(
+    g: &Geom,
+    x: &[f32],
+    w: &[f32],
+    epi: Epilogue<'_, f32>,
+    out: &mut [f32],
+    k: KernelOptions,
+) -> bool {
+    profitable(g, k)
         && g.oh.is_multiple_of(2)
         && g.ow.is_multiple_of(2)
-        && run(g, x, w, epi, out, true, Dst::dense(g.o), Schedule::Auto)
+        && run(g, x, w, epi, out, true, Dst::dense(g.o), k.winograd_schedule)
 }
 
 /// The forward geometry whose conv is `conv2d_backprop_input` of `g` (input `dy [N, OH, OW,
@@ -210,7 +224,7 @@ pub(crate) fn transposed(g: &Geom) -> Option<Geom> {
 /// `dx [N, H, W, C]` of a 5x5 stride-1 conv with filter `w [5, 5, C, O]`: the conv of `dy`
 /// by the flipped, transposed filter over the [`transposed`] geometry `t`. False (nothing
 /// written) where the kernel does not take it.
-pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32]) -> bool {
+pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f32], k: KernelOptions) -> bool {
     let (c, o) = (t.o, t.c);
     if Alg::of(t) != Some(Alg::F2x5) || w.len() != 25 * c * o {
         return false;
@@ -226,7 +240,7 @@ pub(crate) fn conv2d_backprop_input(t: &Geom, w: &[f32], dy: &[f32], dx: &mut [f
             }
         }
     }
-    run(t, dy, &wt, Epilogue::new(None, false), dx, false, Dst::dense(t.o), Schedule::Auto)
+    run(t, dy, &wt, Epilogue::new(None, false), dx, false, Dst::dense(t.o), k.winograd_schedule)
 }
 
 /// Shapes of one call, shared by its tasks.

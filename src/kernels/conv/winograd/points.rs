@@ -52,12 +52,16 @@ pub(super) const FEW_TILES: usize = 64;
 /// tiles, at most (a group holds at least one chunk of tile rows).
 const GROUP_BYTES: usize = 16 << 20;
 
-/// Which schedule the Winograd kernel runs: [`Schedule::Auto`] picks by the rule in the
-/// module docs; the others force one (for tests and probes: results are the same bits).
-#[doc(hidden)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which schedule the Winograd F(4x4, 3x3) / F(2x2, 5x5) kernel runs (the field
+/// `winograd_schedule` of `ExecOptions`, `PFOR_WINOGRAD_SCHEDULE=tile|point`):
+/// [`Schedule::Auto`] picks by a rule of the filter's size and the tile count; the others force one, for measuring that
+/// rule (`benches/probes/winograd_probe.rs`) and for tests. Results are the same bits
+/// whichever runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Schedule {
-    /// By the rule of [`Schedule::point_major`].
+    /// Point-major where the transformed filter is large (over 16 MB), or over 1 MB in a
+    /// conv of at most 64 tiles; tile-major elsewhere.
+    #[default]
     Auto,
     /// Batches of tiles, each through all 36 points (`U` read once per batch).
     TileMajor,
@@ -66,22 +70,29 @@ pub enum Schedule {
 }
 
 impl Schedule {
+    /// The schedule a `PFOR_WINOGRAD_SCHEDULE` value names (`tile`, `point`; anything else:
+    /// `Auto`), as `ExecOptions::from_env` reads it.
+    ///
+    /// ```
+    /// use pfor::kernels::WinogradSchedule;
+    ///
+    /// assert_eq!(WinogradSchedule::from_name("point"), WinogradSchedule::PointMajor);
+    /// assert_eq!(WinogradSchedule::from_name("?"), WinogradSchedule::Auto);
+    /// ```
+    pub fn from_name(name: &str) -> Schedule {
+        match name {
+            "tile" => Schedule::TileMajor,
+            "point" => Schedule::PointMajor,
+            _ => Schedule::Auto,
+        }
+    }
+
     /// Whether this conv of `tiles` tiles runs point-major: forced, or (`Auto`) by the rule
-    /// in the module docs. `PFOR_WINOGRAD_SCHEDULE=tile` or `point` (read once) overrides
-    /// `Auto`: for measuring the rule (`benches/probes/winograd_probe.rs`), as
-    /// `PFOR_WINOGRAD3` does the cost rule.
+    /// in the module docs.
     pub(super) fn point_major(self, g: &Geom, tiles: usize) -> bool {
-        static FORCED: std::sync::OnceLock<Option<bool>> = std::sync::OnceLock::new();
-        let forced = || match std::env::var("PFOR_WINOGRAD_SCHEDULE").as_deref() {
-            Ok("tile") => Some(false),
-            Ok("point") => Some(true),
-            _ => None,
-        };
         let u = POINTS * g.c * g.o * 4;
         match self {
-            Schedule::Auto => {
-                FORCED.get_or_init(forced).unwrap_or(u > U_ALWAYS || (u > U_FEW_TILES && tiles <= FEW_TILES))
-            }
+            Schedule::Auto => u > U_ALWAYS || (u > U_FEW_TILES && tiles <= FEW_TILES),
             Schedule::TileMajor => false,
             Schedule::PointMajor => true,
         }
