@@ -18,8 +18,9 @@
 //! multiply-add per step, so a result does not depend on how the caller blocks rows or
 //! columns, nor on threads; a [`Finish`] applies the epilogue's arithmetic in its order
 //! (`conv::im2col::Epilogue`: the same f32 additions, relu keeping `v > 0` and NaN), so a
-//! finished block equals the stored block with the epilogue applied afterwards, bit for bit; the functions here are `unsafe` `#[target_feature]` code that
-//! the caller reaches only after checking AVX-512F, with in-bounds pointers as documented.
+//! finished block equals the stored block with the epilogue applied afterwards, bit for
+//! bit; the functions here are `unsafe` `#[target_feature]` code that the caller reaches
+//! only after checking AVX-512F, with in-bounds pointers as documented.
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) use avx512::{FULL, ab, ab_strided, atb, micro_dyn};
