@@ -440,17 +440,17 @@ unsafe fn in_place_cols(
 /// `kernels::micro`), so results depend neither on the thread count nor on `B`'s layout.
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
-fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32], par: bool, fin: Fin) {
+fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32], par: bool, fin: Finish) {
     use rayon::prelude::*;
     let threads = rayon::current_num_threads();
     if !par || m.saturating_mul(k).saturating_mul(n) < AB_PAR_FLOPS || threads < 2 {
         // SAFETY: AVX-512F is present; the lengths were checked by the caller.
-        unsafe { in_place_cols(m, k, a.as_ptr(), rhs, 0, n, c.as_mut_ptr(), n, fin.0) };
+        unsafe { in_place_cols(m, k, a.as_ptr(), rhs, 0, n, c.as_mut_ptr(), n, fin) };
     } else if m >= n || n < 2 * PANEL {
         // tasks of whole rows
         let per = m.div_ceil(threads).div_ceil(AB_TASK_ROWS) * AB_TASK_ROWS;
         c.par_chunks_mut(per * n).enumerate().for_each(|(i, c)| {
-            let fin = fin.get().at(i * per, 0);
+            let fin = fin.at(i * per, 0);
             // SAFETY: rows i*per.. of `a` and the `c.len() / n` rows of the block `c`.
             unsafe { in_place_cols(c.len() / n, k, a[i * per * k..].as_ptr(), rhs, 0, n, c.as_mut_ptr(), n, fin) };
         });
@@ -462,34 +462,15 @@ fn in_place(m: usize, k: usize, n: usize, a: &[f32], rhs: Rhs<'_>, c: &mut [f32]
             let n0 = t * per;
             // SAFETY: columns n0..n0+per (cut to n) of `B` and of `c`; each task writes only
             // its own columns of `c`.
-            unsafe { in_place_cols(m, k, a.as_ptr(), rhs, n0, (n0 + per).min(n), out.ptr(), n, fin.get()) };
+            unsafe { in_place_cols(m, k, a.as_ptr(), rhs, n0, (n0 + per).min(n), out.ptr(), n, fin) };
         });
-    }
-}
-
-/// A [`Finish`] that parallel tasks share: its pointers are only read (the epilogue's bias
-/// and residual, which outlive the product).
-#[cfg(target_arch = "x86_64")]
-#[derive(Clone, Copy)]
-struct Fin(Finish);
-// SAFETY: see the type's doc: the pointed-to values are read-only while the tasks run.
-#[cfg(target_arch = "x86_64")]
-unsafe impl Send for Fin {}
-#[cfg(target_arch = "x86_64")]
-unsafe impl Sync for Fin {}
-
-#[cfg(target_arch = "x86_64")]
-impl Fin {
-    /// The finish (a method, so that closures capture the whole `Fin`).
-    fn get(self) -> Finish {
-        self.0
     }
 }
 
 /// The [`Finish`] of `epi` for the product whose output starts at element `at` of the
 /// whole output (`n` columns): `None` where a term does not cover the `m` rows.
 #[cfg(target_arch = "x86_64")]
-fn fin_of(epi: &Epilogue<'_, f32>, at: usize, m: usize, n: usize) -> Option<Fin> {
+fn fin_of(epi: &Epilogue<'_, f32>, at: usize, m: usize, n: usize) -> Option<Finish> {
     let bias = match epi.bias {
         Some(b) if b.len() != n => return None,
         Some(b) => b.as_ptr(),
@@ -500,7 +481,7 @@ fn fin_of(epi: &Epilogue<'_, f32>, at: usize, m: usize, n: usize) -> Option<Fin>
         Some(r) => r[at..].as_ptr(),
         None => std::ptr::null(),
     };
-    Some(Fin(Finish { bias, res, ldr: n, relu: epi.relu }))
+    Some(Finish { bias, res, ldr: n, relu: epi.relu })
 }
 
 /// The f32 in-place product where [`ab_applies`] holds (row-major operands, no
@@ -523,7 +504,7 @@ fn ab_f32(
         if a.len() != m * k || b.len() != k * n || c.len() != m * n {
             return false;
         }
-        in_place(m, k, n, a, Rhs::Rows(b), c, par, Fin(Finish::NONE));
+        in_place(m, k, n, a, Rhs::Rows(b), c, par, Finish::NONE);
         return true;
     }
     let _ = (m, k, n, a, ta, b, tb, c, acc, par);

@@ -60,6 +60,11 @@ pub(crate) struct Finish {
     pub relu: bool,
 }
 
+// SAFETY: a `Finish` only reads through its pointers (the epilogue's bias and residual,
+// which outlive the product whose parallel tasks share it).
+unsafe impl Send for Finish {}
+unsafe impl Sync for Finish {}
+
 impl Finish {
     /// Nothing to apply: the block is stored as summed.
     pub(crate) const NONE: Finish = Finish { bias: std::ptr::null(), res: std::ptr::null(), ldr: 0, relu: false };
