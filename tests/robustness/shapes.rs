@@ -220,3 +220,30 @@ fn a_fused_conv_pool_whose_window_does_not_fit_the_conv_output_is_an_error() {
     assert_eq!(fused.shape(), &[1, 5, 5, 32]);
     assert_eq!(fused.to_f64_vec(), plain.to_f64_vec());
 }
+
+#[test]
+fn transposed_copies_of_empty_and_channel_last_views_keep_their_shapes() {
+    // The NCHW -> NHWC copy (row by row for 2-4 channels, split on the pool when large):
+    // a zero-size axis gives an empty result of the permuted shape, never a panic.
+    for dims in [[2, 3, 0, 4], [0, 3, 5, 5], [1, 2, 300, 300]] {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, dims);
+        let y = g.transpose(x, &[0, 2, 3, 1]).unwrap();
+        let z = g.neg(y).unwrap();
+        let t = Tensor::randn(&dims, 5).unwrap();
+        let out = Session::new(&g, &[z]).unwrap().run(&[(x, t.clone())]).unwrap().remove(0);
+        assert_eq!(out.shape(), &[dims[0], dims[2], dims[3], dims[1]][..], "{dims:?}");
+        let want: Vec<f64> = {
+            let v = t.to_f64_vec();
+            let [n, c, h, w] = dims;
+            let mut o = Vec::with_capacity(v.len());
+            for (ni, hi, wi, ci) in (0..n)
+                .flat_map(|a| (0..h).flat_map(move |b| (0..w).flat_map(move |d| (0..c).map(move |e| (a, b, d, e)))))
+            {
+                o.push(-v[((ni * c + ci) * h + hi) * w + wi]);
+            }
+            o
+        };
+        assert_eq!(out.to_f64_vec(), want, "{dims:?}");
+    }
+}
